@@ -1,0 +1,40 @@
+// dsn_parser.h: bounce messages in, per-recipient results out. Pure code, no I/O.
+//
+// Reads one whole message (RFC 5322 bytes, any line ends) and recognises: RFC 3464
+// multipart/report delivery-status DSNs, ARF feedback reports (report-type=feedback-report),
+// RFC 3834 auto-replies, and the non-standard bounces real MTAs and providers send (Exim,
+// Sendmail, qmail, Exchange/Office 365, Gmail, Yahoo, Amazon SES, Postfix ...). MIME is decoded
+// with GMime 3 (charsets, base64, quoted-printable, broken structure). Each recipient is then
+// classified with the given RuleSet. Recipients come out in the order the bounce lists them.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "classifier/result.h"
+#include "classifier/rules.h"
+
+namespace bounced {
+
+enum class MessageKind { kNotBounce, kDsn, kFeedbackReport, kAutoReply, kNonStandardBounce };
+std::string_view ToString(MessageKind k);
+
+struct ParsedBounce {
+  MessageKind kind = MessageKind::kNotBounce;
+  std::vector<Result> recipients;  // in the order the message lists them
+  std::string message_id;          // Message-ID of the bounce itself
+  std::string original_message_id; // Message-ID of the message that bounced, if found
+  std::string postfix_queue_id;    // X-Postfix-Queue-ID, if any
+  std::string reporting_mta;       // Reporting-MTA, if any
+  std::string mta;                 // which MTA / provider format was recognised ("postfix", ...)
+  std::string error;               // why nothing was found, when recipients is empty
+};
+
+// Largest message parsed; longer input is cut there (a bounce's useful part is at the start).
+inline constexpr size_t kMaxMessageBytes = 16 * 1024 * 1024;
+
+// Never throws and never fails: malformed input yields kNotBounce with `error` set.
+ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules);
+
+}  // namespace bounced

@@ -1,0 +1,69 @@
+// rules.h: the rules engine. Pure code: takes rules text, returns a compiled RuleSet; takes one
+// reply (text, status, code, stage, recipient, remote host) and returns a classified Result.
+//
+// Rules are data (rules/default.toml and files merged on top of it). All patterns of a RuleSet
+// are compiled once into one RE2::Set, so a reply is matched against every rule in one pass;
+// among the rules that match, the first in file order wins (files in the order given). When no
+// rule matches, the RFC 3463 status classes decide. A RuleSet is immutable after Compile and
+// safe to share between threads; reloading means compiling a new one and swapping a pointer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "classifier/result.h"
+#include "common/status.h"
+
+namespace bounced {
+
+// One rules file's text and the name used in error messages (usually its path).
+struct RulesSource {
+  std::string name;
+  std::string text;
+};
+
+// What is known about one failed (or delivered) recipient before classification.
+struct ReplyInput {
+  std::string_view diagnostic;  // remote reply or the MTA's own explanation
+  std::string_view status;      // enhanced status if known ("5.1.1"), else ""
+  std::string_view reply_code;  // "550" if known, else ""
+  std::string_view stage;       // connect, helo, mail, rcpt, data, eom, or ""
+  std::string_view recipient;   // for the provider (by domain)
+  std::string_view remote_mta;  // for the provider (by host)
+  std::string_view dsn_action;  // failed, delayed, delivered, relayed, expanded, or ""
+};
+
+class RuleSet {
+ public:
+  // Compiles the given files in order. On error returns a Status naming the file, line and
+  // reason ("rules/x.toml:12: unknown category 'foo'"); nothing partial is ever returned.
+  static Expected<std::shared_ptr<const RuleSet>> Compile(const std::vector<RulesSource>& files);
+  // The rules shipped in rules/default.toml, embedded at build time.
+  static std::shared_ptr<const RuleSet> Default();
+
+  ~RuleSet();
+  RuleSet(const RuleSet&) = delete;
+  RuleSet& operator=(const RuleSet&) = delete;
+
+  // Classifies one reply. Fills every field of Result it can derive: status (from the text when
+  // the input has none; from a basic reply code as "5.0.0"/"4.0.0"), reply_code, stage,
+  // provider and provider_code, category and rule. Never fails: unknown input is undetermined.
+  Result Classify(const ReplyInput& in) const;
+
+  size_t rule_count() const;
+
+  struct Impl;
+
+ private:
+  explicit RuleSet(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Provider for a recipient domain or a remote host ("icloud" for me.com or
+// mx01.mail.icloud.com); "" when unknown. Uses the RuleSet's [[provider]] tables.
+std::string_view ProviderFor(const RuleSet& rules, std::string_view recipient_domain,
+                             std::string_view remote_mta);
+
+}  // namespace bounced

@@ -1,0 +1,25 @@
+// bouncectl: the command-line tool. Offline commands (parse, parse-log, classify, report) work
+// on files and the database; the others talk to a running bounced over its query socket.
+#include <cstdio>
+
+#include "daemon/ctl/commands.h"
+
+int main(int argc, char** argv) {
+  bounced::ctl::Context ctx;
+  CLI::App app{"bouncectl: inspect bounces and manage bounced's suppression list"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", BOUNCED_VERSION);
+  app.add_option("--socket", ctx.socket_path, "query socket of the running bounced");
+  app.add_option("--config", ctx.config_path, "bounced configuration file");
+  app.add_flag("--json", ctx.json, "print JSON instead of readable tables");
+  bounced::ctl::RegisterParseCommands(app, ctx);
+  bounced::ctl::RegisterQueryCommands(app, ctx);
+  bounced::ctl::RegisterReportCommands(app, ctx);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? bounced::ctl::kExitOk : bounced::ctl::kExitUsage;
+  }
+  return ctx.exit_code;
+}

@@ -1,0 +1,27 @@
+// commands.h: how bouncectl's subcommands are registered. Each group lives in its own file:
+// parse_commands.cc (parse, parse-log, classify: offline, no daemon needed),
+// query_commands.cc (status, suppress, ... over the query socket), report_commands.cc (report,
+// postfix-config, doctor). Exit codes: 0 ok, 1 some inputs or requests failed, 2 usage error.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace bounced::ctl {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+struct Context {
+  std::string socket_path = "/run/bounced/query.sock";
+  std::string config_path = "/etc/bounced/bounced.toml";
+  bool json = false;
+  int exit_code = kExitOk;
+};
+
+void RegisterParseCommands(CLI::App& app, Context& ctx);
+void RegisterQueryCommands(CLI::App& app, Context& ctx);
+void RegisterReportCommands(CLI::App& app, Context& ctx);
+
+}  // namespace bounced::ctl

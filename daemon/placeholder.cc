@@ -1,0 +1,1 @@
+// daemon placeholder until the daemon component lands.

@@ -1,0 +1,1 @@
+// store.cc: placeholder until the storage component lands.
