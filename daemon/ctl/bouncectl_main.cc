@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   app.add_option("--config", ctx.config_path, "bounced configuration file");
   app.add_flag("--json", ctx.json, "print JSON instead of readable tables");
   bounced::ctl::RegisterParseCommands(app, ctx);
+  bounced::ctl::RegisterParseLogCommand(app, ctx);
+  bounced::ctl::RegisterClassifyCommand(app, ctx);
   bounced::ctl::RegisterQueryCommands(app, ctx);
   bounced::ctl::RegisterReportCommands(app, ctx);
   try {

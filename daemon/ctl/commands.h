@@ -1,7 +1,7 @@
 // commands.h: how bouncectl's subcommands are registered. Each group lives in its own file:
-// parse_commands.cc (parse, parse-log, classify: offline, no daemon needed),
-// query_commands.cc (status, suppress, ... over the query socket), report_commands.cc (report,
-// postfix-config, doctor). Exit codes: 0 ok, 1 some inputs or requests failed, 2 usage error.
+// parse_commands.cc (parse), parse_log_command.cc (parse-log), classify_command.cc (classify):
+// offline, no daemon needed; query_commands.cc (status, suppress, ... over the query socket);
+// report_commands.cc (report, postfix-config, doctor). Exit codes: 0 ok, 1 some inputs or requests failed, 2 usage error.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -21,6 +21,8 @@ struct Context {
 };
 
 void RegisterParseCommands(CLI::App& app, Context& ctx);
+void RegisterParseLogCommand(CLI::App& app, Context& ctx);
+void RegisterClassifyCommand(CLI::App& app, Context& ctx);
 void RegisterQueryCommands(CLI::App& app, Context& ctx);
 void RegisterReportCommands(CLI::App& app, Context& ctx);
 
