@@ -1,0 +1,363 @@
+// store.h: the bounced database (SQLite, WAL) and the in-memory suppression view.
+//
+// Reads and writes one SQLite file (StoreOptions::path, config key [storage] path). Holds
+// delivery events, per-recipient state, per-day counters, suppressions, the allowlist, the
+// audit log of manual changes and the inputs' positions; the tables are documented in
+// storage/schema.sql (read-only SQL on them is fine, e.g. for reports: open the file with
+// SQLITE_OPEN_READONLY, WAL lets readers run beside the writer).
+//
+// Contract, LevelDB style:
+// - Errors are values. A Status/Expected error says what failed and where ("open
+//   /var/lib/bounced/bounced.db: database schema version 7 is newer than this bounced (knows 1)").
+//   A corrupt, locked or unwritable file is an error, never a crash. Not-found is not an error:
+//   it is an empty optional / `suppressed == false`.
+// - Every write goes through one writer thread, in submission order. Submit() queues a Batch
+//   and returns at once; the future completes when the batch is committed (ok) or dropped (the
+//   error). A Batch is applied atomically: its events, the counters and suppressions they cause
+//   and its input position commit in one transaction, so after a crash (kill -9, power loss with
+//   the default synchronous=FULL) the stored position matches exactly the stored events.
+//   Batches queued together share one transaction (group commit); a batch that fails alone is
+//   rolled back alone (savepoint) and the others still commit.
+// - Policy runs inside the writer: events change recipient state and may add a suppression.
+//   SuppressionPolicy below says how; the allowlist and manual decisions always win.
+// - The view (view()) is updated by the writer right after each commit, before the futures
+//   complete: a lookup made after Submit's future, Suppress() or Flush() returned sees the change.
+// - Thread safety: every Store method may be called from any thread. view() lookups are
+//   lock-light and never touch SQLite (milter threads, socketmap). The Store owns its threads and
+//   connections; destroying it commits what is queued, then closes.
+// - Times are seconds since the Unix epoch, UTC. 0 means "unknown" or, for expiry, "never".
+// - Addresses: keys are NormalizeAddress() forms (lower-case whole address, `+extension` dropped);
+//   the spelling first seen is kept for display.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "classifier/dsn_parser.h"
+#include "classifier/log_parser.h"
+#include "classifier/result.h"
+#include "common/status.h"
+
+namespace bounced {
+
+// The schema version this build writes (PRAGMA user_version). Older files are migrated at Open;
+// newer files are refused.
+inline constexpr int kSchemaVersion = 1;
+
+// ---------------------------------------------------------------------------------------------
+// Addresses
+
+// The lookup key of an address: surrounding <> and whitespace removed, lower-cased whole (as
+// Postfix table lookups are case-insensitive), and the local part cut at the first character of
+// `delimiters` ("+" by default; "" disables, as Postfix's recipient_delimiter). A local part that
+// would become empty ("+foo@x") is kept whole. Returns "" for something that is not an address
+// (no '@', empty local part or domain, control characters, longer than kMaxAddressBytes).
+inline constexpr size_t kMaxAddressBytes = 320;
+std::string NormalizeAddress(std::string_view address, std::string_view delimiters = "+");
+// The domain part of a normalised address ("" when none).
+std::string_view DomainOf(std::string_view normalized_address);
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+enum class EventSource { kLog, kJournal, kDsn, kMilter, kManual };
+std::string_view ToString(EventSource s);  // "log", "journal", "dsn", "milter", "manual"
+std::optional<EventSource> EventSourceFromName(std::string_view name);
+
+// One recipient result to record. Build it with EventFromLog / EventsFromBounce or by hand.
+struct Event {
+  EventSource source = EventSource::kLog;
+  // Where it came from: for log/journal the caller's position text (e.g. "ino=12 off=4096" or the
+  // journald cursor); for dsn/milter the bounce's Message-ID (or "fnv:<hex>" of the raw message
+  // when it has none). For dsn/milter, (source_ref, recipient) is unique: a second event with the
+  // same pair (Postfix retrying the milter, the same DSN fed twice) is silently not recorded.
+  std::string source_ref;
+  int64_t unix_time = 0;     // when it happened (0: the writer uses the commit time)
+  std::string time_text;     // as the source wrote it (RFC 3339 when known), may be ""
+  std::string queue_id;      // Postfix queue id of the message that was delivered / bounced
+  std::string message_id;    // Message-ID of that message, if known
+  std::string sender;        // envelope sender, "" for the null sender
+  // sent, deferred, bounced, expired (Postfix log words); for DSNs the Action maps to these
+  // (failed->bounced, delayed->deferred, delivered/relayed/expanded->sent); "complaint",
+  // "auto_reply" for ARF / RFC 3834 messages; "blocked" when bounced itself refused or removed
+  // the recipient (milter, recorded for reports; never feeds the policy).
+  std::string log_status;
+  std::string relay;            // relay=host[addr]:port from the log, or ""
+  std::string program;          // postfix/smtp, postfix/error, milter, ... or ""
+  std::string bounce_queue_id;  // queue id of the DSN Postfix generated, if known
+  Result result;                // what the classifier said (recipient, category, codes, ...)
+};
+
+// A log/journal event. `position` becomes source_ref.
+Event EventFromLog(const DeliveryEvent& e, EventSource source, std::string position);
+// One event per recipient of a parsed bounce, dedup'ed by its Message-ID (or a digest of
+// `raw_message` when it has none). `now` stamps the events (a bounce has no reliable time).
+std::vector<Event> EventsFromBounce(const ParsedBounce& bounce, std::string_view raw_message,
+                                    EventSource source, int64_t now);
+
+// An input's resume point. `input` names it ("log:/var/log/mail.log", "journal", ...).
+struct InputPosition {
+  std::string input;
+  uint64_t inode = 0;   // file inputs
+  uint64_t offset = 0;  // bytes consumed (after the last complete line)
+  std::string cursor;   // journald cursor
+};
+
+// What is committed together. Either part may be empty.
+struct Batch {
+  std::vector<Event> events;
+  std::optional<InputPosition> position;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Suppression policy
+
+struct SuppressionPolicy {
+  // hard_bounce categories (user_unknown, domain_unknown, mailbox_moved, not_accept) suppress on
+  // the first permanent failure. 0 = never expires.
+  int64_t hard_bounce_expiry_seconds = 0;
+  // mailbox_disabled, mailbox_full and suppressed_upstream (action "count") suppress after
+  // `count_threshold` incidents whose first and last are at least `count_min_span_seconds` apart.
+  // Failures less than `incident_merge_seconds` after the start of the current incident belong
+  // to it (a burst of retries is one incident). A delivery resets the count.
+  int count_threshold = 3;
+  int64_t count_min_span_seconds = 7 * 86400;
+  int64_t incident_merge_seconds = 3600;
+  int64_t count_expiry_seconds = 0;
+  // Whether deferred (4xx) mailbox_full/disabled results count as incidents; by default only
+  // permanent failures (bounced/expired, DSN action failed) do.
+  bool count_deferrals = false;
+  // complaint (ARF) suppresses at once with reason "complaint".
+  bool complaints_suppress = true;
+  int64_t complaint_expiry_seconds = 0;
+  // Characters that start an address extension; "" disables extension folding.
+  std::string recipient_delimiters = "+";
+  // Sender-fault, transient and other categories never suppress: they only feed counters.
+};
+
+// Automatic reasons written by the policy. Manual and imported entries carry the operator's text.
+inline constexpr std::string_view kReasonHardBounce = "hard_bounce";
+inline constexpr std::string_view kReasonRepeatedFailure = "repeated_failure";
+inline constexpr std::string_view kReasonComplaint = "complaint";
+
+// ---------------------------------------------------------------------------------------------
+// Records returned by queries
+
+struct Suppression {
+  std::string address;  // normalised key
+  std::string display;  // as first seen
+  std::string reason;   // kReason* for automatic entries, the operator's text otherwise
+  std::string category;  // category name that caused it, or "" (manual without category)
+  std::string source;    // "bounce", "complaint", "manual", "import"
+  int64_t first_event = 0;  // first event that counted towards it (0: none)
+  int64_t last_event = 0;   // latest failure event for the address
+  int64_t created = 0;
+  int64_t expires = 0;      // 0 = never
+  std::string detail;       // the deciding diagnostic, or the manual/import note
+  int64_t delivered_after = 0;  // a delivery seen after `created` (recorded, does not lift)
+};
+
+struct AllowEntry {
+  std::string entry;   // normalised address, or a domain
+  bool domain = false;
+  std::string reason;
+  int64_t created = 0;
+  int64_t actor_uid = -1;
+};
+
+struct StoredEvent {
+  int64_t id = 0;
+  Event event;
+  bool counted = true;  // false when it repeated an event already counted (log + DSN of one bounce)
+};
+
+// Per-recipient state kept by the policy.
+struct RecipientState {
+  std::string address;
+  int64_t first_seen = 0;
+  int64_t last_event = 0;
+  std::string last_category;
+  std::string last_log_status;
+  int64_t last_delivered = 0;
+  int64_t last_failure = 0;
+  int incidents = 0;             // counted incidents since the last delivery
+  int64_t incidents_since = 0;   // start of the first of them
+  int64_t last_incident = 0;     // start of the latest
+  int64_t manual_unsuppressed = 0;  // events before this time cannot re-suppress automatically
+  int64_t events = 0;
+};
+
+struct AddressStatus {
+  std::string address;   // as asked
+  std::string key;       // NormalizeAddress(address)
+  bool suppressed = false;  // effective: allowlist and expiry applied
+  std::optional<Suppression> suppression;  // the stored entry, even when allowlisted or expired
+  std::optional<AllowEntry> allowed_by;    // the allowlist entry that wins, if any
+  std::optional<RecipientState> state;
+  std::vector<StoredEvent> events;         // newest first
+};
+
+// ---------------------------------------------------------------------------------------------
+// Manual changes (audited: who = peer uid from SO_PEERCRED, when = now, why = reason)
+
+struct Actor {
+  int64_t uid = -1;     // -1: unknown (internal)
+  std::string reason;   // why; required for manual changes
+};
+
+struct ManualSuppression {
+  std::string address;
+  std::string category;  // optional category name
+  int64_t expires = 0;   // 0 = never
+};
+
+// ---------------------------------------------------------------------------------------------
+// Queries
+
+struct ListFilter {
+  std::string category;  // "" = any
+  std::string domain;    // "" = any; exact domain of the key
+  std::string source;    // "" = any
+  int64_t since = 0;     // created at or after
+  std::string after;     // paging: keys strictly greater than this (list is ordered by key)
+  size_t limit = 0;      // 0 = no limit
+  bool include_expired = false;
+};
+
+enum class ExportFormat { kCsv, kJsonl };
+std::optional<ExportFormat> ExportFormatFromName(std::string_view name);  // "csv", "jsonl"
+
+// CSV columns (header line first, RFC 4180 quoting, times RFC 3339 UTC or empty):
+//   address,reason,category,source,first_event,last_event,created,expires,detail
+// JSONL: one object per line with the same keys. Import reads the same forms (CSV: header
+// required, columns by name, only `address` mandatory; JSONL: only "address" mandatory).
+struct ImportResult {
+  size_t added = 0;
+  size_t updated = 0;
+  std::vector<std::string> errors;  // "line 12: invalid address 'foo'"; non-empty = nothing done
+};
+
+struct StatsQuery {
+  enum class By { kDomain, kProvider } by = By::kDomain;
+  std::string only;   // "" = all domains / providers, else just this one
+  int days = 7;       // today (UTC) and the days before it
+  bool per_day = false;
+  int64_t now = 0;    // 0 = current time
+};
+
+struct StatsRow {
+  std::string key;   // the domain or provider ("" for an unknown provider)
+  std::string day;   // "YYYY-MM-DD" when per_day, else ""
+  std::string category;
+  std::string provider_code;
+  std::string log_status;
+  int64_t count = 0;
+};
+
+struct Health {
+  int schema_version = 0;
+  std::string path;
+  bool integrity_ok = false;
+  std::string integrity_detail;  // "ok" or what PRAGMA quick_check said
+  int64_t events = 0;
+  int64_t suppressions = 0;  // rows, expired included
+  int64_t allowlist = 0;
+  int64_t recipients = 0;
+  int64_t queued_batches = 0;  // waiting for the writer
+  std::string last_write_error;  // "" when the last commit succeeded
+};
+
+// ---------------------------------------------------------------------------------------------
+// The in-memory suppression view
+
+struct SuppressionHit {
+  int64_t since = 0;    // created
+  int64_t expires = 0;  // 0 = never
+  Category category = Category::kUndetermined;  // kUndetermined when none was given
+  bool manual = false;  // source manual or import
+};
+
+class SuppressionView {
+ public:
+  virtual ~SuppressionView() = default;
+  // Is `address` suppressed now? Normalises the address (policy delimiters), applies the
+  // allowlist (address, then its domain) and expiry against `now` (0: the current time).
+  // nullopt = deliver. Never blocks on SQLite; safe from any thread.
+  virtual std::optional<SuppressionHit> Lookup(std::string_view address, int64_t now = 0) const = 0;
+  // Same, for an already normalised key (skips normalisation).
+  virtual std::optional<SuppressionHit> LookupKey(std::string_view key, int64_t now = 0) const = 0;
+  virtual size_t size() const = 0;  // suppressed keys held (expired ones included until purged)
+  // Approximate heap bytes held by the view (for the per-address memory figure).
+  virtual size_t memory_bytes() const = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+struct StoreOptions {
+  std::string path;            // the database file; its directory must exist
+  SuppressionPolicy policy;
+  int busy_timeout_ms = 5000;  // SQLite busy timeout for every connection
+  // FULL: a committed batch survives power loss; NORMAL: survives a process crash only.
+  bool synchronous_full = true;
+  size_t max_batch_events = 20000;    // events per group-commit transaction (at most)
+  size_t max_queued_events = 200000;  // Submit blocks while more than this wait (back-pressure)
+};
+
+class Store {
+ public:
+  // Opens (creating if missing) and migrates the database, loads the view, starts the writer.
+  // Errors: unreadable/corrupt file, newer schema, failed migration, locked beyond the busy timeout.
+  static Expected<std::unique_ptr<Store>> Open(const StoreOptions& options);
+  virtual ~Store() = default;
+
+  // --- writes (all go through the writer thread) ---
+  // Queues a batch. The future: ok once committed and visible in view(); else the error, and
+  // nothing of the batch was stored (the stored position is still the previous one, so an
+  // input can re-read from LoadPosition()).
+  virtual std::future<Status> Submit(Batch batch) = 0;
+  // Submit + wait.
+  virtual Status Write(Batch batch) = 0;
+  // Waits until everything submitted before the call is committed (or failed); returns the
+  // first error among them, if any.
+  virtual Status Flush() = 0;
+  // Replaces the policy for events committed from now on (SIGHUP reload).
+  virtual void SetPolicy(const SuppressionPolicy& policy) = 0;
+
+  // Manual changes; each is audited and committed before returning. Suppress replaces an
+  // automatic entry (source becomes "manual"); it fails when the allowlist covers the address.
+  // Unsuppress fails with "not suppressed" when there is no entry.
+  virtual Expected<Suppression> Suppress(const ManualSuppression& s, const Actor& who) = 0;
+  virtual Status Unsuppress(std::string_view address, const Actor& who) = 0;
+  // `entry` is an address or a domain ("example.com" or "@example.com").
+  virtual Expected<AllowEntry> Allow(std::string_view entry, const Actor& who) = 0;
+  virtual Status Disallow(std::string_view entry, const Actor& who) = 0;
+  // All-or-nothing: on any bad line, errors lists every bad line (up to 100) and nothing changes.
+  virtual Expected<ImportResult> Import(ExportFormat format, std::string_view data,
+                                        const Actor& who) = 0;
+
+  // --- reads (own read connections; see a snapshot as of the last commit) ---
+  virtual const SuppressionView& view() const = 0;
+  virtual Expected<std::optional<InputPosition>> LoadPosition(std::string_view input) = 0;
+  virtual Expected<AddressStatus> GetStatus(std::string_view address, size_t max_events = 10) = 0;
+  // Streams suppressions ordered by key; the sink returns false to stop early.
+  virtual Status List(const ListFilter& filter,
+                               const std::function<bool(const Suppression&)>& sink) = 0;
+  // Streams one line per suppression (CSV: header first), each ending in '\n'.
+  virtual Status Export(ExportFormat format, const ListFilter& filter,
+                                 const std::function<bool(std::string_view line)>& sink) = 0;
+  virtual Expected<std::vector<StatsRow>> Stats(const StatsQuery& q) = 0;
+  virtual Expected<std::vector<AllowEntry>> AllowList() = 0;
+  virtual Expected<Health> GetHealth() = 0;
+  virtual Expected<std::vector<StoredEvent>> EventsFor(std::string_view address,
+                                                       size_t max_events) = 0;
+
+  virtual const std::string& path() const = 0;
+};
+
+}  // namespace bounced
