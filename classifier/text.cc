@@ -1,0 +1,417 @@
+// text.cc: see text.h. Hand-written scanners rather than regular expressions: these run for
+// every bounce line of multi-million-line logs, and each one is a single linear pass.
+#include "classifier/text.h"
+
+#include <array>
+#include <cstdint>
+
+namespace bounced {
+namespace {
+
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsAlnum(char c) { return IsDigit(c) || IsAlpha(c); }
+
+// Number of consecutive digits at s[i...], at most `max` + 1 (so callers can see "too long").
+size_t DigitRun(std::string_view s, size_t i, size_t max) {
+  size_t n = 0;
+  while (i + n < s.size() && IsDigit(s[i + n]) && n <= max) ++n;
+  return n;
+}
+
+// True when s[i..i+3) is a reply code shape: [245][0-5][0-9] not followed by another digit.
+bool IsReplyCodeAt(std::string_view s, size_t i) {
+  if (i + 3 > s.size()) return false;
+  char a = s[i], b = s[i + 1], c = s[i + 2];
+  if (a != '2' && a != '4' && a != '5') return false;
+  if (b < '0' || b > '5' || !IsDigit(c)) return false;
+  if (i + 3 == s.size()) return true;
+  char n = s[i + 3];
+  return n == ' ' || n == '-' || n == '\t' || n == '\r' || n == '\n';
+}
+
+// When s[i...] is an enhanced status code, its length; else 0. See ExtractEnhancedStatus.
+size_t EnhancedStatusAt(std::string_view s, size_t i) {
+  if (i + 5 > s.size()) return 0;
+  char cls = s[i];
+  if (cls != '2' && cls != '4' && cls != '5') return 0;
+  if (i > 0) {
+    char p = s[i - 1];
+    if (IsAlnum(p) || p == '.' || p == '_') return 0;
+  }
+  if (s[i + 1] != '.') return 0;
+  if (s[i + 2] < '0' || s[i + 2] > '7') return 0;
+  if (s[i + 3] != '.') return 0;
+  size_t d = DigitRun(s, i + 4, 3);
+  if (d == 0 || d > 3) return 0;
+  size_t end = i + 4 + d;
+  if (end < s.size()) {
+    char n = s[end];
+    if (IsAlpha(n) || n == '_') return 0;
+    // A further ".digit" makes it an IP address or a version number ("2.4.1-beta" too).
+    if (n == '.' && end + 1 < s.size() && IsDigit(s[end + 1])) return 0;
+    if (n == '-' && end + 1 < s.size() && IsAlnum(s[end + 1])) return 0;
+  }
+  return end - i;
+}
+
+// True when the text just before position i (skipping one optional '#', spaces and one '-')
+// is a reply code: "550 5.1.1", "550-5.1.1", "550 #5.1.1".
+bool FollowsReplyCode(std::string_view s, size_t i) {
+  size_t j = i;
+  if (j > 0 && s[j - 1] == '#') --j;
+  size_t spaces = 0;
+  while (j > 0 && (s[j - 1] == ' ' || s[j - 1] == '-') && spaces < 3) {
+    --j;
+    ++spaces;
+  }
+  if (spaces == 0 || j < 3) return false;
+  if (!IsReplyCodeAt(s, j - 3)) return false;
+  return j - 3 == 0 || !IsAlnum(s[j - 4]);
+}
+
+// Appends one code point as UTF-8.
+void AppendUtf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// Decodes one UTF-8 sequence at s[i...]. Returns its length and sets cp, or returns 0 when
+// the bytes there are not a valid, shortest-form, non-surrogate sequence.
+size_t DecodeUtf8(std::string_view s, size_t i, uint32_t& cp) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  size_t len;
+  uint32_t min;
+  if (c < 0x80) {
+    cp = c;
+    return 1;
+  } else if ((c & 0xE0) == 0xC0) {
+    len = 2, min = 0x80, cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3, min = 0x800, cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4, min = 0x10000, cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+struct StagePhrase {
+  std::string_view phrase;
+  std::string_view stage;
+};
+
+// Postfix's "(in reply to X)" and "while X" and Exim's "after X". Longer phrases that contain
+// shorter ones come first ("end of DATA" before "DATA").
+constexpr std::array<StagePhrase, 34> kStagePhrases = {{
+    {"in reply to end of data command", "eom"},
+    {"in reply to bdat command", "eom"},
+    {"in reply to data command", "data"},
+    {"in reply to rcpt to command", "rcpt"},
+    {"in reply to mail from command", "mail"},
+    {"in reply to helo command", "helo"},
+    {"in reply to ehlo command", "helo"},
+    {"in reply to lhlo command", "helo"},
+    {"in reply to starttls command", "helo"},
+    {"in reply to auth command", "helo"},
+    {"in reply to xforward command", "helo"},
+    {"in reply to initial greeting", "connect"},
+    {"while sending end of data", "eom"},
+    {"while sending message body", "data"},
+    {"while sending data command", "data"},
+    {"while sending rcpt to", "rcpt"},
+    {"while sending mail from", "mail"},
+    {"while performing the ehlo handshake", "helo"},
+    {"while performing the helo handshake", "helo"},
+    {"while performing the lhlo handshake", "helo"},
+    {"while receiving the initial server greeting", "connect"},
+    {"after end of data", "eom"},
+    {"after pipelined data", "data"},
+    {"after data", "data"},
+    {"after pipelined rcpt to", "rcpt"},
+    {"after rcpt to", "rcpt"},
+    {"after pipelined mail from", "mail"},
+    {"after mail from", "mail"},
+    {"after ehlo", "helo"},
+    {"after helo", "helo"},
+    {"after lhlo", "helo"},
+    {"after starttls", "helo"},
+    {"after initial connection", "connect"},
+    {"after connection", "connect"},
+}};
+
+// Generic phrasing, tried only when nothing more specific is found.
+constexpr std::array<StagePhrase, 16> kGenericStagePhrases = {{
+    {"end of data", "eom"},
+    {"end-of-data", "eom"},
+    {"end of message", "eom"},
+    {"rcpt to", "rcpt"},
+    {"rcpt command", "rcpt"},
+    {"mail from:", "mail"},
+    {"mail from command", "mail"},
+    {"data command", "data"},
+    {"ehlo command", "helo"},
+    {"helo command", "helo"},
+    {"initial greeting", "connect"},
+    {"server greeting", "connect"},
+    {"connect to ", "connect"},
+    {"connection refused", "connect"},
+    {"while connecting", "connect"},
+    {"unable to connect", "connect"},
+}};
+
+// Stage of the last command in a Sendmail-style transcript (">>> RCPT To:<a@b>"), or "".
+std::string_view StageFromTranscript(std::string_view text) {
+  size_t last = std::string_view::npos;
+  for (size_t p = text.find(">>> "); p != std::string_view::npos; p = text.find(">>> ", p + 4)) {
+    last = p;
+  }
+  if (last == std::string_view::npos) return {};
+  std::string_view cmd = text.substr(last + 4);
+  if (StartsWithNoCase(cmd, "RCPT")) return "rcpt";
+  if (StartsWithNoCase(cmd, "MAIL")) return "mail";
+  if (StartsWithNoCase(cmd, "DATA")) return "data";
+  if (StartsWithNoCase(cmd, "BDAT")) return "eom";
+  if (StartsWithNoCase(cmd, "EHLO") || StartsWithNoCase(cmd, "HELO") ||
+      StartsWithNoCase(cmd, "LHLO") || StartsWithNoCase(cmd, "STARTTLS")) {
+    return "helo";
+  }
+  if (!cmd.empty() && cmd[0] == '.' && (cmd.size() == 1 || IsSpace(cmd[1]))) return "eom";
+  return {};
+}
+
+}  // namespace
+
+std::string AsciiLowerCopy(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = AsciiLower(c);
+  return out;
+}
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
+  }
+  return true;
+}
+
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && EqualsNoCase(s.substr(0, prefix.size()), prefix);
+}
+
+size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from) {
+  if (needle.empty()) return from <= haystack.size() ? from : std::string_view::npos;
+  if (haystack.size() < needle.size()) return std::string_view::npos;
+  char first = AsciiLower(needle[0]);
+  for (size_t i = from; i + needle.size() <= haystack.size(); ++i) {
+    if (AsciiLower(haystack[i]) != first) continue;
+    size_t k = 1;
+    while (k < needle.size() && AsciiLower(haystack[i + k]) == AsciiLower(needle[k])) ++k;
+    if (k == needle.size()) return i;
+  }
+  return std::string_view::npos;
+}
+
+std::string_view TrimSpace(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && IsSpace(s[b])) ++b;
+  while (e > b && IsSpace(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+std::string FoldWhitespace(std::string_view s) {
+  s = TrimSpace(s);
+  std::string out;
+  out.reserve(s.size());
+  bool in_space = false;
+  for (char c : s) {
+    if (IsSpace(c)) {
+      in_space = true;
+      continue;
+    }
+    if (in_space) out.push_back(' ');
+    in_space = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string Sanitize(std::string_view s, size_t max_bytes) {
+  std::string out;
+  out.reserve(s.size() < max_bytes ? s.size() : max_bytes);
+  bool pending_space = false;
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    size_t len = DecodeUtf8(s, i, cp);
+    if (len == 0) {
+      cp = 0xFFFD;  // one replacement character per invalid byte
+      len = 1;
+    }
+    i += len;
+    if (cp == ' ' || cp == '\t' || cp == '\r' || cp == '\n' || cp == '\v' || cp == '\f') {
+      pending_space = !out.empty();
+      continue;
+    }
+    if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F)) continue;
+    size_t need = (cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4) + (pending_space ? 1 : 0);
+    if (out.size() + need > max_bytes) break;
+    if (pending_space) out.push_back(' ');
+    pending_space = false;
+    AppendUtf8(out, cp);
+  }
+  return out;
+}
+
+std::string ExtractEnhancedStatus(std::string_view text) {
+  std::string_view first;
+  for (size_t i = 0; i + 5 <= text.size(); ++i) {
+    char c = text[i];
+    if (c != '2' && c != '4' && c != '5') continue;
+    size_t len = EnhancedStatusAt(text, i);
+    if (len == 0) continue;
+    if (FollowsReplyCode(text, i)) return std::string(text.substr(i, len));
+    if (first.empty()) first = text.substr(i, len);
+  }
+  return std::string(first);
+}
+
+std::string ExtractReplyCode(std::string_view text) {
+  size_t start = 0;
+  while (start < text.size() && (IsSpace(text[start]) || text[start] == '\'' ||
+                                 text[start] == '"' || text[start] == '(')) {
+    ++start;
+  }
+  if (IsReplyCodeAt(text, start)) return std::string(text.substr(start, 3));
+  for (size_t i = start + 1; i + 3 <= text.size(); ++i) {
+    if (!IsReplyCodeAt(text, i)) continue;
+    // Look back over spaces and tabs for what introduces the code.
+    size_t j = i;
+    while (j > 0 && (text[j - 1] == ' ' || text[j - 1] == '\t')) --j;
+    if (j == 0) return std::string(text.substr(i, 3));
+    char p = text[j - 1];
+    bool ok = false;
+    if (p == '\n' || p == '\r' || p == ';' || p == '\'' || p == '"') {
+      ok = true;
+    } else if (p == ':') {
+      ok = j < 2 || !IsDigit(text[j - 2]);  // "said: 550", not a time such as "12:500"
+    } else if (p == '<') {
+      ok = j >= 3 && text.substr(j - 3, 3) == "<<<";
+    } else if (p == '(') {
+      ok = j == i;  // "(550 5.1.1 ...)"
+    }
+    if (ok) return std::string(text.substr(i, 3));
+  }
+  return {};
+}
+
+std::string NormalizeAddress(std::string_view address) {
+  std::string_view a = TrimSpace(address);
+  if (StartsWithNoCase(a, "rfc822;")) a = TrimSpace(a.substr(7));
+  size_t lt = a.find('<');
+  if (lt != std::string_view::npos) {
+    size_t gt = a.find('>', lt + 1);
+    a = a.substr(lt + 1, gt == std::string_view::npos ? std::string_view::npos : gt - lt - 1);
+    a = TrimSpace(a);
+  } else if (!a.empty() && a.back() == '>') {
+    a.remove_suffix(1);
+  }
+  size_t at = a.rfind('@');
+  if (at == std::string_view::npos) return std::string(a);
+  std::string out(a.substr(0, at + 1));
+  std::string_view domain = a.substr(at + 1);
+  while (!domain.empty() && domain.back() == '.') domain.remove_suffix(1);
+  for (char c : domain) out.push_back(AsciiLower(c));
+  return out;
+}
+
+std::string DomainOf(std::string_view address) {
+  std::string a = NormalizeAddress(address);
+  size_t at = a.rfind('@');
+  if (at == std::string::npos) return {};
+  return a.substr(at + 1);
+}
+
+std::string_view StageFromText(std::string_view text) {
+  // The earliest specific phrase wins: a reply can quote other commands after it.
+  size_t best_pos = std::string_view::npos;
+  std::string_view best;
+  for (const auto& p : kStagePhrases) {
+    size_t pos = FindNoCase(text, p.phrase);
+    if (pos < best_pos) {
+      best_pos = pos;
+      best = p.stage;
+    }
+  }
+  if (!best.empty()) return best;
+  if (std::string_view t = StageFromTranscript(text); !t.empty()) return t;
+  for (const auto& p : kGenericStagePhrases) {
+    size_t pos = FindNoCase(text, p.phrase);
+    if (pos < best_pos) {
+      best_pos = pos;
+      best = p.stage;
+    }
+  }
+  return best;
+}
+
+std::string_view NormalizeStage(std::string_view stage) {
+  stage = TrimSpace(stage);
+  struct Alias {
+    std::string_view name;
+    std::string_view stage;
+  };
+  static constexpr std::array<Alias, 21> kAliases = {{
+      {"connect", "connect"},
+      {"connection", "connect"},
+      {"greeting", "connect"},
+      {"banner", "connect"},
+      {"helo", "helo"},
+      {"ehlo", "helo"},
+      {"lhlo", "helo"},
+      {"starttls", "helo"},
+      {"mail", "mail"},
+      {"mail from", "mail"},
+      {"rcpt", "rcpt"},
+      {"rcpt to", "rcpt"},
+      {"data", "data"},
+      {"eom", "eom"},
+      {"end of data", "eom"},
+      {"end-of-data", "eom"},
+      {"end-of-message", "eom"},
+      {"end of message", "eom"},
+      {"dot", "eom"},
+      {"bdat", "eom"},
+      {"body", "data"},
+  }};
+  for (const auto& a : kAliases) {
+    if (EqualsNoCase(stage, a.name)) return a.stage;
+  }
+  return {};
+}
+
+}  // namespace bounced

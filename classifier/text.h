@@ -1,0 +1,71 @@
+// text.h: small pure text helpers shared by the DSN parser, the log parser and the rules
+// engine. No I/O, no allocation beyond the returned strings, safe on any bytes (hostile input
+// included): every function accepts arbitrary bytes and never reads out of bounds.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace bounced {
+
+// Longest diagnostic kept after Sanitize (bytes). Replies longer than this are cut at a UTF-8
+// character boundary; what matters for classification is at the start of a reply.
+inline constexpr size_t kMaxDiagnosticBytes = 4096;
+
+// ASCII-only helpers (SMTP keywords and codes are ASCII; we never case-fold other scripts).
+inline char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+std::string AsciiLowerCopy(std::string_view s);
+bool EqualsNoCase(std::string_view a, std::string_view b);
+bool StartsWithNoCase(std::string_view s, std::string_view prefix);
+// Position of the first case-insensitive occurrence of `needle` at or after `from`, or npos.
+size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from = 0);
+inline bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
+  return FindNoCase(haystack, needle) != std::string_view::npos;
+}
+// Removes leading and trailing ASCII whitespace (space, tab, CR, LF, VT, FF).
+std::string_view TrimSpace(std::string_view s);
+
+// Collapses every run of whitespace (space, tab, CR, LF, VT, FF) into one space and trims both
+// ends: "550-5.1.1 The email\r\n550-5.1.1  account" -> "550-5.1.1 The email 550-5.1.1 account".
+std::string FoldWhitespace(std::string_view s);
+
+// Makes text safe to log, print or store: valid UTF-8 (each invalid byte becomes U+FFFD),
+// whitespace controls folded to single spaces, other control characters (C0, DEL, C1) dropped,
+// trimmed, and cut to at most `max_bytes` bytes at a character boundary.
+std::string Sanitize(std::string_view s, size_t max_bytes = kMaxDiagnosticBytes);
+
+// The first RFC 3463 enhanced status code in a reply ("5.7.1"), or "" if none. The class must
+// be 2, 4 or 5, the subject 0-7 (as registered) and the detail 1-3 digits. Codes that are part
+// of a longer dotted number are ignored, so IP addresses ("5.1.1.4"), versions ("v4.2.0.1" or
+// "2.10.1-beta") and decimals do not count. A code right after a reply code ("550 5.1.1",
+// "550-5.1.1", "550 #5.1.1") is preferred over one elsewhere in the text.
+std::string ExtractEnhancedStatus(std::string_view text);
+
+// The SMTP reply code of a reply ("550"), or "" if none: three digits, the first 2, 4 or 5,
+// followed by a space, '-', end of text or an enhanced code. Accepted at the start of the text
+// or of a line, after "said:", "smtp;", "<<<", "reply:", "replied:", "error:", "Remote Server
+// returned '" and after an address ending in ">:" (Exim's "after RCPT TO:<a@b>: 550 ...").
+std::string ExtractReplyCode(std::string_view text);
+
+// Lower-cased domain of an address ("User@Example.COM" -> "example.com"); "" when there is no
+// '@'. Tolerates angle brackets, an "rfc822;" prefix and a trailing dot.
+std::string DomainOf(std::string_view address);
+
+// A recipient address in canonical form: "rfc822;" prefix, whitespace and angle brackets
+// removed, the domain lower-cased, the local part kept as given (local parts are case-sensitive
+// by the RFCs). Returns the trimmed input when it has no '@'.
+std::string NormalizeAddress(std::string_view address);
+
+// The SMTP stage a reply was given at, from the way MTAs describe it: "connect", "helo",
+// "mail", "rcpt", "data", "eom", or "" when the text does not say. Understands Postfix
+// ("(in reply to RCPT TO command)", "end of DATA command", "initial greeting"), Exim
+// ("after RCPT TO:<a@b>", "after end of data", "after initial connection"), Sendmail
+// transcripts (">>> RCPT To:<a@b>" ... "<<< 550"), Exchange ("after RCPT TO", "during the SMTP
+// ... conversation") and generic phrasing ("while connecting", "at RCPT", "MAIL FROM").
+std::string_view StageFromText(std::string_view text);
+
+// Checks and normalises a stage name given by a caller ("RCPT" -> "rcpt", "end-of-data" ->
+// "eom"); "" for anything unknown.
+std::string_view NormalizeStage(std::string_view stage);
+
+}  // namespace bounced

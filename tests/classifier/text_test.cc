@@ -1,0 +1,136 @@
+// text_test.cc: the shared text helpers (classifier/text.h) on real reply texts.
+#include "classifier/text.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace bounced {
+namespace {
+
+TEST(FoldWhitespace, CollapsesRunsAndTrims) {
+  EXPECT_EQ(FoldWhitespace("  550-5.1.1 The email\r\n550-5.1.1  account\t \n"),
+            "550-5.1.1 The email 550-5.1.1 account");
+  EXPECT_EQ(FoldWhitespace(""), "");
+  EXPECT_EQ(FoldWhitespace(" \r\n\t "), "");
+  EXPECT_EQ(FoldWhitespace("a"), "a");
+}
+
+TEST(Sanitize, DropsControlsAndFixesUtf8) {
+  EXPECT_EQ(Sanitize("a\x01"
+                     "b\x7f"
+                     "c"),
+            "abc");
+  EXPECT_EQ(Sanitize("line1\r\nline2"), "line1 line2");
+  EXPECT_EQ(Sanitize("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(Sanitize("bad\xff"
+                     "byte"),
+            "bad\xef\xbf\xbd"
+            "byte");
+  EXPECT_EQ(Sanitize("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");                  // overlong '/'
+  EXPECT_EQ(Sanitize("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // surrogate
+  EXPECT_EQ(Sanitize("\xc2\x85x"), "x");  // C1 control (NEL) dropped
+  EXPECT_EQ(Sanitize(std::string("nul\0in", 6)), "nulin");
+}
+
+TEST(Sanitize, CapsAtCharacterBoundary) {
+  EXPECT_EQ(Sanitize("abcdef", 4), "abcd");
+  EXPECT_EQ(Sanitize("ab\xc3\xa9\xc3\xa9", 5), "ab\xc3\xa9");
+  EXPECT_EQ(Sanitize(std::string(10000, 'x')).size(), kMaxDiagnosticBytes);
+}
+
+TEST(ExtractEnhancedStatus, FindsCodesInRealReplies) {
+  EXPECT_EQ(ExtractEnhancedStatus("550 5.1.1 <a@icloud.com>: user does not exist"), "5.1.1");
+  EXPECT_EQ(ExtractEnhancedStatus("550-5.1.1 The email account that you tried to reach"), "5.1.1");
+  EXPECT_EQ(ExtractEnhancedStatus("550 #5.1.0 Address rejected."), "5.1.0");
+  EXPECT_EQ(ExtractEnhancedStatus("550 5.7.350 Remote server returned message detected as spam"),
+            "5.7.350");
+  EXPECT_EQ(ExtractEnhancedStatus("smtp; 5.2.2 - Over quota"), "5.2.2");
+  EXPECT_EQ(ExtractEnhancedStatus("421 4.7.28 [1.2.3.4] Our system has detected"), "4.7.28");
+  EXPECT_EQ(ExtractEnhancedStatus("(5.1.1)"), "5.1.1");
+}
+
+TEST(ExtractEnhancedStatus, IgnoresAddressesAndVersions) {
+  EXPECT_EQ(ExtractEnhancedStatus("host 5.1.1.4 refused"), "");
+  EXPECT_EQ(ExtractEnhancedStatus("client 10.5.1.1 blocked"), "");
+  EXPECT_EQ(ExtractEnhancedStatus("Exim 4.94.2"), "");
+  EXPECT_EQ(ExtractEnhancedStatus("v4.2.0 release"), "");
+  EXPECT_EQ(ExtractEnhancedStatus("version 2.4.1-beta3"), "");
+  EXPECT_EQ(ExtractEnhancedStatus("Sendmail 8.15.2"), "");
+  EXPECT_EQ(ExtractEnhancedStatus("took 2.5.10x longer"), "");
+  EXPECT_EQ(ExtractEnhancedStatus("no code at all"), "");
+}
+
+TEST(ExtractEnhancedStatus, PrefersTheOneAfterTheReplyCode) {
+  EXPECT_EQ(ExtractEnhancedStatus("see RFC 5.7.1 notes; 550 5.1.1 no such user"), "5.1.1");
+}
+
+TEST(ExtractReplyCode, FindsCodesWhereMtasPutThem) {
+  EXPECT_EQ(ExtractReplyCode("550 5.1.1 user unknown"), "550");
+  EXPECT_EQ(ExtractReplyCode("550-5.1.1 The email account"), "550");
+  EXPECT_EQ(ExtractReplyCode("host mx.example.com[1.2.3.4] said: 554 5.7.1 rejected"), "554");
+  EXPECT_EQ(ExtractReplyCode("smtp; 552 5.2.2 mailbox full"), "552");
+  EXPECT_EQ(ExtractReplyCode("SMTP error from remote mail server after RCPT TO:<a@b.c>:\n"
+                             "    550 5.1.1 unknown"),
+            "550");
+  EXPECT_EQ(ExtractReplyCode("... while talking to mx.b.c.:\n>>> RCPT To:<a@b.c>\n<<< 550 No"),
+            "550");
+  EXPECT_EQ(ExtractReplyCode("Remote Server returned '550 5.1.10 RESOLVER.ADR.RecipientNotFound"),
+            "550");
+  EXPECT_EQ(ExtractReplyCode("421"), "421");
+}
+
+TEST(ExtractReplyCode, IgnoresOtherNumbers) {
+  EXPECT_EQ(ExtractReplyCode("connect to mx.b.c[1.2.3.4]:25: Connection refused"), "");
+  EXPECT_EQ(ExtractReplyCode("connect to mx.b.c[1.2.3.4]:587: Connection timed out"), "");
+  EXPECT_EQ(ExtractReplyCode("mailbox is 550 MB over quota"), "");
+  EXPECT_EQ(ExtractReplyCode("5500 things"), "");
+  EXPECT_EQ(ExtractReplyCode("at 12:500 ms"), "");
+  EXPECT_EQ(ExtractReplyCode("Host or domain name not found"), "");
+}
+
+TEST(Addresses, NormalizeAndDomain) {
+  EXPECT_EQ(NormalizeAddress(" <John.Doe@Example.COM> "), "John.Doe@example.com");
+  EXPECT_EQ(NormalizeAddress("rfc822; user@ICLOUD.com"), "user@icloud.com");
+  EXPECT_EQ(NormalizeAddress("John <j@Mail.Example.ORG.>"), "j@mail.example.org");
+  EXPECT_EQ(NormalizeAddress("postmaster"), "postmaster");
+  EXPECT_EQ(DomainOf("User@Me.Com"), "me.com");
+  EXPECT_EQ(DomainOf("<a@b.example>"), "b.example");
+  EXPECT_EQ(DomainOf("nodomain"), "");
+  EXPECT_EQ(DomainOf(""), "");
+}
+
+TEST(StageFromText, Postfix) {
+  EXPECT_EQ(StageFromText("host x[1.2.3.4] said: 550 5.1.1 no (in reply to RCPT TO command)"),
+            "rcpt");
+  EXPECT_EQ(StageFromText("said: 554 5.7.1 spam (in reply to end of DATA command)"), "eom");
+  EXPECT_EQ(StageFromText("said: 554 no (in reply to DATA command)"), "data");
+  EXPECT_EQ(StageFromText("said: 553 sender (in reply to MAIL FROM command)"), "mail");
+  EXPECT_EQ(StageFromText("said: 550 go away (in reply to EHLO command)"), "helo");
+  EXPECT_EQ(StageFromText("said: 554 no service (in reply to initial greeting)"), "connect");
+  EXPECT_EQ(StageFromText("connect to mx.b.c[1.2.3.4]:25: Connection refused"), "connect");
+  EXPECT_EQ(StageFromText("lost connection with mx.b.c[1.2.3.4] while sending RCPT TO"), "rcpt");
+  EXPECT_EQ(StageFromText("conversation with x timed out while sending end of data -- message "
+                          "may be sent more than once"),
+            "eom");
+}
+
+TEST(StageFromText, EximSendmailAndGeneric) {
+  EXPECT_EQ(StageFromText("SMTP error from remote mail server after RCPT TO:<a@b.c>: 550 no"),
+            "rcpt");
+  EXPECT_EQ(StageFromText("SMTP error from remote mail server after end of data: 550 spam"), "eom");
+  EXPECT_EQ(StageFromText("SMTP error from remote mail server after MAIL FROM:<a@b.c> SIZE=1"),
+            "mail");
+  EXPECT_EQ(StageFromText("SMTP error from remote mail server after initial connection: 554"),
+            "connect");
+  EXPECT_EQ(StageFromText(">>> MAIL From:<a@b.c>\n<<< 250 ok\n>>> RCPT To:<x@y.z>\n<<< 550 no"),
+            "rcpt");
+  EXPECT_EQ(StageFromText(">>> DATA\n<<< 354 go\n>>> .\n<<< 554 rejected"), "eom");
+  EXPECT_EQ(StageFromText("550 5.1.1 user unknown"), "");
+  EXPECT_EQ(NormalizeStage("RCPT"), "rcpt");
+  EXPECT_EQ(NormalizeStage("end-of-data"), "eom");
+  EXPECT_EQ(NormalizeStage("bogus"), "");
+}
+
+}  // namespace
+}  // namespace bounced
