@@ -1,0 +1,88 @@
+// alert_monitor.h: the daemon's side of sender-side rejection alerts.
+//
+// Wraps a SpikeDetector (alert_detector.h) for the running bounced: thread-safe, fed every stored
+// delivery event, logs one warning per incident (spdlog), keeps open and recent incidents for
+// `bouncectl stats`, and runs the configured [alerts] command with the incident as JSON on
+// stdin (posix_spawn of /bin/sh -c, own process group, killed after command_timeout_seconds).
+//
+// Configuration, section [alerts] of bounced.toml (every key optional):
+//   enabled = true
+//   window_minutes = 60          # sliding window a burst is counted in
+//   baseline_days = 7            # history that defines "normal"
+//   factor = 3.0                 # a jump is >= factor x normal ...
+//   min_count = 10               # ... and at least this many in the window
+//   command = ""                 # e.g. "/usr/local/bin/page-oncall"; "" runs nothing
+//   command_timeout_seconds = 30
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <toml++/toml.h>
+#include <nlohmann/json.hpp>
+
+#include "classifier/result.h"
+#include "common/status.h"
+#include "daemon/alert_detector.h"
+
+namespace bounced {
+
+struct AlertConfig {
+  bool enabled = true;
+  AlertThresholds thresholds;
+  std::string command;
+  int64_t command_timeout_seconds = 30;
+};
+
+// Reads the [alerts] table (nullptr: all defaults). Unknown keys and bad values are errors
+// naming the file and key: "bounced.toml: [alerts] factor: must be a number >= 1".
+Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string_view file);
+
+// True for the events the detector counts: failures whose fault is the sender's (policy,
+// reputation, authentication, content, configuration).
+bool IsSenderSideRejection(const Result& result);
+// The detector's view of a stored event.
+RejectionEvent ToRejectionEvent(const Result& result, int64_t unix_time);
+
+// Runs `command` through /bin/sh -c with `stdin_text` on its standard input; waits at most
+// timeout_seconds, then kills its process group. Returns its exit status, or an error.
+Status RunAlertCommand(const std::string& command, const std::string& stdin_text,
+                       int64_t timeout_seconds);
+
+class AlertMonitor {
+ public:
+  explicit AlertMonitor(AlertConfig config);
+  ~AlertMonitor();  // waits for alert commands still running (bounded by their timeout)
+  AlertMonitor(const AlertMonitor&) = delete;
+  AlertMonitor& operator=(const AlertMonitor&) = delete;
+
+  // Call once for every delivery event stored (any outcome, any source), with the event's own
+  // time. Cheap for events that are not sender-side rejections. Thread-safe.
+  void OnEvent(const Result& result, int64_t unix_time);
+  // Call about once a minute with the current time, so incidents end when the burst stops.
+  void Tick(int64_t now);
+  // SIGHUP: new thresholds and command. The history is kept when the thresholds are unchanged.
+  void Reconfigure(AlertConfig config);
+
+  // For the `stats` reply: {"enabled", "window_seconds", "baseline_seconds", "factor",
+  // "min_count", "open": [incident...], "recent": [incident...]} (incident: alert_detector.h).
+  nlohmann::json ToJson() const;
+  // Incidents opened so far (for tests and health).
+  uint64_t incidents_opened() const;
+
+ private:
+  void Opened(const Incident& incident);
+
+  mutable std::mutex mu_;
+  AlertConfig config_;
+  std::unique_ptr<SpikeDetector> detector_;
+  uint64_t opened_ = 0;
+  struct Running;  // alert commands still running, shared with their threads
+  std::shared_ptr<Running> running_;
+};
+
+}  // namespace bounced

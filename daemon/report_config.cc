@@ -1,0 +1,68 @@
+// report_config.cc: parses [report] (see report_config.h).
+#include "daemon/report_config.h"
+
+namespace bounced {
+namespace {
+
+std::string KeyError(std::string_view file, std::string_view key, std::string_view why) {
+  return std::string(file) + ": [report] " + std::string(key) + ": " + std::string(why);
+}
+
+bool HasControl(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Expected<ReportConfig> ReportConfigFromToml(const toml::table* report, std::string_view file) {
+  ReportConfig c;
+  if (report == nullptr) return c;
+  for (auto&& [k, v] : *report) {
+    const std::string_view key = k.str();
+    auto text = [&](std::string& out) -> Status {
+      if (!v.is_string()) return Status::Error(KeyError(file, key, "must be a string"));
+      out = *v.value<std::string>();
+      // These end up in mail headers and a command line: no line breaks smuggled in.
+      if (HasControl(out)) return Status::Error(KeyError(file, key, "control characters"));
+      return Status::Ok();
+    };
+    auto integer = [&](int min, int max, int& out) -> Status {
+      auto x = v.value<int64_t>();
+      if (!v.is_integer() || !x || *x < min || *x > max) {
+        return Status::Error(KeyError(
+            file, key,
+            "must be an integer from " + std::to_string(min) + " to " + std::to_string(max)));
+      }
+      out = static_cast<int>(*x);
+      return Status::Ok();
+    };
+    Status s;
+    if (key == "mail_to") {
+      s = text(c.mail_to);
+    } else if (key == "mail_from") {
+      s = text(c.mail_from);
+    } else if (key == "subject") {
+      s = text(c.subject);
+    } else if (key == "sendmail") {
+      s = text(c.sendmail);
+      if (s.ok() && (c.sendmail.empty() || c.sendmail[0] != '/')) {
+        s = Status::Error(KeyError(file, key, "must be an absolute path"));
+      }
+    } else if (key == "advice") {
+      s = text(c.advice);
+    } else if (key == "trend_days") {
+      s = integer(7, 30, c.trend_days);
+    } else if (key == "top") {
+      s = integer(1, 100, c.top);
+    } else {
+      s = Status::Error(KeyError(file, key, "unknown key"));
+    }
+    if (!s.ok()) return s;
+  }
+  return c;
+}
+
+}  // namespace bounced

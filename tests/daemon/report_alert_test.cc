@@ -1,0 +1,290 @@
+// report_alert_test.cc: the sender-side rejection spike detector, its [alerts] configuration,
+// the alert command runner and the daemon-side AlertMonitor (real /bin/sh processes).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "daemon/alert_detector.h"
+#include "daemon/alert_monitor.h"
+
+namespace bounced {
+namespace {
+
+constexpr int64_t kT0 = 1795000000;  // 2026-11-18, any fixed time will do
+
+RejectionEvent Cs01(int64_t t, std::string domain = "icloud.com") {
+  RejectionEvent e;
+  e.unix_time = t;
+  e.provider = "icloud";
+  e.provider_code = "CS01";
+  e.status = "5.7.1";
+  e.category = "policy_rejection";
+  e.recipient_domain = std::move(domain);
+  e.diagnostic = "554 5.7.1 [CS01] Message rejected due to local policy";
+  return e;
+}
+
+TEST(SpikeDetectorTest, SingleBounceIsNotASpike) {
+  SpikeDetector d(AlertThresholds{});
+  EXPECT_FALSE(d.Observe(Cs01(kT0)));
+  EXPECT_TRUE(d.Open().empty());
+}
+
+TEST(SpikeDetectorTest, BurstWithoutHistoryOpensOneIncidentAtMinimumVolume) {
+  SpikeDetector d(AlertThresholds{});
+  int opened = 0;
+  for (int i = 0; i < 30; ++i) {
+    auto inc = d.Observe(Cs01(kT0 + i * 20, i % 2 ? "me.com" : "icloud.com"));
+    if (inc) {
+      ++opened;
+      EXPECT_EQ(i, 9);  // the tenth event reaches min_count
+      EXPECT_EQ(inc->provider, "icloud");
+      EXPECT_EQ(inc->code, "CS01");
+      EXPECT_EQ(inc->count_at_open, 10);
+      EXPECT_NE(inc->sample.find("CS01"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(opened, 1);
+  auto open = d.Open();
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].total_events, 30);
+  EXPECT_EQ(open[0].domains.at("me.com"), 15);
+  EXPECT_EQ(open[0].domains.at("icloud.com"), 15);
+}
+
+TEST(SpikeDetectorTest, SteadyRejectionsAreTheBaselineNotASpike) {
+  SpikeDetector d(AlertThresholds{});
+  // Seven days of 20 CS01 an hour.
+  int64_t t = kT0;
+  for (int h = 0; h < 7 * 24; ++h) {
+    for (int i = 0; i < 20; ++i) {
+      EXPECT_FALSE(d.Observe(Cs01(t + h * 3600 + i * 170))) << "hour " << h;
+    }
+  }
+  t += 7 * 24 * 3600;
+  // 25 in the next hour: above min_count, but not 3x normal.
+  for (int i = 0; i < 25; ++i) EXPECT_FALSE(d.Observe(Cs01(t + i * 140)));
+  // The hour after: 70, a real jump (threshold 3 x ~20).
+  t += 3600;
+  std::optional<Incident> inc;
+  for (int i = 0; i < 70 && !inc; ++i) inc = d.Observe(Cs01(t + i * 50));
+  ASSERT_TRUE(inc);
+  EXPECT_NEAR(inc->expected_per_window, 20.0, 1.5);
+  EXPECT_GE(inc->count_at_open, 3 * 19);
+}
+
+TEST(SpikeDetectorTest, IncidentEndsWhenTheBurstStopsAndANewOneCanOpen) {
+  SpikeDetector d(AlertThresholds{});
+  for (int i = 0; i < 12; ++i) d.Observe(Cs01(kT0 + i * 10));
+  ASSERT_EQ(d.Open().size(), 1u);
+  EXPECT_TRUE(d.Advance(kT0 + 600).empty());  // still inside the window
+  auto closed = d.Advance(kT0 + 2 * 3600);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0].id, 1u);
+  EXPECT_FALSE(closed[0].open());
+  EXPECT_TRUE(d.Open().empty());
+  ASSERT_EQ(d.Closed().size(), 1u);
+  // A second, bigger burst the next day is a new incident (baseline: ~12 a day, ~0.5 an hour).
+  std::optional<Incident> second;
+  for (int i = 0; i < 40 && !second; ++i) second = d.Observe(Cs01(kT0 + 86400 + i * 10));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->id, 2u);
+}
+
+TEST(SpikeDetectorTest, ProvidersAndCodesAreCountedSeparately) {
+  AlertThresholds t;
+  t.min_count = 5;
+  SpikeDetector d(t);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FALSE(d.Observe(Cs01(kT0 + i)));
+    RejectionEvent hm08 = Cs01(kT0 + i);
+    hm08.provider_code = "HM08";
+    EXPECT_FALSE(d.Observe(hm08));
+    RejectionEvent gmail;
+    gmail.unix_time = kT0 + i;
+    gmail.provider = "gmail";
+    gmail.status = "5.7.26";
+    gmail.category = "auth_failure";
+    EXPECT_FALSE(d.Observe(gmail));
+  }
+  auto inc = d.Observe(Cs01(kT0 + 10));
+  ASSERT_TRUE(inc);
+  EXPECT_EQ(inc->code, "CS01");
+}
+
+TEST(SpikeDetectorTest, KeyFallsBackToStatusThenCategoryAndUnknownProviderIsOther) {
+  AlertThresholds t;
+  t.min_count = 2;
+  SpikeDetector d(t);
+  RejectionEvent e;
+  e.unix_time = kT0;
+  e.category = "reputation_block";
+  d.Observe(e);
+  auto inc = d.Observe(e);
+  ASSERT_TRUE(inc);
+  EXPECT_EQ(inc->provider, "other");
+  EXPECT_EQ(inc->code, "reputation_block");
+}
+
+TEST(SpikeDetectorTest, EventsOlderThanTheBaselineAreIgnored) {
+  AlertThresholds t;
+  t.min_count = 3;
+  SpikeDetector d(t);
+  d.Observe(Cs01(kT0 + 30 * 86400));
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(d.Observe(Cs01(kT0 + i)));
+}
+
+TEST(SpikeDetectorTest, IncidentJsonHasStableFields) {
+  SpikeDetector d(AlertThresholds{});
+  std::optional<Incident> inc;
+  for (int i = 0; i < 10; ++i) inc = d.Observe(Cs01(kT0 + i));
+  ASSERT_TRUE(inc);
+  auto j = ToJson(*inc);
+  for (const char* k : {"id", "provider", "code", "category", "opened", "last_event", "closed",
+                        "open", "window_seconds", "count_at_open", "peak_count", "total_events",
+                        "expected_per_window", "threshold", "sample", "domains"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_TRUE(j["closed"].is_null());
+  EXPECT_EQ(j["opened"], FormatUtc(kT0 + 9));
+  EXPECT_NE(DescribeIncident(*inc).find("icloud CS01"), std::string::npos);
+}
+
+TEST(AlertConfigTest, DefaultsWhenTheSectionIsMissing) {
+  auto c = AlertConfigFromToml(nullptr, "bounced.toml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->enabled);
+  EXPECT_EQ(c->thresholds.window_seconds, 3600);
+  EXPECT_EQ(c->thresholds.min_count, 10);
+}
+
+TEST(AlertConfigTest, ReadsEveryKey) {
+  auto doc = toml::parse(R"(
+[alerts]
+enabled = false
+window_minutes = 30
+baseline_days = 3
+factor = 5
+min_count = 20
+command = "logger -t bounced-alert"
+command_timeout_seconds = 5
+)");
+  auto c = AlertConfigFromToml(doc["alerts"].as_table(), "x.toml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_FALSE(c->enabled);
+  EXPECT_EQ(c->thresholds.window_seconds, 1800);
+  EXPECT_EQ(c->thresholds.baseline_seconds, 3 * 86400);
+  EXPECT_DOUBLE_EQ(c->thresholds.factor, 5.0);
+  EXPECT_EQ(c->thresholds.min_count, 20);
+  EXPECT_EQ(c->command, "logger -t bounced-alert");
+  EXPECT_EQ(c->command_timeout_seconds, 5);
+}
+
+TEST(AlertConfigTest, RefusesUnknownKeysAndBadValuesNamingThem) {
+  auto unknown = toml::parse("[alerts]\nthreshold = 3\n");
+  auto c = AlertConfigFromToml(unknown["alerts"].as_table(), "x.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error(), "x.toml: [alerts] threshold: unknown key");
+  auto bad = toml::parse("[alerts]\nfactor = 0.5\n");
+  c = AlertConfigFromToml(bad["alerts"].as_table(), "x.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("factor"), std::string::npos);
+  auto neg = toml::parse("[alerts]\nmin_count = -1\n");
+  EXPECT_FALSE(AlertConfigFromToml(neg["alerts"].as_table(), "x.toml").ok());
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/bounced-alert-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFile(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(RunAlertCommandTest, PassesTheDetailsOnStdin) {
+  TempDir dir;
+  std::string out = dir.path() + "/got.json";
+  Status s = RunAlertCommand("cat > " + out, "{\"x\":1}\n", 10);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(ReadFile(out), "{\"x\":1}\n");
+}
+
+TEST(RunAlertCommandTest, ReportsFailureAndSurvivesACommandThatIgnoresStdin) {
+  Status s = RunAlertCommand("exit 3", std::string(1 << 20, 'x'), 10);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("status 3"), std::string::npos);
+}
+
+TEST(RunAlertCommandTest, KillsACommandThatHangs) {
+  Status s = RunAlertCommand("sleep 30", "{}", 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("killed after 1 s"), std::string::npos);
+}
+
+Result Cs01Result() {
+  Result r;
+  r.recipient = "someone@icloud.com";
+  r.category = Category::kPolicyRejection;
+  r.status = "5.7.1";
+  r.reply_code = "554";
+  r.provider = "icloud";
+  r.provider_code = "CS01";
+  r.diagnostic = "554 5.7.1 [CS01] Message rejected due to local policy";
+  return r;
+}
+
+TEST(AlertMonitorTest, LogsOnceRunsTheCommandAndShowsTheIncidentInStats) {
+  TempDir dir;
+  std::string out = dir.path() + "/incident.json";
+  AlertConfig cfg;
+  cfg.command = "cat > " + out;
+  {
+    AlertMonitor m(cfg);
+    Result hard;
+    hard.recipient = "nobody@example.com";
+    hard.category = Category::kUserUnknown;
+    for (int i = 0; i < 50; ++i) m.OnEvent(hard, kT0 + i);  // recipient faults never count
+    EXPECT_EQ(m.incidents_opened(), 0u);
+    for (int i = 0; i < 25; ++i) m.OnEvent(Cs01Result(), kT0 + i * 5);
+    EXPECT_EQ(m.incidents_opened(), 1u);
+    auto j = m.ToJson();
+    ASSERT_EQ(j["open"].size(), 1u);
+    EXPECT_EQ(j["open"][0]["code"], "CS01");
+    EXPECT_EQ(j["open"][0]["domains"]["icloud.com"], 25);
+    m.Tick(kT0 + 3 * 3600);
+    j = m.ToJson();
+    EXPECT_EQ(j["open"].size(), 0u);
+    EXPECT_EQ(j["recent"].size(), 1u);
+  }  // the destructor waits for the command
+  auto got = nlohmann::json::parse(ReadFile(out));
+  EXPECT_EQ(got["provider"], "icloud");
+  EXPECT_EQ(got["count_at_open"], 10);
+}
+
+TEST(AlertMonitorTest, DisabledMonitorCountsNothing) {
+  AlertConfig cfg;
+  cfg.enabled = false;
+  AlertMonitor m(cfg);
+  for (int i = 0; i < 50; ++i) m.OnEvent(Cs01Result(), kT0 + i);
+  EXPECT_EQ(m.incidents_opened(), 0u);
+}
+
+}  // namespace
+}  // namespace bounced
