@@ -1,0 +1,116 @@
+// dsn_fields.cc: see dsn_fields.h.
+#include "classifier/dsn_fields.h"
+
+#include "classifier/text.h"
+
+namespace bounced::dsn {
+namespace {
+
+// A field line: a name of letters, digits and '-' followed by ':'.
+bool SplitField(std::string_view line, std::string_view* name, std::string_view* value) {
+  size_t i = 0;
+  while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '-')) {
+    ++i;
+  }
+  if (i == 0 || i >= line.size() || line[i] != ':' || i > 64) return false;
+  *name = line.substr(0, i);
+  *value = TrimSpace(line.substr(i + 1));
+  return true;
+}
+
+bool StartsRecipient(std::string_view name) {
+  return name == "final-recipient" || name == "original-recipient" || name == "x-actual-recipient";
+}
+
+bool HasField(const std::vector<Header>& group, std::string_view name) {
+  for (const Header& h : group) {
+    if (h.name == name) return true;
+  }
+  return false;
+}
+
+// Names RFC 3464 (and Postfix, Exchange, Sendmail) put in the per-message block.
+bool IsPerMessageField(std::string_view name) {
+  return name == "reporting-mta" || name == "arrival-date" || name == "received-from-mta" ||
+         name == "original-envelope-id" || name == "dsn-gateway" ||
+         name.starts_with("x-postfix-") || name == "x-original-message-id";
+}
+
+}  // namespace
+
+std::string_view StripTypePrefix(std::string_view value) {
+  value = TrimSpace(value);
+  size_t semi = value.find(';');
+  if (semi != std::string_view::npos && semi > 0 && semi <= 16) {
+    std::string_view type = value.substr(0, semi);
+    bool word = true;
+    for (char c : type) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) word = false;
+    }
+    if (word) return TrimSpace(value.substr(semi + 1));
+  }
+  return value;
+}
+
+DeliveryStatus ParseDeliveryStatus(std::string_view text) {
+  DeliveryStatus out;
+  std::vector<Header>* current = &out.per_message;
+  bool in_recipient = false;
+  bool blank_since_field = false;
+  Header* last = nullptr;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (TrimSpace(line).empty()) {
+      blank_since_field = true;
+      last = nullptr;
+      continue;
+    }
+    std::string_view name;
+    std::string_view value;
+    bool indented = line[0] == ' ' || line[0] == '\t';
+    if (indented || !SplitField(line, &name, &value)) {
+      // A continuation; some MTAs forget the indentation of folded Diagnostic-Codes.
+      if (last != nullptr) {
+        last->value += ' ';
+        last->value += TrimSpace(line);
+      }
+      continue;
+    }
+    std::string lname = AsciiLowerCopy(name);
+    bool new_group = false;
+    if (StartsRecipient(lname)) {
+      // A new group starts with a recipient field unless the current group is still gathering
+      // its recipient fields (Original-Recipient then Final-Recipient, in either order).
+      new_group = !in_recipient || blank_since_field || HasField(*current, lname) ||
+                  (lname == "original-recipient" && HasField(*current, "final-recipient") &&
+                   current->size() > 1);
+    } else if (in_recipient && blank_since_field && !IsPerMessageField(lname) &&
+               HasField(*current, "final-recipient") && HasField(*current, "action")) {
+      // A group after a blank line without a recipient field of its own; keep it attached.
+      new_group = false;
+    }
+    if (new_group) {
+      if (out.per_recipient.size() >= kMaxRecipientGroups) break;
+      out.per_recipient.emplace_back();
+      current = &out.per_recipient.back();
+      in_recipient = true;
+    } else if (!in_recipient && !IsPerMessageField(lname) &&
+               (lname == "action" || lname == "status" || lname == "diagnostic-code")) {
+      // Recipient fields with no recipient line at all: still a group of its own.
+      out.per_recipient.emplace_back();
+      current = &out.per_recipient.back();
+      in_recipient = true;
+    }
+    blank_since_field = false;
+    if (current->size() >= 64) continue;
+    current->push_back(Header{std::move(lname), std::string(value)});
+    last = &current->back();
+  }
+  return out;
+}
+
+}  // namespace bounced::dsn

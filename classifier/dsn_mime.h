@@ -1,0 +1,53 @@
+// dsn_mime.h: the MIME layer of the DSN parser (internal to classifier/). Reads one message's
+// bytes, decodes it with GMime 3 (transfer encodings, charsets, RFC 2047 headers, broken
+// structure) and returns a flat view: top-level headers, the decoded leaf parts in document
+// order, and the headers of the returned (original) message. Never fails: unparseable input
+// yields a view whose only part is the raw text.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bounced::dsn {
+
+// Limits that keep hostile messages cheap.
+inline constexpr int kMaxMimeDepth = 8;
+inline constexpr size_t kMaxMimeParts = 128;
+inline constexpr size_t kMaxPartTextBytes = 1024 * 1024;
+
+struct Header {
+  std::string name;   // lower-case
+  std::string value;  // unfolded, RFC 2047-decoded, UTF-8
+};
+
+struct MimeLeaf {
+  std::string type;       // "text/plain": lower-case type/subtype ("text/plain" when absent)
+  std::string text;       // content after transfer decoding, as UTF-8 with '\n' line ends
+  bool attached = false;  // inside an attached message/rfc822 (the returned message)
+};
+
+struct MimeView {
+  std::vector<Header> headers;           // top-level headers in order
+  std::string content_type;              // top-level type/subtype, lower-case
+  std::string report_type;               // report-type parameter of a multipart/report
+  std::vector<MimeLeaf> parts;           // leaves in document order
+  std::vector<Header> original_headers;  // headers of the returned message, when attached
+
+  // First value of a header (name lower-case), or "" when absent.
+  std::string_view Get(std::string_view name) const;
+  static std::string_view Find(const std::vector<Header>& headers, std::string_view name);
+};
+
+// Parses a bare header block ("Name: value" lines with folded continuations) up to the first
+// blank line: text/rfc822-headers parts and original messages quoted inline in the text.
+std::vector<Header> ParseHeaderBlock(std::string_view text);
+
+// Converts bytes in `charset` (any name iconv knows, or "" when unknown) to valid UTF-8; bytes
+// that are not valid in the charset are replaced. Used for parts and for undeclared 8-bit text.
+std::string ToUtf8(std::string_view bytes, std::string_view charset);
+
+// Decodes a message. `message` is cut at the caller's size cap already.
+MimeView DecodeMime(std::string_view message);
+
+}  // namespace bounced::dsn

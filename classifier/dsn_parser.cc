@@ -1,0 +1,520 @@
+// dsn_parser.cc: see dsn_parser.h. Decides what kind of message it was given (RFC 3464 DSN,
+// ARF report, SES notification, text bounce, RFC 3834 auto-reply), collects one Finding per
+// recipient with the bounce's own words, and hands each to the RuleSet for its category.
+#include "classifier/dsn_parser.h"
+
+#include <algorithm>
+
+#include "classifier/dsn_fields.h"
+#include "classifier/dsn_mime.h"
+#include "classifier/dsn_ses.h"
+#include "classifier/dsn_text.h"
+#include "classifier/text.h"
+
+namespace bounced {
+namespace {
+
+using dsn::Finding;
+using dsn::Header;
+using dsn::MimeLeaf;
+using dsn::MimeView;
+
+std::string AngleStripped(std::string_view v) {
+  v = TrimSpace(v);
+  size_t lt = v.find('<');
+  size_t gt = v.find('>', lt == std::string_view::npos ? 0 : lt);
+  if (lt != std::string_view::npos && gt != std::string_view::npos)
+    v = v.substr(lt + 1, gt - lt - 1);
+  return Sanitize(v, 998);
+}
+
+// The first address in a header value ("Neko <a@b>" -> "a@b"), or "".
+std::string FirstAddress(std::string_view value) {
+  size_t at = value.find('@');
+  if (at == std::string_view::npos) return {};
+  size_t b = at;
+  while (b > 0 && value[b - 1] != '<' && value[b - 1] != ' ' && value[b - 1] != ',' &&
+         value[b - 1] != '"' && value[b - 1] != ':' && value[b - 1] != ';' && value[b - 1] != '(')
+    --b;
+  size_t e = at;
+  while (e < value.size() && value[e] != '>' && value[e] != ' ' && value[e] != ',' &&
+         value[e] != '"' && value[e] != ';' && value[e] != ')')
+    ++e;
+  if (b == at || e == at + 1) return {};
+  return NormalizeAddress(value.substr(b, e - b));
+}
+
+// Bounce sender local parts and display names MTAs use.
+bool FromMailerDaemon(const MimeView& view) {
+  std::string from = AsciiLowerCopy(view.Get("from"));
+  static constexpr std::string_view kWords[] = {
+      "mailer-daemon",
+      "mailer_daemon",
+      "mail-daemon",
+      "postmaster",
+      "mail delivery",
+      "maildelivery",
+      "mdaemon",
+      "mailerdaemon",
+      "mail system",
+      "mail administrator",
+      "no-reply@sns.amazonaws.com",
+      "mail.delivery",
+      "mailer daemon",
+      "delivery subsystem",
+      "system administrator",
+      "e-mail interconnect",
+  };
+  for (std::string_view w : kWords) {
+    if (from.find(w) != std::string::npos) return true;
+  }
+  return view.Get("from").empty() && view.Get("return-path").find("<>") != std::string_view::npos;
+}
+
+bool BounceSubject(std::string_view subject) {
+  static constexpr std::string_view kWords[] = {
+      "undeliver",
+      "undelivered",
+      "returned mail",
+      "delivery status",
+      "failure notice",
+      "delivery fail",
+      "mail delivery",
+      "not delivered",
+      "could not be deliv",
+      "non-delivery",
+      "nondeliver",
+      "delivery notification",
+      "mail system error",
+      "returned to sender",
+      "delivery problem",
+      "unzustellbar",
+      "delayed",
+      "warning: message",
+      "message delivery",
+      "delivery report",
+      "mail failure",
+      "rejected",
+      "bounce",
+      "unable to deliver",
+      "delivery error",
+      "not be delivered",
+      "returned message",
+      "failed delivery",
+      "delivery has failed",
+      "email delivery",
+      "message not deliv",
+      "aws notification",
+      "no se puede entregar",
+      "non remis",
+      "non recapitabile",
+      "onbestelbaar",
+  };
+  for (std::string_view w : kWords) {
+    if (ContainsNoCase(subject, w)) return true;
+  }
+  return false;
+}
+
+bool BounceWording(std::string_view text) {
+  static constexpr std::string_view kWords[] = {
+      "could not be delivered",
+      "couldn't be delivered",
+      "permanent error",
+      "delivery failed",
+      "was not delivered",
+      "undeliverable",
+      "wasn't able to deliver",
+      "did not reach",
+      "failed permanently",
+      "unable to deliver",
+      "delivery to the following",
+      "has not yet been delivered",
+      "error delivering",
+      "delivery has failed",
+      "could not be sent",
+      "following address",
+      "following recipient",
+      "not be delivered",
+      "delivery status notification",
+      "non-delivery",
+      "returned to sender",
+      "message could not",
+      "rejected by",
+      "delivery problem",
+      "transcript of session",
+      "mail delivery",
+      "failed to deliver",
+      "user unknown",
+      "unknown user",
+      "no such user",
+      "mailbox is full",
+      "mailbox full",
+      "is not a member",
+      "could not deliver",
+      "delivery attempts",
+      "cannot be delivered",
+  };
+  for (std::string_view w : kWords) {
+    if (ContainsNoCase(text, w)) return true;
+  }
+  return false;
+}
+
+// RFC 3834 and the vendor headers that mark vacation replies and other auto-responders.
+bool LooksLikeAutoReply(const MimeView& view) {
+  std::string_view subject = view.Get("subject");
+  static constexpr std::string_view kSubjects[] = {
+      "auto:",
+      "auto reply",
+      "auto-reply",
+      "autoreply",
+      "automatic reply",
+      "out of office",
+      "out of the office",
+      "vacation",
+      "abwesenheit",
+      "absence",
+      "réponse automatique",
+      "automatische antwort",
+      "respuesta automática",
+      "自動応答",
+      "不在",
+  };
+  for (std::string_view s : kSubjects) {
+    if (ContainsNoCase(subject, s)) return true;
+  }
+  if (!view.Get("x-autoreply").empty() || !view.Get("x-autorespond").empty()) return true;
+  if (EqualsNoCase(TrimSpace(view.Get("precedence")), "auto_reply")) return true;
+  if (StartsWithNoCase(TrimSpace(view.Get("auto-submitted")), "auto-replied") &&
+      !FromMailerDaemon(view))
+    return true;
+  return !view.Get("x-auto-response-suppress").empty() &&
+         StartsWithNoCase(subject, "re:") == false && ContainsNoCase(subject, "reply");
+}
+
+const MimeLeaf* FindPart(const MimeView& view, std::initializer_list<std::string_view> types,
+                         bool attached) {
+  for (const MimeLeaf& p : view.parts) {
+    if (p.attached != attached) continue;
+    for (std::string_view t : types) {
+      if (p.type == t) return &p;
+    }
+  }
+  return nullptr;
+}
+
+std::string Field(const std::vector<Header>& group, std::string_view name) {
+  return std::string(MimeView::Find(group, name));
+}
+
+// DSN fields written into a text part (some gateways paste them there instead of a
+// message/delivery-status part): from the first recipient field on.
+std::string EmbeddedDeliveryStatus(std::string_view text) {
+  size_t pos = FindNoCase(text, "\nFinal-Recipient:");
+  if (pos == std::string_view::npos) return {};
+  std::string_view rest = text.substr(pos + 1);
+  if (FindNoCase(rest, "\nAction:") == std::string_view::npos &&
+      FindNoCase(rest, "\nStatus:") == std::string_view::npos)
+    return {};
+  // Fields before Final-Recipient in the same paragraph belong to the group too.
+  size_t para = text.rfind("\n\n", pos);
+  size_t start = para == std::string_view::npos ? 0 : para + 2;
+  return std::string(text.substr(start));
+}
+
+// One Finding per recipient group of a delivery-status text.
+std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
+                                                std::string_view explanation) {
+  std::vector<Finding> out;
+  std::string message_remote =
+      std::string(dsn::StripTypePrefix(MimeView::Find(ds.per_message, "remote-mta")));
+  for (const std::vector<Header>& g : ds.per_recipient) {
+    Finding f;
+    std::string final_rcpt(dsn::StripTypePrefix(MimeView::Find(g, "final-recipient")));
+    std::string original(dsn::StripTypePrefix(MimeView::Find(g, "original-recipient")));
+    std::string actual(dsn::StripTypePrefix(MimeView::Find(g, "x-actual-recipient")));
+    f.recipient = NormalizeAddress(!final_rcpt.empty() ? final_rcpt
+                                   : !actual.empty()   ? actual
+                                                       : original);
+    if (!original.empty()) f.original_recipient = NormalizeAddress(original);
+    f.action = AsciiLowerCopy(TrimSpace(Field(g, "action")));
+    if (size_t sp = f.action.find_first_of(" ("); sp != std::string::npos) f.action.resize(sp);
+    std::string status_field = Field(g, "status");
+    f.status = ExtractEnhancedStatus(status_field);
+    if (f.status.empty()) {
+      // "Status: 5.1.1 (...)" is found above; a bare "5.1.1" with odd spacing here.
+      std::string_view t = TrimSpace(status_field);
+      if (t.size() >= 5 && (t[0] == '2' || t[0] == '4' || t[0] == '5') && t[1] == '.') {
+        f.status = ExtractEnhancedStatus(std::string("250 ") + std::string(t));
+      }
+    }
+    f.diagnostic = std::string(dsn::StripTypePrefix(Field(g, "diagnostic-code")));
+    f.remote_mta = std::string(dsn::StripTypePrefix(Field(g, "remote-mta")));
+    if (f.remote_mta.empty()) f.remote_mta = message_remote;
+    std::string block =
+        f.recipient.empty() ? std::string() : dsn::BlockFor(explanation, f.recipient);
+    if (f.diagnostic.empty() && !block.empty()) f.diagnostic = block;
+    f.stage = std::string(StageFromText(block));
+    if (f.stage.empty()) f.stage = std::string(StageFromText(f.diagnostic));
+    if (f.recipient.empty() && f.diagnostic.empty() && f.status.empty()) continue;
+    out.push_back(std::move(f));
+    if (out.size() >= dsn::kMaxRecipientGroups) break;
+  }
+  return out;
+}
+
+// Who an ARF report or a Hotmail-style complaint is about.
+std::vector<Finding> FindingsFromFeedback(const MimeView& view, std::string_view report) {
+  std::vector<Finding> out;
+  dsn::DeliveryStatus fields = dsn::ParseDeliveryStatus(report);
+  std::vector<const std::vector<Header>*> groups{&fields.per_message};
+  for (const auto& g : fields.per_recipient) groups.push_back(&g);
+  std::string type;
+  for (const auto* g : groups) {
+    for (const Header& h : *g) {
+      if (h.name == "feedback-type" && type.empty()) type = h.value;
+      if ((h.name == "original-rcpt-to" || h.name == "removal-recipient") &&
+          out.size() < dsn::kMaxTextRecipients) {
+        Finding f;
+        f.recipient = NormalizeAddress(dsn::StripTypePrefix(h.value));
+        out.push_back(std::move(f));
+      }
+    }
+  }
+  if (out.empty()) {
+    for (std::string_view name : {"x-hmxmroriginalrecipient", "to", "delivered-to"}) {
+      std::string a = FirstAddress(MimeView::Find(view.original_headers, name));
+      if (!a.empty()) {
+        Finding f;
+        f.recipient = a;
+        out.push_back(std::move(f));
+        break;
+      }
+    }
+  }
+  if (out.empty()) out.emplace_back();
+  for (Finding& f : out)
+    f.diagnostic = "feedback report: " + (type.empty() ? std::string("abuse") : type);
+  return out;
+}
+
+// The recipient of the returned message, for text bounces that name none.
+std::string OriginalRecipient(const MimeView& view, std::string_view explanation) {
+  for (std::string_view name : {"x-failed-recipients", "x-original-to", "delivered-to"}) {
+    std::string a = FirstAddress(view.Get(name));
+    if (!a.empty()) return a;
+  }
+  for (std::string_view name : {"to", "x-original-to", "delivered-to", "envelope-to"}) {
+    std::string a = FirstAddress(MimeView::Find(view.original_headers, name));
+    if (!a.empty()) return a;
+  }
+  // Inline copies of the returned message ("To: a@b" in the quoted headers).
+  size_t pos = 0;
+  std::string_view all = explanation;
+  while ((pos = FindNoCase(all, "\nTo:", pos)) != std::string_view::npos) {
+    size_t end = all.find('\n', pos + 1);
+    std::string a = FirstAddress(all.substr(
+        pos + 4, end == std::string_view::npos ? std::string_view::npos : end - pos - 4));
+    if (!a.empty()) return a;
+    pos += 4;
+  }
+  return {};
+}
+
+std::string AllText(const MimeView& view) {
+  std::string all;
+  for (const MimeLeaf& p : view.parts) {
+    if (p.type.starts_with("text/") || p.type == "message/rfc822") {
+      all += p.text;
+      all += '\n';
+      if (all.size() > dsn::kMaxExplanationBytes) break;
+    }
+  }
+  return all;
+}
+
+Result Classify(const Finding& f, const RuleSet& rules) {
+  std::string diagnostic = Sanitize(FoldWhitespace(f.diagnostic));
+  std::string reply_code = ExtractReplyCode(f.diagnostic);
+  std::string remote = Sanitize(f.remote_mta, 255);
+  ReplyInput in;
+  in.diagnostic = diagnostic;
+  in.status = f.status;
+  in.reply_code = reply_code;
+  in.stage = f.stage;
+  in.recipient = f.recipient;
+  in.remote_mta = remote;
+  in.dsn_action = f.action;
+  Result r = rules.Classify(in);
+  r.recipient = Sanitize(f.recipient, 320);
+  r.original_recipient = Sanitize(f.original_recipient, 320);
+  r.diagnostic = diagnostic;
+  r.remote_mta = remote;
+  r.dsn_action = Sanitize(f.action, 32);
+  if (r.status.empty()) r.status = f.status;
+  if (r.reply_code.empty()) r.reply_code = reply_code;
+  if (r.stage.empty()) r.stage = f.stage;
+  return r;
+}
+
+}  // namespace
+
+std::string_view ToString(MessageKind k) {
+  switch (k) {
+    case MessageKind::kNotBounce:
+      return "not_bounce";
+    case MessageKind::kDsn:
+      return "dsn";
+    case MessageKind::kFeedbackReport:
+      return "feedback_report";
+    case MessageKind::kAutoReply:
+      return "auto_reply";
+    case MessageKind::kNonStandardBounce:
+      return "non_standard_bounce";
+  }
+  return "not_bounce";
+}
+
+ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
+  ParsedBounce out;
+  if (message.size() > kMaxMessageBytes) message = message.substr(0, kMaxMessageBytes);
+  if (TrimSpace(message).empty()) {
+    out.error = "empty message";
+    return out;
+  }
+  MimeView view = dsn::DecodeMime(message);
+  out.message_id = AngleStripped(view.Get("message-id"));
+  out.original_message_id = AngleStripped(MimeView::Find(view.original_headers, "message-id"));
+  std::string explanation = dsn::ExplanationText(view);
+
+  std::vector<Finding> findings;
+  std::optional<Category> forced;
+  std::string_view forced_rule;
+
+  // 1. ARF feedback reports, and Hotmail's older complaint mails (no report part).
+  const MimeLeaf* feedback = FindPart(view, {"message/feedback-report"}, false);
+  bool hotmail_complaint = ContainsNoCase(view.Get("subject"), "complaint about message") &&
+                           !view.original_headers.empty();
+  if (feedback != nullptr || view.report_type == "feedback-report" || hotmail_complaint) {
+    out.kind = MessageKind::kFeedbackReport;
+    out.mta = "arf";
+    findings = FindingsFromFeedback(view, feedback != nullptr ? feedback->text : "");
+    forced = Category::kComplaint;
+    forced_rule = "arf";
+  }
+
+  // 2. RFC 3464 delivery-status: the report part, else one pasted into the text.
+  if (findings.empty()) {
+    const MimeLeaf* ds = FindPart(
+        view, {"message/delivery-status", "message/global-delivery-status", "text/delivery-status"},
+        false);
+    if (ds == nullptr) {
+      ds = FindPart(view, {"message/delivery-status", "message/global-delivery-status"}, true);
+    }
+    std::string embedded;
+    std::string_view ds_text;
+    if (ds != nullptr) {
+      ds_text = ds->text;
+    } else {
+      embedded = EmbeddedDeliveryStatus(explanation);
+      ds_text = embedded;
+    }
+    if (!ds_text.empty()) {
+      dsn::DeliveryStatus fields = dsn::ParseDeliveryStatus(ds_text);
+      out.reporting_mta =
+          Sanitize(dsn::StripTypePrefix(MimeView::Find(fields.per_message, "reporting-mta")), 255);
+      out.postfix_queue_id = Sanitize(MimeView::Find(fields.per_message, "x-postfix-queue-id"), 64);
+      findings = FindingsFromDeliveryStatus(fields, explanation);
+      if (!findings.empty()) {
+        out.kind = MessageKind::kDsn;
+        out.mta = ContainsNoCase(explanation, "This is the mail system at host") ||
+                          !out.postfix_queue_id.empty()
+                      ? "postfix"
+                      : "rfc3464";
+      }
+    }
+  }
+
+  // 3. Amazon SES notifications (JSON).
+  if (findings.empty() && ContainsNoCase(explanation, "notificationType")) {
+    if (auto ses = dsn::ParseSesNotification(explanation)) {
+      findings = std::move(ses->recipients);
+      out.mta = "amazonses";
+      if (ses->type == dsn::SesNotification::Type::kComplaint) {
+        out.kind = MessageKind::kFeedbackReport;
+        forced = Category::kComplaint;
+        forced_rule = "arf";
+      } else {
+        out.kind = MessageKind::kNonStandardBounce;
+        if (ses->forced_category) {
+          forced = ses->forced_category;
+          forced_rule = "amazonses-suppressed";
+        }
+      }
+    }
+  }
+
+  // 4. Bounces in prose: Exim, Sendmail, qmail, Exchange, Gmail, Yahoo, carriers ...
+  bool auto_reply = false;
+  if (findings.empty()) {
+    bool daemon = FromMailerDaemon(view);
+    bool subject = BounceSubject(view.Get("subject"));
+    bool wording = BounceWording(explanation);
+    auto_reply = LooksLikeAutoReply(view) && !daemon;
+    if (!auto_reply && (daemon || subject || !view.Get("x-failed-recipients").empty()) &&
+        (wording || daemon || subject) && !TrimSpace(explanation).empty()) {
+      std::vector<std::string> hint;
+      std::string_view failed = view.Get("x-failed-recipients");
+      size_t pos = 0;
+      while (pos < failed.size() && hint.size() < dsn::kMaxTextRecipients) {
+        size_t comma = failed.find(',', pos);
+        if (comma == std::string_view::npos) comma = failed.size();
+        std::string a = NormalizeAddress(TrimSpace(failed.substr(pos, comma - pos)));
+        if (a.find('@') != std::string::npos) hint.push_back(a);
+        pos = comma + 1;
+      }
+      findings = dsn::ScanExplanation(explanation, dsn::ExcludedAddresses(view), hint);
+      if (findings.empty()) {
+        Finding f;
+        f.recipient = OriginalRecipient(view, AllText(view));
+        f.diagnostic = explanation;
+        f.stage = std::string(StageFromText(explanation));
+        f.remote_mta = dsn::RemoteHostFromText(explanation);
+        findings.push_back(std::move(f));
+      }
+      out.kind = MessageKind::kNonStandardBounce;
+      out.mta = "text";
+    }
+  }
+
+  // 5. RFC 3834 auto-replies.
+  if (findings.empty() && auto_reply) {
+    Finding f;
+    f.recipient = FirstAddress(view.Get("from"));
+    f.diagnostic = Sanitize(view.Get("subject"), 998);
+    findings.push_back(std::move(f));
+    out.kind = MessageKind::kAutoReply;
+    out.mta = "rfc3834";
+    forced = Category::kAutoReply;
+    forced_rule = "rfc3834";
+  }
+
+  if (findings.empty()) {
+    out.kind = MessageKind::kNotBounce;
+    out.error = "not a bounce: no delivery report, feedback report or bounce text found";
+    return out;
+  }
+  out.recipients.reserve(findings.size());
+  for (const Finding& f : findings) {
+    Result r = Classify(f, rules);
+    if (forced) {
+      r.category = *forced;
+      r.rule = std::string(forced_rule);
+    }
+    out.recipients.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace bounced

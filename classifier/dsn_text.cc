@@ -1,0 +1,454 @@
+// dsn_text.cc: see dsn_text.h.
+#include "classifier/dsn_text.h"
+
+#include <algorithm>
+
+#include "classifier/text.h"
+
+namespace bounced::dsn {
+namespace {
+
+constexpr size_t kMaxBlockLines = 24;
+
+bool IsLocalChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+/=?^_`{|}~.-").find(c) != std::string_view::npos;
+}
+bool IsDomainChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
+}
+
+struct AddressHit {
+  size_t begin;  // offset in the line
+  size_t end;
+  std::string address;  // NormalizeAddress form
+};
+
+// Every address in a line ("local@domain.tld"; the domain needs a dot and a letter TLD).
+std::vector<AddressHit> AddressesIn(std::string_view line) {
+  std::vector<AddressHit> out;
+  size_t at = line.find('@');
+  while (at != std::string_view::npos && out.size() < 16) {
+    size_t b = at;
+    while (b > 0 && IsLocalChar(line[b - 1])) --b;
+    // Quotes and apostrophes around an address are punctuation, not local-part characters.
+    while (b < at && (line[b] == '\'' || line[b] == '.' || line[b] == '`')) ++b;
+    size_t e = at + 1;
+    while (e < line.size() && IsDomainChar(line[e])) ++e;
+    while (e > at + 1 && (line[e - 1] == '.' || line[e - 1] == '-')) --e;
+    std::string_view domain = line.substr(at + 1, e - at - 1);
+    size_t dot = domain.rfind('.');
+    bool ok = b < at && dot != std::string_view::npos && dot + 2 < domain.size() + 1 &&
+              dot + 1 < domain.size() && std::isalpha(static_cast<unsigned char>(domain[dot + 1]));
+    if (ok) {
+      out.push_back(AddressHit{b, e, NormalizeAddress(line.substr(b, e - b))});
+    }
+    at = line.find('@', std::max(e, at + 1));
+  }
+  return out;
+}
+
+std::vector<std::string_view> SplitLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    lines.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return lines;
+}
+
+bool IsBlank(std::string_view line) { return TrimSpace(line).empty(); }
+
+// "-----", "=====", "*****" rules and "----- Transcript of session follows -----" headings.
+bool IsSeparator(std::string_view line) {
+  std::string_view t = TrimSpace(line);
+  return t.size() >= 3 && (t.starts_with("---") || t.starts_with("===") || t.starts_with("***") ||
+                           t.starts_with("___"));
+}
+
+// Where an explanation ends and the returned message (or its headers) begins.
+bool IsReturnedMessageMarker(std::string_view line) {
+  std::string_view t = TrimSpace(line);
+  if (t.empty() || t.size() > 100) return false;
+  static constexpr std::string_view kPhrases[] = {
+      "original message",        "returned message",       "unsent message",
+      "copy of the message",     "copy of your message",   "header of the original",
+      "headers of the original", "message headers follow", "below this line is a copy",
+      "below is a copy",         "undelivered message",    "returned mail follows",
+      "message text follows",    "original mail",          "rejected message follows",
+      "message header follows",  "content of the message", "original email",
+  };
+  bool phrase = false;
+  for (std::string_view p : kPhrases) {
+    if (ContainsNoCase(t, p)) phrase = true;
+  }
+  if (!phrase) return false;
+  // "The original message was received at ..." (Sendmail) and prose sentences mentioning the
+  // original message are explanation, not markers: a marker is a heading.
+  char first = t[0];
+  if (first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
+      first == '<' || first == '|')
+    return true;
+  return StartsWithNoCase(t, "original message") || StartsWithNoCase(t, "message headers") ||
+         StartsWithNoCase(t, "below ") || StartsWithNoCase(t, "returned mail") ||
+         StartsWithNoCase(t, "unsent message") || StartsWithNoCase(t, "original mail") ||
+         StartsWithNoCase(t, "rejected message") || StartsWithNoCase(t, "message text") ||
+         StartsWithNoCase(t, "returned message") || StartsWithNoCase(t, "original email");
+}
+
+// A quoted header block of the returned message, when no marker announced it.
+bool StartsHeaderBlock(const std::vector<std::string_view>& lines, size_t i) {
+  std::string_view l = lines[i];
+  if (!(StartsWithNoCase(l, "Received: ") || StartsWithNoCase(l, "Return-Path: ") ||
+        StartsWithNoCase(l, "DKIM-Signature: ")))
+    return false;
+  int headerish = 0;
+  for (size_t j = i + 1; j < lines.size() && j < i + 6; ++j) {
+    std::string_view n = lines[j];
+    if (n.empty()) break;
+    if (n[0] == ' ' || n[0] == '\t' || n.find(": ") != std::string_view::npos) ++headerish;
+  }
+  return headerish >= 2;
+}
+
+std::string StripHtml(std::string_view html) {
+  std::string out;
+  out.reserve(html.size());
+  bool in_tag = false;
+  for (size_t i = 0; i < html.size(); ++i) {
+    char c = html[i];
+    if (in_tag) {
+      if (c == '>') in_tag = false;
+      continue;
+    }
+    if (c == '<') {
+      // Block elements end a line so reason blocks keep their shape.
+      std::string_view rest = html.substr(i + 1, 4);
+      if (StartsWithNoCase(rest, "br") || StartsWithNoCase(rest, "p") ||
+          StartsWithNoCase(rest, "/p") || StartsWithNoCase(rest, "div") ||
+          StartsWithNoCase(rest, "/div") || StartsWithNoCase(rest, "tr") ||
+          StartsWithNoCase(rest, "li"))
+        out.push_back('\n');
+      in_tag = true;
+      continue;
+    }
+    if (c == '&') {
+      static constexpr std::pair<std::string_view, char> kEntities[] = {
+          {"&lt;", '<'},   {"&gt;", '>'},   {"&amp;", '&'},
+          {"&quot;", '"'}, {"&nbsp;", ' '}, {"&#39;", '\''}};
+      bool done = false;
+      for (auto [name, ch] : kEntities) {
+        if (html.substr(i, name.size()) == name) {
+          out.push_back(ch);
+          i += name.size() - 1;
+          done = true;
+          break;
+        }
+      }
+      if (done) continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The line is about this address as a failed recipient: the address leads the line (after
+// list markers, quotes or angle brackets), or follows wording that introduces recipients.
+bool IsRecipientLine(std::string_view line, const AddressHit& hit) {
+  std::string_view before = line.substr(0, hit.begin);
+  std::string lead;
+  for (char c : before) {
+    if (c == ' ' || c == '\t' || c == '<' || c == '"' || c == '\'' || c == '>' || c == '-' ||
+        c == '*' || c == '(' || c == '[' || c == ':' || c == '.')
+      continue;
+    lead.push_back(AsciiLower(c));
+  }
+  if (lead.empty()) return true;
+  // A short label in front ("Unknown user:", "To:", "Recipient:", "rcpt to").
+  static constexpr std::string_view kLabels[] = {
+      "to",     "rcptto", "recipient",         "recipients",     "unknownuser", "addressee",
+      "failed", "user",   "originalrecipient", "finalrecipient", "mailbox",     "address",
+  };
+  for (std::string_view l : kLabels) {
+    if (lead == l) return true;
+  }
+  static constexpr std::string_view kIntroductions[] = {
+      "delivering your mail to",
+      "deliver your message to",
+      "delivered to",
+      "deliver to",
+      "delivery to",
+      "could not be delivered to",
+      "undeliverable to",
+      "message to",
+      "sent to",
+      "failed to deliver to",
+      "following recipient",
+      "following address",
+      "unknown user",
+      "no such user",
+      "user unknown",
+      "recipient address",
+      "for the recipient",
+      "unable to deliver",
+  };
+  for (std::string_view p : kIntroductions) {
+    if (ContainsNoCase(before, p)) return true;
+  }
+  return false;
+}
+
+// The address is someone the bounce is not about (envelope sender, contact addresses).
+bool IsSenderContext(std::string_view line, const AddressHit& hit) {
+  std::string_view before = line.substr(0, hit.begin);
+  size_t from = before.size() > 40 ? before.size() - 40 : 0;
+  std::string_view near = before.substr(from);
+  return ContainsNoCase(near, "mail from") || ContainsNoCase(near, "from:") ||
+         ContainsNoCase(near, "sender") || ContainsNoCase(near, "contact") ||
+         ContainsNoCase(near, "envelope-from") || ContainsNoCase(near, "return-path") ||
+         ContainsNoCase(near, "reply-to") || ContainsNoCase(near, "mailto:") ||
+         ContainsNoCase(near, "generated from") || ContainsNoCase(near, "from <") ||
+         ContainsNoCase(near, "written to") || ContainsNoCase(near, "send mail to") ||
+         ContainsNoCase(near, "address to");
+}
+
+bool HasCode(std::string_view text) {
+  return !ExtractReplyCode(text).empty() || !ExtractEnhancedStatus(text).empty();
+}
+
+// Reason lines anywhere in the explanation: SMTP replies and transcript lines.
+std::string CodeLines(const std::vector<std::string_view>& lines) {
+  std::string out;
+  for (std::string_view l : lines) {
+    std::string_view t = TrimSpace(l);
+    if (t.starts_with("<<<") || (!ExtractReplyCode(t).empty() && t.size() > 4) ||
+        !ExtractEnhancedStatus(t).empty()) {
+      out += t;
+      out += '\n';
+      if (out.size() > 4096) break;
+    }
+  }
+  return out;
+}
+
+// Letters other than the address itself: is there any reason text in a block?
+bool HasReasonText(std::string_view block) {
+  size_t letters = 0;
+  for (std::string_view line : SplitLines(block)) {
+    std::vector<AddressHit> hits = AddressesIn(line);
+    size_t pos = 0;
+    for (const AddressHit& h : hits) {
+      for (size_t i = pos; i < h.begin; ++i)
+        letters += std::isalpha(static_cast<unsigned char>(line[i])) ? 1 : 0;
+      pos = h.end;
+    }
+    for (size_t i = pos; i < line.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(line[i]);
+      letters += (std::isalpha(c) || c >= 0x80) ? 1 : 0;
+    }
+  }
+  return letters >= 12;
+}
+
+}  // namespace
+
+std::string ExplanationText(const MimeView& view) {
+  std::string text;
+  bool have_plain = false;
+  for (const MimeLeaf& p : view.parts) {
+    if (!p.attached && p.type == "text/plain") have_plain = true;
+  }
+  for (const MimeLeaf& p : view.parts) {
+    if (p.attached) continue;
+    bool take = p.type == "text/plain" || (!have_plain && p.type == "text/html");
+    if (!take) continue;
+    if (!text.empty()) text += "\n\n";
+    text += p.type == "text/html" ? StripHtml(p.text) : p.text;
+    if (text.size() > kMaxExplanationBytes) break;
+  }
+  if (text.size() > kMaxExplanationBytes) text.resize(kMaxExplanationBytes);
+  std::vector<std::string_view> lines = SplitLines(text);
+  size_t cut = text.size();
+  size_t offset = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    // A marker in the first lines is a heading over the explanation (Notes, ezweb): skip it.
+    if (offset > 0 && (IsReturnedMessageMarker(lines[i]) || StartsHeaderBlock(lines, i))) {
+      bool explanation_before = HasReasonText(std::string_view(text).substr(0, offset));
+      if (explanation_before) {
+        cut = offset;
+        break;
+      }
+    }
+    offset += lines[i].size() + 1;
+  }
+  text.resize(std::min(cut, text.size()));
+  return text;
+}
+
+std::vector<std::string> ExcludedAddresses(const MimeView& view) {
+  std::vector<std::string> out;
+  for (std::string_view name : {"from", "return-path", "reply-to", "sender", "to"}) {
+    for (const Header& h : view.headers) {
+      if (h.name != name) continue;
+      for (const AddressHit& a : AddressesIn(h.value)) out.push_back(AsciiLowerCopy(a.address));
+    }
+  }
+  // The returned message's sender wrote to the recipients; it is not one of them.
+  for (std::string_view name : {"from", "return-path", "sender", "reply-to"}) {
+    std::string_view v = MimeView::Find(view.original_headers, name);
+    for (const AddressHit& a : AddressesIn(v)) out.push_back(AsciiLowerCopy(a.address));
+  }
+  return out;
+}
+
+std::vector<Finding> ScanExplanation(std::string_view text,
+                                     const std::vector<std::string>& excluded,
+                                     const std::vector<std::string>& hint) {
+  std::vector<std::string_view> lines = SplitLines(text);
+  struct Occurrence {
+    size_t line;
+    std::string key;  // lower-cased address
+    std::string address;
+    bool strong;
+  };
+  std::vector<Occurrence> occ;
+  auto is_excluded = [&](const std::string& key) {
+    return std::find(excluded.begin(), excluded.end(), key) != excluded.end();
+  };
+  std::vector<std::string> hint_keys;
+  for (const std::string& h : hint) hint_keys.push_back(AsciiLowerCopy(NormalizeAddress(h)));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    for (const AddressHit& hit : AddressesIn(lines[i])) {
+      std::string key = AsciiLowerCopy(hit.address);
+      if (!hint_keys.empty()) {
+        if (std::find(hint_keys.begin(), hint_keys.end(), key) != hint_keys.end()) {
+          occ.push_back(Occurrence{i, key, hit.address, true});
+        }
+        continue;
+      }
+      if (IsSenderContext(lines[i], hit)) continue;
+      occ.push_back(Occurrence{i, key, hit.address, IsRecipientLine(lines[i], hit)});
+    }
+  }
+  // Recipients: the strong (listed) addresses in order; with none, the first address the
+  // explanation names that is not the sender's.
+  std::vector<std::pair<std::string, std::string>> recipients;  // key, address
+  auto add_recipient = [&](const Occurrence& o) {
+    for (const auto& r : recipients) {
+      if (r.first == o.key) return;
+    }
+    if (recipients.size() < kMaxTextRecipients) recipients.emplace_back(o.key, o.address);
+  };
+  if (!hint_keys.empty()) {
+    for (const std::string& h : hint) {
+      std::string key = AsciiLowerCopy(NormalizeAddress(h));
+      add_recipient(Occurrence{0, key, NormalizeAddress(h), true});
+    }
+  } else {
+    for (const Occurrence& o : occ) {
+      if (o.strong && !is_excluded(o.key)) add_recipient(o);
+    }
+    if (recipients.empty()) {
+      for (const Occurrence& o : occ) {
+        if (!is_excluded(o.key)) {
+          add_recipient(o);
+          break;
+        }
+      }
+    }
+  }
+  // Lines naming a recipient, for finding where each block ends.
+  std::vector<std::vector<const std::string*>> recipient_keys_on_line(lines.size());
+  for (const Occurrence& o : occ) {
+    for (const auto& r : recipients) {
+      if (r.first == o.key) recipient_keys_on_line[o.line].push_back(&r.first);
+    }
+  }
+  auto line_has_other = [&](size_t line, const std::string& key) {
+    for (const std::string* k : recipient_keys_on_line[line]) {
+      if (*k != key) return true;
+    }
+    return false;
+  };
+  std::vector<Finding> out;
+  std::string code_lines;
+  bool code_lines_done = false;
+  for (const auto& [key, address] : recipients) {
+    Finding f;
+    f.recipient = address;
+    std::string diag;
+    size_t last_end = 0;
+    for (const Occurrence& o : occ) {
+      if (o.key != key || o.line < last_end) continue;
+      // Its block: to the next line naming another recipient, a separator, a blank line once
+      // there is reason text, or the line limit.
+      size_t j = o.line;
+      bool content = false;
+      std::string block;
+      for (; j < lines.size() && j < o.line + kMaxBlockLines; ++j) {
+        if (j > o.line) {
+          if (IsSeparator(lines[j])) break;
+          if (IsBlank(lines[j])) {
+            if (content) break;
+            continue;
+          }
+          if (line_has_other(j, key)) break;
+        }
+        block += TrimSpace(lines[j]);
+        block += '\n';
+        if (HasReasonText(block)) content = true;
+      }
+      last_end = j;
+      diag += block;
+      if (diag.size() > 8192) break;
+    }
+    if (!HasCode(diag)) {
+      if (!code_lines_done) {
+        code_lines = CodeLines(lines);
+        code_lines_done = true;
+      }
+      diag += code_lines;
+    }
+    if (!HasReasonText(diag)) diag = std::string(text);
+    f.diagnostic = std::move(diag);
+    f.stage = std::string(StageFromText(f.diagnostic));
+    f.remote_mta = RemoteHostFromText(f.diagnostic);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::string BlockFor(std::string_view text, std::string_view address) {
+  std::string key = AsciiLowerCopy(NormalizeAddress(address));
+  if (key.empty()) return {};
+  std::vector<std::string> hint{std::string(address)};
+  std::vector<Finding> f = ScanExplanation(text, {}, hint);
+  if (f.empty()) return {};
+  // Only when the address really occurs: ScanExplanation falls back to the whole text.
+  if (FindNoCase(text, key) == std::string_view::npos) return {};
+  return f.front().diagnostic;
+}
+
+std::string RemoteHostFromText(std::string_view text) {
+  size_t pos = 0;
+  while ((pos = FindNoCase(text, "host ", pos)) != std::string_view::npos) {
+    size_t b = pos + 5;
+    while (b < text.size() && text[b] == ' ') ++b;
+    size_t e = b;
+    while (e < text.size() && IsDomainChar(text[e])) ++e;
+    std::string_view host = text.substr(b, e - b);
+    size_t after = e;
+    while (after < text.size() && text[after] == ' ') ++after;
+    if (host.find('.') != std::string_view::npos && after < text.size() &&
+        (text[after] == '[' || text.substr(after).starts_with("said"))) {
+      return std::string(host);
+    }
+    pos = e > pos ? e : pos + 1;
+  }
+  return {};
+}
+
+}  // namespace bounced::dsn

@@ -1,0 +1,55 @@
+// dsn_text.h: reading bounces from their human-readable text (internal to classifier/). Used for
+// the non-standard bounces (Exim, Sendmail, qmail, Exchange, Gmail, Yahoo, DragonFly, Japanese
+// carriers ...) and to add the stage and wording to RFC 3464 DSNs whose text part says more
+// than the machine-readable fields. Works by the shapes MTAs share, not by file: an address
+// on a line of its own (or led by "to:", ">>>", "--"), followed by its reason block; a
+// Sendmail-style transcript; a returned-message marker ending the explanation.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "classifier/dsn_mime.h"
+
+namespace bounced::dsn {
+
+// Largest explanation text scanned (bytes); bounce explanations are short.
+inline constexpr size_t kMaxExplanationBytes = 128 * 1024;
+// Most recipients taken from one text bounce.
+inline constexpr size_t kMaxTextRecipients = 200;
+
+// One recipient as the bounce describes it, before classification.
+struct Finding {
+  std::string recipient;
+  std::string original_recipient;
+  std::string action;      // DSN Action, lower-case, or ""
+  std::string status;      // enhanced status when the bounce states one
+  std::string diagnostic;  // the reason, as the bounce words it (not yet folded)
+  std::string remote_mta;
+  std::string stage;  // from the text when it says ("in reply to RCPT TO command")
+};
+
+// The human-readable explanation of a bounce: its unattached text parts (HTML stripped when
+// there is no plain text), cut where the returned message begins.
+std::string ExplanationText(const MimeView& view);
+
+// Addresses the bounce cannot be about: its own From/To/Return-Path and the like.
+std::vector<std::string> ExcludedAddresses(const MimeView& view);
+
+// Recipients and their reasons found in an explanation text, in the order it lists them.
+// `hint` holds recipients already known (X-Failed-Recipients); when given, only those are
+// looked for.
+std::vector<Finding> ScanExplanation(std::string_view text,
+                                     const std::vector<std::string>& excluded,
+                                     const std::vector<std::string>& hint);
+
+// The part of `text` that talks about `address` (its reason block), or "" when the address
+// does not occur. Used to enrich RFC 3464 recipients with their text-part wording.
+std::string BlockFor(std::string_view text, std::string_view address);
+
+// The host named in "host mx.example.org[192.0.2.1] said:" / "host mx.example.org [192.0.2.1]:"
+// style text, or "".
+std::string RemoteHostFromText(std::string_view text);
+
+}  // namespace bounced::dsn
