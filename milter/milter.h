@@ -138,6 +138,7 @@ struct Enforcement {
 // (dedup_key, recipient): dedup_key is stable across retries of the same bounce.
 struct CapturedBounce {
   const ParsedBounce* parsed = nullptr;  // valid for the duration of the call only
+  std::string_view raw_message;          // the captured bytes (headers + body, capped)
   std::string dedup_key;                 // see BounceDedupKey
   std::string queue_id;    // queue id of the bounce itself in this Postfix, "" if unknown
   bool truncated = false;  // the message was larger than max_bounce_bytes
@@ -180,6 +181,7 @@ struct MilterStats {
   uint64_t storage_errors = 0;
   uint64_t storage_incidents = 0;  // runs of failures (each logged once)
   uint64_t callback_timeouts = 0;
+  uint64_t dropped_records = 0;  // records not queued (worker queue full)
   // RCPT check latency (lookup + decision + reply), nanoseconds: bucket i counts checks in
   // [i * kRcptBucketNs, (i + 1) * kRcptBucketNs); the last bucket holds everything above.
   static constexpr uint64_t kRcptBucketNs = 250;
