@@ -10,6 +10,8 @@ namespace bounced {
 namespace {
 
 constexpr int64_t kMinute = 60;
+// Recipient domains remembered per key for the incident's details (the window's events).
+constexpr size_t kMaxRecentDomains = 10000;
 
 int64_t Minutes(int64_t seconds) { return std::max<int64_t>(1, (seconds + kMinute - 1) / kMinute); }
 
@@ -105,7 +107,12 @@ void SpikeDetector::Prune(KeyState& s, int64_t now) {
 
 std::optional<Incident> SpikeDetector::MaybeClose(KeyState& s, int64_t now) {
   if (!s.incident) return std::nullopt;
-  if (static_cast<double>(WindowCount(s, now)) >= s.incident->threshold / 2) return std::nullopt;
+  // Over when the window falls below half of today's threshold: the burst has stopped, or a
+  // lasting change has become the new normal as the baseline caught up with it. The half is
+  // hysteresis, so a rate hovering at the threshold does not open and close incidents.
+  const double now_threshold = std::max(static_cast<double>(thresholds_.min_count),
+                                        thresholds_.factor * ExpectedPerWindow(s, now));
+  if (static_cast<double>(WindowCount(s, now)) >= now_threshold / 2) return std::nullopt;
   Incident done = std::move(*s.incident);
   s.incident.reset();
   done.closed = std::max(now, done.last_event);
@@ -128,6 +135,12 @@ std::optional<Incident> SpikeDetector::Observe(const RejectionEvent& e) {
       now / kMinute - Minutes(thresholds_.window_seconds) - thresholds_.baseline_seconds / kMinute;
   if (e.unix_time / kMinute < horizon) return std::nullopt;  // too old to matter
   s.minutes[e.unix_time / kMinute] += 1;
+  s.recent.emplace_back(e.unix_time, e.recipient_domain);
+  const int64_t window_start = now - thresholds_.window_seconds;
+  while (!s.recent.empty() &&
+         (s.recent.front().first <= window_start || s.recent.size() > kMaxRecentDomains)) {
+    s.recent.pop_front();
+  }
 
   const int64_t in_window = WindowCount(s, now);
   if (s.incident) {
@@ -157,7 +170,9 @@ std::optional<Incident> SpikeDetector::Observe(const RejectionEvent& e) {
   i.expected_per_window = expected;
   i.threshold = threshold;
   i.sample = e.diagnostic;
-  if (!e.recipient_domain.empty()) i.domains[e.recipient_domain] += 1;
+  for (const auto& [t, domain] : s.recent) {
+    if (!domain.empty()) i.domains[domain] += 1;
+  }
   s.incident = i;
   return i;
 }

@@ -9,7 +9,9 @@
 // where `expected` is the baseline's average count per window length (so a provider that always
 // sends 50 CS01 an hour is not news, and a single bounce never is: min_count). One incident per
 // burst: it stays open, absorbing further events, until the window count falls below half the
-// threshold it opened at; only then can a new incident for that key open.
+// current threshold (the burst stopped, or the baseline caught up with a lasting change); only
+// then can a new incident for that key open. With no history (a fresh install,
+// or a restart without seeding from the database) the baseline is zero and min_count decides.
 //
 // Events may arrive slightly out of order (several inputs); an event older than the newest one
 // seen minus the window still counts toward the baseline. Not thread-safe: AlertMonitor
@@ -21,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -93,7 +96,8 @@ class SpikeDetector {
 
  private:
   struct KeyState {
-    std::map<int64_t, int64_t> minutes;  // minute index -> events in it
+    std::map<int64_t, int64_t> minutes;                  // minute index -> events in it
+    std::deque<std::pair<int64_t, std::string>> recent;  // (time, domain) inside the window
     std::optional<Incident> incident;
   };
   int64_t WindowCount(const KeyState& s, int64_t now) const;

@@ -189,6 +189,11 @@ void AlertMonitor::OnEvent(const Result& result, int64_t unix_time) {
   if (auto opened = detector_->Observe(ToRejectionEvent(result, unix_time))) Opened(*opened);
 }
 
+void AlertMonitor::Seed(const RejectionEvent& event) {
+  std::lock_guard lock(mu_);
+  detector_->Observe(event);
+}
+
 void AlertMonitor::Tick(int64_t now) {
   std::lock_guard lock(mu_);
   for (const Incident& i : detector_->Advance(now)) {

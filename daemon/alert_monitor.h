@@ -63,6 +63,9 @@ class AlertMonitor {
   // Call once for every delivery event stored (any outcome, any source), with the event's own
   // time. Cheap for events that are not sender-side rejections. Thread-safe.
   void OnEvent(const Result& result, int64_t unix_time);
+  // At start: replays stored sender-side rejections of the baseline period (oldest first) so
+  // a restart neither forgets "normal" nor re-announces an incident. Logs and runs nothing.
+  void Seed(const RejectionEvent& event);
   // Call about once a minute with the current time, so incidents end when the burst stops.
   void Tick(int64_t now);
   // SIGHUP: new thresholds and command. The history is kept when the thresholds are unchanged.

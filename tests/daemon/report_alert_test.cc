@@ -57,15 +57,19 @@ TEST(SpikeDetectorTest, BurstWithoutHistoryOpensOneIncidentAtMinimumVolume) {
   EXPECT_EQ(open[0].domains.at("icloud.com"), 15);
 }
 
-TEST(SpikeDetectorTest, SteadyRejectionsAreTheBaselineNotASpike) {
+TEST(SpikeDetectorTest, SteadyRejectionsBecomeTheBaselineAndOnlyAJumpIsASpike) {
   SpikeDetector d(AlertThresholds{});
-  // Seven days of 20 CS01 an hour.
+  // Seven days of 20 CS01 an hour. With no history the first hour is news (20 >= min_count);
+  // after that the rate is the baseline and that first incident ends.
   int64_t t = kT0;
+  int opened_after_first_day = 0;
   for (int h = 0; h < 7 * 24; ++h) {
     for (int i = 0; i < 20; ++i) {
-      EXPECT_FALSE(d.Observe(Cs01(t + h * 3600 + i * 170))) << "hour " << h;
+      if (d.Observe(Cs01(t + h * 3600 + i * 170)) && h >= 24) ++opened_after_first_day;
     }
   }
+  EXPECT_EQ(opened_after_first_day, 0);
+  EXPECT_TRUE(d.Open().empty());
   t += 7 * 24 * 3600;
   // 25 in the next hour: above min_count, but not 3x normal.
   for (int i = 0; i < 25; ++i) EXPECT_FALSE(d.Observe(Cs01(t + i * 140)));
@@ -276,6 +280,15 @@ TEST(AlertMonitorTest, LogsOnceRunsTheCommandAndShowsTheIncidentInStats) {
   auto got = nlohmann::json::parse(ReadFile(out));
   EXPECT_EQ(got["provider"], "icloud");
   EXPECT_EQ(got["count_at_open"], 10);
+}
+
+TEST(AlertMonitorTest, SeededHistoryIsNotAnnouncedAgain) {
+  AlertMonitor m(AlertConfig{});
+  for (int i = 0; i < 30; ++i) m.Seed(Cs01(kT0 + i));
+  EXPECT_EQ(m.incidents_opened(), 0u);
+  EXPECT_EQ(m.ToJson()["open"].size(), 1u);  // the burst is known, not re-logged
+  m.OnEvent(Cs01Result(), kT0 + 40);
+  EXPECT_EQ(m.incidents_opened(), 0u);
 }
 
 TEST(AlertMonitorTest, DisabledMonitorCountsNothing) {
