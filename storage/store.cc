@@ -1,1 +1,1329 @@
-// store.cc: placeholder until the storage component lands.
+// store.cc: the SQLite store (see store.h): open and migrate, the writer thread with group
+// commit and policy, and the read queries. Reads and writes the database at StoreOptions::path.
+#include "storage/store.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <ctime>
+#include <deque>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "storage/policy.h"
+#include "storage/sqlite.h"
+#include "storage/suppression_io.h"
+#include "storage/suppression_view.h"
+#include "storage/timefmt.h"
+
+namespace bounced {
+
+extern const std::string_view kSchemaV1Sql;  // storage/schema.sql, embedded at build time
+
+namespace {
+
+// PRAGMA application_id of a bounced database ("boun"), to refuse someone else's SQLite file.
+constexpr int32_t kApplicationId = 0x626f756e;
+// Migration N turns schema N-1 into N. Index 0 is version 1 (the whole schema.sql).
+const std::string_view* const kMigrations[] = {&kSchemaV1Sql};
+static_assert(std::size(kMigrations) == kSchemaVersion);
+
+// A log bounce and the DSN Postfix sends for it are the same incident when their queue id and
+// recipient match within this window (longer than Postfix's default maximal_queue_lifetime).
+constexpr int64_t kSameBounceWindowSeconds = 7 * 86400;
+
+int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+bool IsLogFamily(EventSource s) { return s == EventSource::kLog || s == EventSource::kJournal; }
+
+SuppressionHit HitFor(const Suppression& s) {
+  SuppressionHit h;
+  h.since = s.created;
+  h.expires = s.expires;
+  auto c = CategoryFromName(s.category);
+  h.category = c ? *c : Category::kUndetermined;
+  h.manual = s.source == "manual" || s.source == "import";
+  return h;
+}
+
+constexpr std::string_view kSuppressionColumns =
+    "address, display, reason, category, source, first_event, last_event, created, expires, "
+    "detail, delivered_after";
+
+Suppression ReadSuppression(const sql::Stmt& st, int c = 0) {
+  Suppression s;
+  s.address = st.Text(c + 0);
+  s.display = st.Text(c + 1);
+  s.reason = st.Text(c + 2);
+  s.category = st.Text(c + 3);
+  s.source = st.Text(c + 4);
+  s.first_event = st.Int(c + 5);
+  s.last_event = st.Int(c + 6);
+  s.created = st.Int(c + 7);
+  s.expires = st.Int(c + 8);
+  s.detail = st.Text(c + 9);
+  s.delivered_after = st.Int(c + 10);
+  return s;
+}
+
+constexpr std::string_view kEventColumns =
+    "id, time, time_text, source, source_ref, queue_id, message_id, sender, recipient, "
+    "original_recipient, log_status, relay, program, bounce_queue_id, category, status, "
+    "reply_code, stage, provider, provider_code, diagnostic, remote_mta, dsn_action, rule, counted";
+
+StoredEvent ReadEvent(const sql::Stmt& st) {
+  StoredEvent se;
+  Event& e = se.event;
+  se.id = st.Int(0);
+  e.unix_time = st.Int(1);
+  e.time_text = st.Text(2);
+  e.source = EventSourceFromName(st.TextView(3)).value_or(EventSource::kManual);
+  e.source_ref = st.Text(4);
+  e.queue_id = st.Text(5);
+  e.message_id = st.Text(6);
+  e.sender = st.Text(7);
+  e.result.recipient = st.Text(8);
+  e.result.original_recipient = st.Text(9);
+  e.log_status = st.Text(10);
+  e.relay = st.Text(11);
+  e.program = st.Text(12);
+  e.bounce_queue_id = st.Text(13);
+  e.result.category = CategoryFromName(st.TextView(14)).value_or(Category::kUndetermined);
+  e.result.status = st.Text(15);
+  e.result.reply_code = st.Text(16);
+  e.result.stage = st.Text(17);
+  e.result.provider = st.Text(18);
+  e.result.provider_code = st.Text(19);
+  e.result.diagnostic = st.Text(20);
+  e.result.remote_mta = st.Text(21);
+  e.result.dsn_action = st.Text(22);
+  e.result.rule = st.Text(23);
+  se.counted = st.Int(24) != 0;
+  return se;
+}
+
+constexpr std::string_view kStateColumns =
+    "address, first_seen, last_event, last_category, last_log_status, last_delivered, "
+    "last_failure, incidents, incidents_since, last_incident, manual_unsuppressed, events";
+
+RecipientState ReadState(const sql::Stmt& st) {
+  RecipientState r;
+  r.address = st.Text(0);
+  r.first_seen = st.Int(1);
+  r.last_event = st.Int(2);
+  r.last_category = st.Text(3);
+  r.last_log_status = st.Text(4);
+  r.last_delivered = st.Int(5);
+  r.last_failure = st.Int(6);
+  r.incidents = static_cast<int>(st.Int(7));
+  r.incidents_since = st.Int(8);
+  r.last_incident = st.Int(9);
+  r.manual_unsuppressed = st.Int(10);
+  r.events = st.Int(11);
+  return r;
+}
+
+// Candidate allowlist entries for a key: the address, its domain and the parent domains.
+std::vector<std::string> AllowCandidates(std::string_view key) {
+  std::vector<std::string> out;
+  out.emplace_back(key);
+  std::string_view d = DomainOf(key);
+  while (!d.empty()) {
+    out.emplace_back(d);
+    size_t dot = d.find('.');
+    if (dot == std::string_view::npos) break;
+    d.remove_prefix(dot + 1);
+  }
+  return out;
+}
+
+// A domain as accepted in the allowlist: lower-case letters, digits, '-', '.', '_'.
+std::string NormalizeDomain(std::string_view d) {
+  while (!d.empty() && d.back() == '.') d.remove_suffix(1);
+  if (d.empty() || d.size() > 253) return {};
+  std::string out;
+  for (char c : d) {
+    char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!((l >= 'a' && l <= 'z') || (l >= '0' && l <= '9') || l == '-' || l == '.' || l == '_')) {
+      return {};
+    }
+    out.push_back(l);
+  }
+  return out;
+}
+
+// What a committed job changes in the view, applied only after COMMIT succeeds.
+struct ViewChange {
+  enum Kind { kPut, kErase, kAllowAddress, kDisallowAddress, kAllowDomain, kDisallowDomain } kind;
+  std::string key;
+  SuppressionHit hit;
+};
+
+class StoreImpl;
+
+struct Job {
+  Batch batch;
+  // Manual changes run on the writer inside the job's savepoint.
+  std::function<Status(StoreImpl&)> call;
+  size_t events = 0;
+  std::promise<Status> done;
+  std::vector<ViewChange> changes;
+};
+
+using CounterKey = std::tuple<std::string, std::string, std::string, std::string, std::string,
+                              std::string>;  // day, domain, provider, category, code, status
+
+class StoreImpl final : public Store {
+ public:
+  explicit StoreImpl(const StoreOptions& o) : options_(o), policy_(o.policy) {}
+  ~StoreImpl() override;
+
+  Status OpenAll();
+
+  std::future<Status> Submit(Batch batch) override;
+  Status Write(Batch batch) override { return Submit(std::move(batch)).get(); }
+  Status Flush() override;
+  void SetPolicy(const SuppressionPolicy& policy) override;
+
+  Expected<Suppression> Suppress(const ManualSuppression& s, const Actor& who) override;
+  Status Unsuppress(std::string_view address, const Actor& who) override;
+  Expected<AllowEntry> Allow(std::string_view entry, const Actor& who) override;
+  Status Disallow(std::string_view entry, const Actor& who) override;
+  Expected<ImportResult> Import(ExportFormat format, std::string_view data,
+                                const Actor& who) override;
+
+  const SuppressionView& view() const override { return view_; }
+  Expected<std::optional<InputPosition>> LoadPosition(std::string_view input) override;
+  Expected<AddressStatus> GetStatus(std::string_view address, size_t max_events) override;
+  Status List(const ListFilter& filter,
+              const std::function<bool(const Suppression&)>& sink) override;
+  Status Export(ExportFormat format, const ListFilter& filter,
+                const std::function<bool(std::string_view line)>& sink) override;
+  Expected<std::vector<StatsRow>> Stats(const StatsQuery& q) override;
+  Expected<std::vector<AllowEntry>> AllowList() override;
+  Expected<Health> GetHealth() override;
+  Expected<std::vector<StoredEvent>> EventsFor(std::string_view address,
+                                               size_t max_events) override;
+  const std::string& path() const override { return options_.path; }
+
+ private:
+  // Open, migrate, load.
+  Status Migrate();
+  Status PrepareWriter();
+  Status LoadView();
+
+  // Writer thread.
+  void WriterLoop();
+  void CommitGroup(std::vector<std::unique_ptr<Job>>& group);
+  Status ApplyBatch(Job& job);
+  Status ApplyEvent(const Event& ev, std::map<CounterKey, int64_t>& counters);
+  Status ApplyDecision(const std::string& key, const Event& ev, const PolicyDecision& d, int64_t t);
+  Expected<std::optional<Suppression>> GetSuppressionW(const std::string& key);
+  Status PutSuppressionW(const Suppression& s, std::string_view log_action, int64_t actor_uid);
+  Status LogSuppressionW(const Suppression& s, std::string_view action, int64_t actor_uid);
+  Expected<bool> AllowedW(std::string_view key);
+  Status AuditW(const Actor& who, std::string_view action, std::string_view target,
+                std::string_view detail);
+  Expected<RecipientState> GetStateW(const std::string& key);
+  Status PutStateW(const RecipientState& s, std::string_view display);
+  // Queues a manual change and waits for its commit.
+  Status RunOnWriter(std::function<Status(StoreImpl&)> fn);
+
+  // Readers.
+  struct ReaderDeleter {
+    StoreImpl* store;
+    void operator()(sql::Db* db) const;
+  };
+  using Reader = std::unique_ptr<sql::Db, ReaderDeleter>;
+  Expected<Reader> AcquireReader();
+  std::string Delimiters();
+
+  StoreOptions options_;
+  MemorySuppressionView view_;
+
+  std::mutex policy_mu_;
+  SuppressionPolicy policy_;
+  SuppressionPolicy txn_policy_;  // the writer's copy for the current transaction
+  int64_t txn_now_ = 0;
+  std::vector<ViewChange>* pending_ = nullptr;  // the running job's view changes
+
+  sql::Db wdb_;
+  struct WriterStatements {
+    sql::Stmt insert_event, same_bounce, get_state, put_state, get_suppression, put_suppression,
+        delete_suppression, touch_suppression, delivered_after, log_suppression, allowed, counter,
+        position, audit;
+  } w_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_, space_cv_;
+  std::deque<std::unique_ptr<Job>> queue_;
+  size_t queued_events_ = 0;
+  bool stopping_ = false;
+  std::string last_write_error_;
+  std::thread writer_;
+
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<sql::Db>> readers_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Open
+
+Status StoreImpl::OpenAll() {
+  if (options_.path.empty()) return Status::Error("storage: no database path configured");
+  if (Status s = wdb_.Open(options_.path, false, options_.busy_timeout_ms); !s) return s;
+  // Reading the header first turns "not a database" and "locked" into clear errors.
+  {
+    sql::Stmt st;
+    if (Status s = st.Prepare(wdb_, "PRAGMA application_id"); !s) return s;
+    auto r = st.Step();
+    if (!r) return r.status();
+    int32_t app = static_cast<int32_t>(st.Int(0));
+    if (app != 0 && app != kApplicationId) {
+      return Status::Error(options_.path + ": not a bounced database (application_id " +
+                           std::to_string(app) + ")");
+    }
+  }
+  {
+    sql::Stmt st;
+    if (Status s = st.Prepare(wdb_, "PRAGMA journal_mode=WAL"); !s) return s;
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (st.TextView(0) != "wal") {
+      return Status::Error(options_.path + ": cannot switch to WAL mode (journal_mode is " +
+                           st.Text(0) + ")");
+    }
+  }
+  if (Status s = wdb_.Exec(options_.synchronous_full ? "PRAGMA synchronous=FULL"
+                                                     : "PRAGMA synchronous=NORMAL");
+      !s) {
+    return s;
+  }
+  if (Status s = Migrate(); !s) return s;
+  if (Status s = PrepareWriter(); !s) return s;
+  view_.SetDelimiters(policy_.recipient_delimiters);
+  if (Status s = LoadView(); !s) return s;
+  writer_ = std::thread([this] { WriterLoop(); });
+  return Status::Ok();
+}
+
+Status StoreImpl::Migrate() {
+  sql::Stmt st;
+  if (Status s = st.Prepare(wdb_, "PRAGMA user_version"); !s) return s;
+  auto r = st.Step();
+  if (!r) return r.status();
+  int version = static_cast<int>(st.Int(0));
+  st = sql::Stmt();
+  if (version > kSchemaVersion) {
+    return Status::Error(options_.path + ": database schema version " + std::to_string(version) +
+                         " is newer than this bounced knows (" + std::to_string(kSchemaVersion) +
+                         "); upgrade bounced or restore a backup");
+  }
+  if (version == 0) {
+    // A fresh file has no tables; anything else with version 0 belongs to someone else.
+    sql::Stmt count;
+    if (Status s = count.Prepare(wdb_, "SELECT count(*) FROM sqlite_master"); !s) return s;
+    auto c = count.Step();
+    if (!c) return c.status();
+    if (count.Int(0) != 0) {
+      return Status::Error(options_.path +
+                           ": not a bounced database (has tables but no schema version)");
+    }
+  }
+  for (int v = version + 1; v <= kSchemaVersion; ++v) {
+    if (Status s = wdb_.Exec("BEGIN IMMEDIATE"); !s) return s;
+    Status s = wdb_.Exec(*kMigrations[v - 1]);
+    if (s) s = wdb_.Exec("PRAGMA application_id=" + std::to_string(kApplicationId));
+    if (s) s = wdb_.Exec("PRAGMA user_version=" + std::to_string(v));
+    if (s) s = wdb_.Exec("COMMIT");
+    if (!s) {
+      wdb_.Exec("ROLLBACK");
+      return Status::Error(options_.path + ": migration to schema version " + std::to_string(v) +
+                           " failed: " + s.message());
+    }
+  }
+  return Status::Ok();
+}
+
+Status StoreImpl::PrepareWriter() {
+  struct {
+    sql::Stmt* st;
+    std::string_view sql;
+  } all[] = {
+      {&w_.insert_event,
+       "INSERT OR IGNORE INTO events (time, day, time_text, source, source_ref, queue_id, "
+       "message_id, sender, recipient, recipient_key, domain, original_recipient, log_status, "
+       "relay, program, bounce_queue_id, category, fault, action, hard_bounce, status, "
+       "reply_code, stage, provider, provider_code, diagnostic, remote_mta, dsn_action, rule, "
+       "counted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+       "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)"},
+      {&w_.same_bounce,
+       "SELECT 1 FROM events WHERE queue_id = ?1 AND recipient_key = ?2 AND counted = 1 "
+       "AND log_status IN ('bounced', 'expired') AND source IN (?3, ?4) "
+       "AND time BETWEEN ?5 AND ?6 LIMIT 1"},
+      {&w_.get_state,
+       "SELECT address, first_seen, last_event, last_category, last_log_status, last_delivered, "
+       "last_failure, incidents, incidents_since, last_incident, manual_unsuppressed, events "
+       "FROM recipient_state WHERE address = ?1"},
+      {&w_.put_state,
+       "INSERT INTO recipient_state (address, display, first_seen, last_event, last_category, "
+       "last_log_status, last_delivered, last_failure, incidents, incidents_since, "
+       "last_incident, manual_unsuppressed, events) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+       "?10, ?11, ?12, ?13) ON CONFLICT(address) DO UPDATE SET first_seen = excluded.first_seen, "
+       "last_event = excluded.last_event, last_category = excluded.last_category, "
+       "last_log_status = excluded.last_log_status, last_delivered = excluded.last_delivered, "
+       "last_failure = excluded.last_failure, incidents = excluded.incidents, "
+       "incidents_since = excluded.incidents_since, last_incident = excluded.last_incident, "
+       "manual_unsuppressed = excluded.manual_unsuppressed, events = excluded.events"},
+      {&w_.get_suppression,
+       "SELECT address, display, reason, category, source, first_event, last_event, created, "
+       "expires, detail, delivered_after FROM suppressions WHERE address = ?1"},
+      {&w_.put_suppression,
+       "INSERT OR REPLACE INTO suppressions (address, display, domain, reason, category, source, "
+       "first_event, last_event, created, expires, detail, delivered_after, updated) VALUES "
+       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"},
+      {&w_.delete_suppression, "DELETE FROM suppressions WHERE address = ?1"},
+      {&w_.touch_suppression,
+       "UPDATE suppressions SET last_event = max(last_event, ?2), updated = ?3 "
+       "WHERE address = ?1"},
+      {&w_.delivered_after,
+       "UPDATE suppressions SET delivered_after = max(delivered_after, ?2), updated = ?3 "
+       "WHERE address = ?1 AND created <= ?2"},
+      {&w_.log_suppression,
+       "INSERT INTO suppression_log (time, day, address, action, source, reason, category, "
+       "actor_uid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+      {&w_.allowed, "SELECT 1 FROM allowlist WHERE entry = ?1"},
+      {&w_.counter,
+       "INSERT INTO daily_counters (day, domain, provider, category, provider_code, log_status, "
+       "count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO UPDATE SET "
+       "count = count + excluded.count"},
+      {&w_.position,
+       "INSERT OR REPLACE INTO input_positions (input, inode, offset, cursor, updated) "
+       "VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&w_.audit,
+       "INSERT INTO audit (time, actor_uid, action, target, reason, detail) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+  };
+  for (auto& p : all) {
+    if (Status s = p.st->Prepare(wdb_, p.sql); !s) return s;
+  }
+  return Status::Ok();
+}
+
+Status StoreImpl::LoadView() {
+  sql::Stmt count;
+  if (Status s = count.Prepare(wdb_, "SELECT count(*) FROM suppressions"); !s) return s;
+  auto c = count.Step();
+  if (!c) return c.status();
+  view_.Reserve(static_cast<size_t>(count.Int(0)));
+  sql::Stmt st;
+  if (Status s = st.Prepare(wdb_,
+                            "SELECT address, created, expires, category, source "
+                            "FROM suppressions");
+      !s) {
+    return s;
+  }
+  for (;;) {
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (!*r) break;
+    SuppressionHit h;
+    h.since = st.Int(1);
+    h.expires = st.Int(2);
+    h.category = CategoryFromName(st.TextView(3)).value_or(Category::kUndetermined);
+    std::string_view src = st.TextView(4);
+    h.manual = src == "manual" || src == "import";
+    view_.Put(st.Text(0), h);
+  }
+  sql::Stmt allow;
+  if (Status s = allow.Prepare(wdb_, "SELECT entry, kind FROM allowlist"); !s) return s;
+  for (;;) {
+    auto r = allow.Step();
+    if (!r) return r.status();
+    if (!*r) break;
+    if (allow.TextView(1) == "domain") {
+      view_.AllowDomain(allow.Text(0), true);
+    } else {
+      view_.AllowAddress(allow.Text(0), true);
+    }
+  }
+  return Status::Ok();
+}
+
+StoreImpl::~StoreImpl() {
+  {
+    std::lock_guard lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  space_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+std::future<Status> StoreImpl::Submit(Batch batch) {
+  auto job = std::make_unique<Job>();
+  job->events = batch.events.size();
+  job->batch = std::move(batch);
+  std::future<Status> f = job->done.get_future();
+  std::unique_lock lock(queue_mu_);
+  space_cv_.wait(lock, [&] {
+    return stopping_ || queued_events_ == 0 ||
+           queued_events_ + job->events <= options_.max_queued_events;
+  });
+  if (stopping_) {
+    job->done.set_value(Status::Error("storage: store is closing"));
+    return f;
+  }
+  queued_events_ += job->events;
+  queue_.push_back(std::move(job));
+  lock.unlock();
+  queue_cv_.notify_one();
+  return f;
+}
+
+Status StoreImpl::Flush() { return Submit(Batch{}).get(); }
+
+void StoreImpl::SetPolicy(const SuppressionPolicy& policy) {
+  std::lock_guard lock(policy_mu_);
+  policy_ = policy;
+  view_.SetDelimiters(policy.recipient_delimiters);
+}
+
+std::string StoreImpl::Delimiters() {
+  std::lock_guard lock(policy_mu_);
+  return policy_.recipient_delimiters;
+}
+
+Status StoreImpl::RunOnWriter(std::function<Status(StoreImpl&)> fn) {
+  auto job = std::make_unique<Job>();
+  job->call = std::move(fn);
+  std::future<Status> f = job->done.get_future();
+  {
+    std::lock_guard lock(queue_mu_);
+    if (stopping_) return Status::Error("storage: store is closing");
+    queue_.push_back(std::move(job));
+  }
+  queue_cv_.notify_one();
+  return f.get();
+}
+
+void StoreImpl::WriterLoop() {
+  for (;;) {
+    std::vector<std::unique_ptr<Job>> group;
+    {
+      std::unique_lock lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued is committed
+      size_t events = 0;
+      while (!queue_.empty() &&
+             (group.empty() || events + queue_.front()->events <= options_.max_batch_events)) {
+        events += queue_.front()->events;
+        group.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    CommitGroup(group);
+    {
+      std::lock_guard lock(queue_mu_);
+      for (auto& j : group) queued_events_ -= j->events;
+    }
+    space_cv_.notify_all();
+  }
+}
+
+void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
+  {
+    std::lock_guard lock(policy_mu_);
+    txn_policy_ = policy_;
+  }
+  txn_now_ = Now();
+  std::vector<Status> results(group.size());
+  Status txn = wdb_.Exec("BEGIN IMMEDIATE");
+  if (txn) {
+    for (size_t i = 0; i < group.size(); ++i) {
+      Job& job = *group[i];
+      if (Status s = wdb_.Exec("SAVEPOINT job"); !s) {
+        txn = s;
+        break;
+      }
+      pending_ = &job.changes;
+      Status s = job.call ? job.call(*this) : ApplyBatch(job);
+      pending_ = nullptr;
+      if (s) {
+        s = wdb_.Exec("RELEASE job");
+      }
+      if (!s) {
+        job.changes.clear();
+        if (sqlite3_get_autocommit(wdb_.get())) {
+          // SQLite rolled the whole transaction back (disk full, I/O error): nothing holds.
+          txn = s;
+          break;
+        }
+        wdb_.Exec("ROLLBACK TO job");
+        wdb_.Exec("RELEASE job");
+      }
+      results[i] = s;
+    }
+    if (txn) txn = wdb_.Exec("COMMIT");
+  }
+  if (!txn) {
+    if (!sqlite3_get_autocommit(wdb_.get())) wdb_.Exec("ROLLBACK");
+    for (size_t i = 0; i < group.size(); ++i) {
+      group[i]->changes.clear();
+      if (results[i]) results[i] = Status::Error("storage: commit failed: " + txn.message());
+    }
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    for (const ViewChange& c : group[i]->changes) {
+      switch (c.kind) {
+        case ViewChange::kPut:
+          view_.Put(c.key, c.hit);
+          break;
+        case ViewChange::kErase:
+          view_.Erase(c.key);
+          break;
+        case ViewChange::kAllowAddress:
+          view_.AllowAddress(c.key, true);
+          break;
+        case ViewChange::kDisallowAddress:
+          view_.AllowAddress(c.key, false);
+          break;
+        case ViewChange::kAllowDomain:
+          view_.AllowDomain(c.key, true);
+          break;
+        case ViewChange::kDisallowDomain:
+          view_.AllowDomain(c.key, false);
+          break;
+      }
+    }
+  }
+  {
+    std::lock_guard lock(queue_mu_);
+    last_write_error_ = txn ? "" : txn.message();
+  }
+  for (size_t i = 0; i < group.size(); ++i) group[i]->done.set_value(results[i]);
+}
+
+Status StoreImpl::ApplyBatch(Job& job) {
+  std::map<CounterKey, int64_t> counters;
+  for (const Event& ev : job.batch.events) {
+    if (Status s = ApplyEvent(ev, counters); !s) return s;
+  }
+  for (const auto& [k, n] : counters) {
+    w_.counter.Bind(1, std::get<0>(k))
+        .Bind(2, std::get<1>(k))
+        .Bind(3, std::get<2>(k))
+        .Bind(4, std::get<3>(k))
+        .Bind(5, std::get<4>(k))
+        .Bind(6, std::get<5>(k))
+        .Bind(7, n);
+    if (Status s = w_.counter.Run(); !s) return s;
+  }
+  if (const auto& p = job.batch.position) {
+    if (p->input.empty()) return Status::Error("storage: input position without an input name");
+    w_.position.Bind(1, p->input)
+        .Bind(2, static_cast<int64_t>(p->inode))
+        .Bind(3, static_cast<int64_t>(p->offset))
+        .Bind(4, p->cursor)
+        .Bind(5, txn_now_);
+    if (Status s = w_.position.Run(); !s) return s;
+  }
+  return Status::Ok();
+}
+
+Status StoreImpl::ApplyEvent(const Event& ev, std::map<CounterKey, int64_t>& counters) {
+  const int64_t t = ev.unix_time ? ev.unix_time : txn_now_;
+  const Result& r = ev.result;
+  std::string key = NormalizeAddress(r.recipient, txn_policy_.recipient_delimiters);
+  // Something that is not an address is still recorded (nothing is lost), under its own text.
+  std::string_view stored_key = key.empty() ? std::string_view(r.recipient) : key;
+  std::string_view domain = key.empty() ? std::string_view() : DomainOf(key);
+  std::string day = DayOf(t);
+
+  bool counted = true;
+  if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty()) {
+    // Postfix logs a bounce and also sends its DSN (which the milter sees): one incident.
+    bool log = IsLogFamily(ev.source);
+    w_.same_bounce.Bind(1, ev.queue_id)
+        .Bind(2, key)
+        .Bind(3, log ? "dsn" : "log")
+        .Bind(4, log ? "milter" : "journal")
+        .Bind(5, t - kSameBounceWindowSeconds)
+        .Bind(6, t + kSameBounceWindowSeconds);
+    auto found = w_.same_bounce.Step();
+    bool dup = found && *found;
+    w_.same_bounce.Reset();
+    if (!found) return found.status();
+    counted = !dup;
+  }
+
+  const CategoryInfo& info = Describe(r.category);
+  sql::Stmt& in = w_.insert_event;
+  in.Bind(1, t)
+      .Bind(2, day)
+      .Bind(3, ev.time_text)
+      .Bind(4, ToString(ev.source))
+      .Bind(5, ev.source_ref)
+      .Bind(6, ev.queue_id)
+      .Bind(7, ev.message_id)
+      .Bind(8, ev.sender)
+      .Bind(9, r.recipient)
+      .Bind(10, stored_key)
+      .Bind(11, domain)
+      .Bind(12, r.original_recipient)
+      .Bind(13, ev.log_status)
+      .Bind(14, ev.relay)
+      .Bind(15, ev.program)
+      .Bind(16, ev.bounce_queue_id)
+      .Bind(17, info.name)
+      .Bind(18, ToString(info.fault))
+      .Bind(19, ToString(info.action))
+      .Bind(20, int64_t{info.hard_bounce})
+      .Bind(21, r.status)
+      .Bind(22, r.reply_code)
+      .Bind(23, r.stage)
+      .Bind(24, r.provider)
+      .Bind(25, r.provider_code)
+      .Bind(26, r.diagnostic)
+      .Bind(27, r.remote_mta)
+      .Bind(28, r.dsn_action)
+      .Bind(29, r.rule)
+      .Bind(30, int64_t{counted});
+  if (Status s = in.Run(); !s) return s;
+  if (wdb_.changes() == 0) return Status::Ok();  // this DSN recipient was recorded before
+
+  if (!counted) return Status::Ok();
+  counters[CounterKey{day, std::string(domain), r.provider, std::string(info.name), r.provider_code,
+                      ev.log_status}]++;
+  if (key.empty()) return Status::Ok();
+
+  auto state = GetStateW(key);
+  if (!state) return state.status();
+  PolicyDecision d = bounced::ApplyEvent(txn_policy_, *state, ev, t);
+  if (Status s = PutStateW(*state, r.recipient); !s) return s;
+  if (IsDelivery(ev)) {
+    w_.delivered_after.Bind(1, key).Bind(2, t).Bind(3, txn_now_);
+    if (Status s = w_.delivered_after.Run(); !s) return s;
+  }
+  if (d.suppress) return ApplyDecision(key, ev, d, t);
+  if (IsFailure(ev)) {
+    w_.touch_suppression.Bind(1, key).Bind(2, t).Bind(3, txn_now_);
+    if (Status s = w_.touch_suppression.Run(); !s) return s;
+  }
+  return Status::Ok();
+}
+
+Status StoreImpl::ApplyDecision(const std::string& key, const Event& ev, const PolicyDecision& d,
+                                int64_t t) {
+  auto allowed = AllowedW(key);
+  if (!allowed) return allowed.status();
+  if (*allowed) return Status::Ok();  // the allowlist always wins
+  auto existing = GetSuppressionW(key);
+  if (!existing) return existing.status();
+  if (*existing && ((*existing)->expires == 0 || (*existing)->expires > txn_now_)) {
+    // Already suppressed (automatic or manual): only note the newer failure.
+    w_.touch_suppression.Bind(1, key).Bind(2, t).Bind(3, txn_now_);
+    return w_.touch_suppression.Run();
+  }
+  Suppression s;
+  s.address = key;
+  s.display = ev.result.recipient;
+  s.reason = std::string(d.reason);
+  s.category = std::string(ToString(ev.result.category));
+  s.source = std::string(d.source);
+  s.first_event = d.first_event;
+  s.last_event = t;
+  s.created = t;
+  s.expires = d.expires;
+  s.detail = ev.result.diagnostic;
+  return PutSuppressionW(s, "add", -1);
+}
+
+Expected<std::optional<Suppression>> StoreImpl::GetSuppressionW(const std::string& key) {
+  w_.get_suppression.Bind(1, key);
+  auto r = w_.get_suppression.Step();
+  std::optional<Suppression> out;
+  if (r && *r) out = ReadSuppression(w_.get_suppression);
+  w_.get_suppression.Reset();
+  if (!r) return r.status();
+  return out;
+}
+
+Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_action,
+                                  int64_t actor_uid) {
+  w_.put_suppression.Bind(1, s.address)
+      .Bind(2, s.display)
+      .Bind(3, DomainOf(s.address))
+      .Bind(4, s.reason)
+      .Bind(5, s.category)
+      .Bind(6, s.source)
+      .Bind(7, s.first_event)
+      .Bind(8, s.last_event)
+      .Bind(9, s.created)
+      .Bind(10, s.expires)
+      .Bind(11, s.detail)
+      .Bind(12, s.delivered_after)
+      .Bind(13, txn_now_);
+  if (Status st = w_.put_suppression.Run(); !st) return st;
+  if (Status st = LogSuppressionW(s, log_action, actor_uid); !st) return st;
+  pending_->push_back(ViewChange{ViewChange::kPut, s.address, HitFor(s)});
+  return Status::Ok();
+}
+
+Status StoreImpl::LogSuppressionW(const Suppression& s, std::string_view action,
+                                  int64_t actor_uid) {
+  w_.log_suppression.Bind(1, txn_now_)
+      .Bind(2, DayOf(txn_now_))
+      .Bind(3, s.address)
+      .Bind(4, action)
+      .Bind(5, s.source)
+      .Bind(6, s.reason)
+      .Bind(7, s.category)
+      .Bind(8, actor_uid);
+  return w_.log_suppression.Run();
+}
+
+Expected<bool> StoreImpl::AllowedW(std::string_view key) {
+  for (const std::string& c : AllowCandidates(key)) {
+    w_.allowed.Bind(1, c);
+    auto r = w_.allowed.Step();
+    w_.allowed.Reset();
+    if (!r) return r.status();
+    if (*r) return true;
+  }
+  return false;
+}
+
+Status StoreImpl::AuditW(const Actor& who, std::string_view action, std::string_view target,
+                         std::string_view detail) {
+  w_.audit.Bind(1, txn_now_)
+      .Bind(2, who.uid)
+      .Bind(3, action)
+      .Bind(4, target)
+      .Bind(5, who.reason)
+      .Bind(6, detail);
+  return w_.audit.Run();
+}
+
+Expected<RecipientState> StoreImpl::GetStateW(const std::string& key) {
+  w_.get_state.Bind(1, key);
+  auto r = w_.get_state.Step();
+  RecipientState s;
+  s.address = key;
+  if (r && *r) s = ReadState(w_.get_state);
+  w_.get_state.Reset();
+  if (!r) return r.status();
+  return s;
+}
+
+Status StoreImpl::PutStateW(const RecipientState& s, std::string_view display) {
+  w_.put_state.Bind(1, s.address)
+      .Bind(2, display)
+      .Bind(3, s.first_seen)
+      .Bind(4, s.last_event)
+      .Bind(5, s.last_category)
+      .Bind(6, s.last_log_status)
+      .Bind(7, s.last_delivered)
+      .Bind(8, s.last_failure)
+      .Bind(9, int64_t{s.incidents})
+      .Bind(10, s.incidents_since)
+      .Bind(11, s.last_incident)
+      .Bind(12, s.manual_unsuppressed)
+      .Bind(13, s.events);
+  return w_.put_state.Run();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Manual changes
+
+Expected<Suppression> StoreImpl::Suppress(const ManualSuppression& m, const Actor& who) {
+  std::string key = NormalizeAddress(m.address, Delimiters());
+  if (key.empty()) return Status::Error("suppress: invalid address '" + m.address + "'");
+  if (who.reason.empty()) return Status::Error("suppress: a reason is required");
+  if (!m.category.empty() && !CategoryFromName(m.category)) {
+    return Status::Error("suppress: unknown category '" + m.category + "'");
+  }
+  auto out = std::make_shared<Suppression>();
+  Status st = RunOnWriter([&](StoreImpl& self) -> Status {
+    auto allowed = self.AllowedW(key);
+    if (!allowed) return allowed.status();
+    if (*allowed) {
+      return Status::Error("suppress: " + key + " is on the allowlist; disallow it first");
+    }
+    auto existing = self.GetSuppressionW(key);
+    if (!existing) return existing.status();
+    Suppression s;
+    bool live = *existing && ((*existing)->expires == 0 || (*existing)->expires > txn_now_);
+    if (live) s = **existing;
+    s.address = key;
+    if (s.display.empty()) s.display = m.address;
+    s.reason = who.reason;
+    s.category = m.category.empty() && live ? s.category : m.category;
+    s.source = "manual";
+    if (!live) s.created = txn_now_;
+    s.expires = m.expires;
+    s.detail = "manual: uid " + std::to_string(who.uid);
+    if (Status r = self.PutSuppressionW(s, live ? "update" : "add", who.uid); !r) return r;
+    if (Status r = self.AuditW(who, "suppress", key, s.category); !r) return r;
+    *out = s;
+    return Status::Ok();
+  });
+  if (!st) return st;
+  return *out;
+}
+
+Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
+  std::string key = NormalizeAddress(address, Delimiters());
+  if (key.empty())
+    return Status::Error("unsuppress: invalid address '" + std::string(address) + "'");
+  if (who.reason.empty()) return Status::Error("unsuppress: a reason is required");
+  return RunOnWriter([&](StoreImpl& self) -> Status {
+    auto existing = self.GetSuppressionW(key);
+    if (!existing) return existing.status();
+    if (!*existing) return Status::Error("unsuppress: " + key + " is not suppressed");
+    self.w_.delete_suppression.Bind(1, key);
+    if (Status r = self.w_.delete_suppression.Run(); !r) return r;
+    if (Status r = self.LogSuppressionW(**existing, "remove", who.uid); !r) return r;
+    auto state = self.GetStateW(key);
+    if (!state) return state.status();
+    state->manual_unsuppressed = txn_now_;
+    if (state->first_seen == 0) state->first_seen = txn_now_;
+    state->incidents = 0;
+    state->incidents_since = 0;
+    state->last_incident = 0;
+    if (Status r = self.PutStateW(*state, (*existing)->display); !r) return r;
+    if (Status r =
+            self.AuditW(who, "unsuppress", key, (*existing)->source + ": " + (*existing)->reason);
+        !r) {
+      return r;
+    }
+    self.pending_->push_back(ViewChange{ViewChange::kErase, key, {}});
+    return Status::Ok();
+  });
+}
+
+Expected<AllowEntry> StoreImpl::Allow(std::string_view entry, const Actor& who) {
+  AllowEntry a;
+  if (entry.find('@') != std::string_view::npos && entry.front() != '@') {
+    a.entry = NormalizeAddress(entry, Delimiters());
+  } else {
+    a.entry = NormalizeDomain(entry.front() == '@' ? entry.substr(1) : entry);
+    a.domain = true;
+  }
+  if (entry.empty() || a.entry.empty()) {
+    return Status::Error("allow: '" + std::string(entry) + "' is neither an address nor a domain");
+  }
+  a.reason = who.reason;
+  a.actor_uid = who.uid;
+  Status st = RunOnWriter([&](StoreImpl& self) -> Status {
+    a.created = self.txn_now_;
+    sql::Stmt ins;
+    if (Status r = ins.Prepare(self.wdb_,
+                               "INSERT OR REPLACE INTO allowlist (entry, kind, reason, created, "
+                               "actor_uid) VALUES (?1, ?2, ?3, ?4, ?5)");
+        !r) {
+      return r;
+    }
+    ins.Bind(1, a.entry).Bind(2, a.domain ? "domain" : "address").Bind(3, a.reason);
+    ins.Bind(4, a.created).Bind(5, a.actor_uid);
+    if (Status r = ins.Run(); !r) return r;
+    if (Status r = self.AuditW(who, "allow", a.entry, a.domain ? "domain" : "address"); !r) {
+      return r;
+    }
+    self.pending_->push_back(
+        ViewChange{a.domain ? ViewChange::kAllowDomain : ViewChange::kAllowAddress, a.entry, {}});
+    return Status::Ok();
+  });
+  if (!st) return st;
+  return a;
+}
+
+Status StoreImpl::Disallow(std::string_view entry, const Actor& who) {
+  std::string key;
+  if (entry.find('@') != std::string_view::npos && entry.front() != '@') {
+    key = NormalizeAddress(entry, Delimiters());
+  } else if (!entry.empty()) {
+    key = NormalizeDomain(entry.front() == '@' ? entry.substr(1) : entry);
+  }
+  if (key.empty()) {
+    return Status::Error("disallow: '" + std::string(entry) +
+                         "' is neither an address nor a domain");
+  }
+  return RunOnWriter([&](StoreImpl& self) -> Status {
+    sql::Stmt del;
+    if (Status r = del.Prepare(self.wdb_, "DELETE FROM allowlist WHERE entry = ?1 RETURNING kind");
+        !r) {
+      return r;
+    }
+    del.Bind(1, key);
+    auto row = del.Step();
+    if (!row) return row.status();
+    if (!*row) return Status::Error("disallow: " + key + " is not on the allowlist");
+    bool domain = del.TextView(0) == "domain";
+    del.Reset();
+    if (Status r = self.AuditW(who, "disallow", key, domain ? "domain" : "address"); !r) return r;
+    self.pending_->push_back(
+        ViewChange{domain ? ViewChange::kDisallowDomain : ViewChange::kDisallowAddress, key, {}});
+    return Status::Ok();
+  });
+}
+
+Expected<ImportResult> StoreImpl::Import(ExportFormat format, std::string_view data,
+                                         const Actor& who) {
+  ParsedImport parsed = ParseImport(format, data, Delimiters(), Now());
+  ImportResult result;
+  if (!parsed.errors.empty()) {
+    result.errors = std::move(parsed.errors);
+    return result;
+  }
+  Status st = RunOnWriter([&](StoreImpl& self) -> Status {
+    for (const Suppression& s : parsed.entries) {
+      auto existing = self.GetSuppressionW(s.address);
+      if (!existing) return existing.status();
+      bool update = existing->has_value();
+      if (update) {
+        result.updated++;
+      } else {
+        result.added++;
+      }
+      if (Status r = self.PutSuppressionW(s, update ? "update" : "add", who.uid); !r) return r;
+    }
+    return self.AuditW(
+        who, "import", std::to_string(parsed.entries.size()) + " entries",
+        std::to_string(result.added) + " added, " + std::to_string(result.updated) + " updated");
+  });
+  if (!st) return st;
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reads
+
+void StoreImpl::ReaderDeleter::operator()(sql::Db* db) const {
+  std::lock_guard lock(store->readers_mu_);
+  store->readers_.emplace_back(db);
+}
+
+Expected<StoreImpl::Reader> StoreImpl::AcquireReader() {
+  {
+    std::lock_guard lock(readers_mu_);
+    if (!readers_.empty()) {
+      sql::Db* db = readers_.back().release();
+      readers_.pop_back();
+      return Reader(db, ReaderDeleter{this});
+    }
+  }
+  auto db = std::make_unique<sql::Db>();
+  if (Status s = db->Open(options_.path, false, options_.busy_timeout_ms); !s) return s;
+  if (Status s = db->Exec("PRAGMA query_only=1"); !s) return s;
+  return Reader(db.release(), ReaderDeleter{this});
+}
+
+Expected<std::optional<InputPosition>> StoreImpl::LoadPosition(std::string_view input) {
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  sql::Stmt st;
+  if (Status s = st.Prepare(**db,
+                            "SELECT inode, offset, cursor FROM input_positions "
+                            "WHERE input = ?1");
+      !s) {
+    return s;
+  }
+  st.Bind(1, input);
+  auto r = st.Step();
+  if (!r) return r.status();
+  if (!*r) return std::optional<InputPosition>();
+  InputPosition p;
+  p.input = std::string(input);
+  p.inode = static_cast<uint64_t>(st.Int(0));
+  p.offset = static_cast<uint64_t>(st.Int(1));
+  p.cursor = st.Text(2);
+  return std::optional<InputPosition>(std::move(p));
+}
+
+namespace {
+
+Expected<std::vector<StoredEvent>> ReadEvents(sql::Db& db, std::string_view key, size_t max) {
+  sql::Stmt st;
+  std::string q = "SELECT " + std::string(kEventColumns) +
+                  " FROM events WHERE recipient_key = ?1 ORDER BY time DESC, id DESC LIMIT ?2";
+  if (Status s = st.Prepare(db, q); !s) return s;
+  st.Bind(1, key).Bind(2, static_cast<int64_t>(max));
+  std::vector<StoredEvent> out;
+  for (;;) {
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (!*r) break;
+    out.push_back(ReadEvent(st));
+  }
+  return out;
+}
+
+// Runs a read transaction so several SELECTs see one snapshot.
+class ReadTxn {
+ public:
+  explicit ReadTxn(sql::Db& db) : db_(db) { ok_ = db_.Exec("BEGIN"); }
+  ~ReadTxn() {
+    if (ok_) db_.Exec("COMMIT");
+  }
+  Status status() const { return ok_; }
+
+ private:
+  sql::Db& db_;
+  Status ok_;
+};
+
+}  // namespace
+
+Expected<std::vector<StoredEvent>> StoreImpl::EventsFor(std::string_view address,
+                                                        size_t max_events) {
+  std::string key = NormalizeAddress(address, Delimiters());
+  if (key.empty()) return Status::Error("invalid address '" + std::string(address) + "'");
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  return ReadEvents(**db, key, max_events);
+}
+
+Expected<AddressStatus> StoreImpl::GetStatus(std::string_view address, size_t max_events) {
+  AddressStatus out;
+  out.address = std::string(address);
+  out.key = NormalizeAddress(address, Delimiters());
+  if (out.key.empty()) return Status::Error("invalid address '" + std::string(address) + "'");
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  ReadTxn txn(**db);
+  if (!txn.status()) return txn.status();
+  {
+    sql::Stmt st;
+    if (Status s = st.Prepare(**db, "SELECT " + std::string(kSuppressionColumns) +
+                                        " FROM suppressions WHERE address = ?1");
+        !s) {
+      return s;
+    }
+    st.Bind(1, out.key);
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (*r) out.suppression = ReadSuppression(st);
+  }
+  {
+    sql::Stmt st;
+    if (Status s = st.Prepare(**db,
+                              "SELECT entry, kind, reason, created, actor_uid "
+                              "FROM allowlist WHERE entry = ?1");
+        !s) {
+      return s;
+    }
+    for (const std::string& c : AllowCandidates(out.key)) {
+      st.Bind(1, c);
+      auto r = st.Step();
+      if (!r) return r.status();
+      if (*r) {
+        AllowEntry a;
+        a.entry = st.Text(0);
+        a.domain = st.TextView(1) == "domain";
+        a.reason = st.Text(2);
+        a.created = st.Int(3);
+        a.actor_uid = st.Int(4);
+        out.allowed_by = a;
+        break;
+      }
+      st.Reset();
+    }
+  }
+  {
+    sql::Stmt st;
+    if (Status s = st.Prepare(**db, "SELECT " + std::string(kStateColumns) +
+                                        " FROM recipient_state WHERE address = ?1");
+        !s) {
+      return s;
+    }
+    st.Bind(1, out.key);
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (*r) out.state = ReadState(st);
+  }
+  auto events = ReadEvents(**db, out.key, max_events);
+  if (!events) return events.status();
+  out.events = std::move(*events);
+  const int64_t now = Now();
+  out.suppressed = out.suppression && !out.allowed_by &&
+                   (out.suppression->expires == 0 || out.suppression->expires > now);
+  return out;
+}
+
+Status StoreImpl::List(const ListFilter& f, const std::function<bool(const Suppression&)>& sink) {
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  sql::Stmt st;
+  std::string q = "SELECT " + std::string(kSuppressionColumns) +
+                  " FROM suppressions WHERE address > ?1 AND created >= ?2"
+                  " AND (?3 = '' OR category = ?3) AND (?4 = '' OR domain = ?4)"
+                  " AND (?5 = '' OR source = ?5) AND (?6 OR expires = 0 OR expires > ?7)"
+                  " ORDER BY address LIMIT ?8";
+  if (Status s = st.Prepare(**db, q); !s) return s;
+  std::string domain = NormalizeDomain(f.domain.empty() || f.domain[0] != '@'
+                                           ? std::string_view(f.domain)
+                                           : std::string_view(f.domain).substr(1));
+  if (!f.domain.empty() && domain.empty()) {
+    return Status::Error("list: invalid domain '" + f.domain + "'");
+  }
+  if (!f.category.empty() && !CategoryFromName(f.category)) {
+    return Status::Error("list: unknown category '" + f.category + "'");
+  }
+  st.Bind(1, f.after).Bind(2, f.since).Bind(3, f.category).Bind(4, domain).Bind(5, f.source);
+  st.Bind(6, int64_t{f.include_expired}).Bind(7, Now());
+  st.Bind(8, f.limit == 0 ? int64_t{-1} : static_cast<int64_t>(f.limit));
+  for (;;) {
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (!*r) break;
+    if (!sink(ReadSuppression(st))) break;
+  }
+  return Status::Ok();
+}
+
+Status StoreImpl::Export(ExportFormat format, const ListFilter& filter,
+                         const std::function<bool(std::string_view line)>& sink) {
+  if (format == ExportFormat::kCsv) {
+    std::string header = std::string(kCsvHeader) + "\n";
+    if (!sink(header)) return Status::Ok();
+  }
+  return List(filter, [&](const Suppression& s) {
+    return sink(format == ExportFormat::kCsv ? FormatCsvLine(s) : FormatJsonLine(s));
+  });
+}
+
+Expected<std::vector<StatsRow>> StoreImpl::Stats(const StatsQuery& q) {
+  if (q.days < 1 || q.days > 3660) return Status::Error("stats: days must be 1..3660");
+  const int64_t now = q.now ? q.now : Now();
+  std::string first_day = DayOf(now - int64_t{q.days - 1} * 86400);
+  std::string col = q.by == StatsQuery::By::kDomain ? "domain" : "provider";
+  std::string only = q.only;
+  if (q.by == StatsQuery::By::kDomain && !only.empty()) {
+    only = NormalizeDomain(only[0] == '@' ? std::string_view(only).substr(1) : only);
+    if (only.empty()) return Status::Error("stats: invalid domain '" + q.only + "'");
+  }
+  std::string day_col = q.per_day ? "day" : "''";
+  std::string sql = "SELECT " + col + ", " + day_col +
+                    ", category, provider_code, log_status, sum(count) FROM daily_counters "
+                    "WHERE day >= ?1 AND day <= ?2 AND (?3 = '' OR " +
+                    col +
+                    " = ?3) "
+                    "GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 6 DESC, 3, 4, 5";
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  sql::Stmt st;
+  if (Status s = st.Prepare(**db, sql); !s) return s;
+  st.Bind(1, first_day).Bind(2, DayOf(now)).Bind(3, only);
+  std::vector<StatsRow> rows;
+  for (;;) {
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (!*r) break;
+    StatsRow row;
+    row.key = st.Text(0);
+    row.day = st.Text(1);
+    row.category = st.Text(2);
+    row.provider_code = st.Text(3);
+    row.log_status = st.Text(4);
+    row.count = st.Int(5);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Expected<std::vector<AllowEntry>> StoreImpl::AllowList() {
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  sql::Stmt st;
+  if (Status s = st.Prepare(**db,
+                            "SELECT entry, kind, reason, created, actor_uid FROM allowlist "
+                            "ORDER BY kind, entry");
+      !s) {
+    return s;
+  }
+  std::vector<AllowEntry> out;
+  for (;;) {
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (!*r) break;
+    AllowEntry a;
+    a.entry = st.Text(0);
+    a.domain = st.TextView(1) == "domain";
+    a.reason = st.Text(2);
+    a.created = st.Int(3);
+    a.actor_uid = st.Int(4);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Expected<Health> StoreImpl::GetHealth() {
+  Health h;
+  h.path = options_.path;
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  auto scalar = [&](std::string_view q, int64_t& out) -> Status {
+    sql::Stmt st;
+    if (Status s = st.Prepare(**db, q); !s) return s;
+    auto r = st.Step();
+    if (!r) return r.status();
+    out = *r ? st.Int(0) : 0;
+    return Status::Ok();
+  };
+  int64_t version = 0;
+  {
+    ReadTxn txn(**db);
+    if (!txn.status()) return txn.status();
+    for (auto [q, out] : {std::pair<std::string_view, int64_t*>{"PRAGMA user_version", &version},
+                          {"SELECT count(*) FROM events", &h.events},
+                          {"SELECT count(*) FROM suppressions", &h.suppressions},
+                          {"SELECT count(*) FROM allowlist", &h.allowlist},
+                          {"SELECT count(*) FROM recipient_state", &h.recipients}}) {
+      if (Status s = scalar(q, *out); !s) return s;
+    }
+  }
+  h.schema_version = static_cast<int>(version);
+  sql::Stmt check;
+  if (Status s = check.Prepare(**db, "PRAGMA quick_check"); !s) return s;
+  std::string detail;
+  for (;;) {
+    auto r = check.Step();
+    if (!r) {
+      detail = r.error();
+      break;
+    }
+    if (!*r) break;
+    if (!detail.empty()) detail += "; ";
+    detail += check.Text(0);
+  }
+  h.integrity_ok = detail == "ok";
+  h.integrity_detail = detail;
+  {
+    std::lock_guard lock(queue_mu_);
+    h.queued_batches = static_cast<int64_t>(queue_.size());
+    h.last_write_error = last_write_error_;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::optional<ExportFormat> ExportFormatFromName(std::string_view name) {
+  if (name == "csv") return ExportFormat::kCsv;
+  if (name == "jsonl" || name == "json") return ExportFormat::kJsonl;
+  return std::nullopt;
+}
+
+Expected<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
+  auto store = std::make_unique<StoreImpl>(options);
+  if (Status s = store->OpenAll(); !s) return s;
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace bounced

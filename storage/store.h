@@ -78,11 +78,11 @@ struct Event {
   // when it has none). For dsn/milter, (source_ref, recipient) is unique: a second event with the
   // same pair (Postfix retrying the milter, the same DSN fed twice) is silently not recorded.
   std::string source_ref;
-  int64_t unix_time = 0;     // when it happened (0: the writer uses the commit time)
-  std::string time_text;     // as the source wrote it (RFC 3339 when known), may be ""
-  std::string queue_id;      // Postfix queue id of the message that was delivered / bounced
-  std::string message_id;    // Message-ID of that message, if known
-  std::string sender;        // envelope sender, "" for the null sender
+  int64_t unix_time = 0;   // when it happened (0: the writer uses the commit time)
+  std::string time_text;   // as the source wrote it (RFC 3339 when known), may be ""
+  std::string queue_id;    // Postfix queue id of the message that was delivered / bounced
+  std::string message_id;  // Message-ID of that message, if known
+  std::string sender;      // envelope sender, "" for the null sender
   // sent, deferred, bounced, expired (Postfix log words); for DSNs the Action maps to these
   // (failed->bounced, delayed->deferred, delivered/relayed/expanded->sent); "complaint",
   // "auto_reply" for ARF / RFC 3834 messages; "blocked" when bounced itself refused or removed
@@ -150,21 +150,21 @@ inline constexpr std::string_view kReasonComplaint = "complaint";
 // Records returned by queries
 
 struct Suppression {
-  std::string address;  // normalised key
-  std::string display;  // as first seen
-  std::string reason;   // kReason* for automatic entries, the operator's text otherwise
-  std::string category;  // category name that caused it, or "" (manual without category)
-  std::string source;    // "bounce", "complaint", "manual", "import"
+  std::string address;      // normalised key
+  std::string display;      // as first seen
+  std::string reason;       // kReason* for automatic entries, the operator's text otherwise
+  std::string category;     // category name that caused it, or "" (manual without category)
+  std::string source;       // "bounce", "complaint", "manual", "import"
   int64_t first_event = 0;  // first event that counted towards it (0: none)
   int64_t last_event = 0;   // latest failure event for the address
   int64_t created = 0;
-  int64_t expires = 0;      // 0 = never
-  std::string detail;       // the deciding diagnostic, or the manual/import note
+  int64_t expires = 0;          // 0 = never
+  std::string detail;           // the deciding diagnostic, or the manual/import note
   int64_t delivered_after = 0;  // a delivery seen after `created` (recorded, does not lift)
 };
 
 struct AllowEntry {
-  std::string entry;   // normalised address, or a domain
+  std::string entry;  // normalised address, or a domain
   bool domain = false;
   std::string reason;
   int64_t created = 0;
@@ -186,29 +186,29 @@ struct RecipientState {
   std::string last_log_status;
   int64_t last_delivered = 0;
   int64_t last_failure = 0;
-  int incidents = 0;             // counted incidents since the last delivery
-  int64_t incidents_since = 0;   // start of the first of them
-  int64_t last_incident = 0;     // start of the latest
+  int incidents = 0;                // counted incidents since the last delivery
+  int64_t incidents_since = 0;      // start of the first of them
+  int64_t last_incident = 0;        // start of the latest
   int64_t manual_unsuppressed = 0;  // events before this time cannot re-suppress automatically
   int64_t events = 0;
 };
 
 struct AddressStatus {
-  std::string address;   // as asked
-  std::string key;       // NormalizeAddress(address)
-  bool suppressed = false;  // effective: allowlist and expiry applied
+  std::string address;                     // as asked
+  std::string key;                         // NormalizeAddress(address)
+  bool suppressed = false;                 // effective: allowlist and expiry applied
   std::optional<Suppression> suppression;  // the stored entry, even when allowlisted or expired
   std::optional<AllowEntry> allowed_by;    // the allowlist entry that wins, if any
   std::optional<RecipientState> state;
-  std::vector<StoredEvent> events;         // newest first
+  std::vector<StoredEvent> events;  // newest first
 };
 
 // ---------------------------------------------------------------------------------------------
 // Manual changes (audited: who = peer uid from SO_PEERCRED, when = now, why = reason)
 
 struct Actor {
-  int64_t uid = -1;     // -1: unknown (internal)
-  std::string reason;   // why; required for manual changes
+  int64_t uid = -1;    // -1: unknown (internal)
+  std::string reason;  // why; required for manual changes
 };
 
 struct ManualSuppression {
@@ -245,15 +245,15 @@ struct ImportResult {
 
 struct StatsQuery {
   enum class By { kDomain, kProvider } by = By::kDomain;
-  std::string only;   // "" = all domains / providers, else just this one
-  int days = 7;       // today (UTC) and the days before it
+  std::string only;  // "" = all domains / providers, else just this one
+  int days = 7;      // today (UTC) and the days before it
   bool per_day = false;
-  int64_t now = 0;    // 0 = current time
+  int64_t now = 0;  // 0 = current time
 };
 
 struct StatsRow {
-  std::string key;   // the domain or provider ("" for an unknown provider)
-  std::string day;   // "YYYY-MM-DD" when per_day, else ""
+  std::string key;  // the domain or provider ("" for an unknown provider)
+  std::string day;  // "YYYY-MM-DD" when per_day, else ""
   std::string category;
   std::string provider_code;
   std::string log_status;
@@ -269,7 +269,7 @@ struct Health {
   int64_t suppressions = 0;  // rows, expired included
   int64_t allowlist = 0;
   int64_t recipients = 0;
-  int64_t queued_batches = 0;  // waiting for the writer
+  int64_t queued_batches = 0;    // waiting for the writer
   std::string last_write_error;  // "" when the last commit succeeded
 };
 
@@ -277,10 +277,10 @@ struct Health {
 // The in-memory suppression view
 
 struct SuppressionHit {
-  int64_t since = 0;    // created
-  int64_t expires = 0;  // 0 = never
+  int64_t since = 0;                            // created
+  int64_t expires = 0;                          // 0 = never
   Category category = Category::kUndetermined;  // kUndetermined when none was given
-  bool manual = false;  // source manual or import
+  bool manual = false;                          // source manual or import
 };
 
 class SuppressionView {
@@ -300,7 +300,7 @@ class SuppressionView {
 // ---------------------------------------------------------------------------------------------
 
 struct StoreOptions {
-  std::string path;            // the database file; its directory must exist
+  std::string path;  // the database file; its directory must exist
   SuppressionPolicy policy;
   int busy_timeout_ms = 5000;  // SQLite busy timeout for every connection
   // FULL: a committed batch survives power loss; NORMAL: survives a process crash only.
@@ -312,7 +312,8 @@ struct StoreOptions {
 class Store {
  public:
   // Opens (creating if missing) and migrates the database, loads the view, starts the writer.
-  // Errors: unreadable/corrupt file, newer schema, failed migration, locked beyond the busy timeout.
+  // Errors: unreadable/corrupt file, newer schema, failed migration, locked beyond the busy
+  // timeout.
   static Expected<std::unique_ptr<Store>> Open(const StoreOptions& options);
   virtual ~Store() = default;
 
@@ -323,18 +324,24 @@ class Store {
   virtual std::future<Status> Submit(Batch batch) = 0;
   // Submit + wait.
   virtual Status Write(Batch batch) = 0;
-  // Waits until everything submitted before the call is committed (or failed); returns the
-  // first error among them, if any.
+  // Waits until everything submitted before the call is committed or failed (each batch's own
+  // outcome goes to its future). Returns an error when the writer cannot commit at all.
   virtual Status Flush() = 0;
   // Replaces the policy for events committed from now on (SIGHUP reload).
   virtual void SetPolicy(const SuppressionPolicy& policy) = 0;
 
-  // Manual changes; each is audited and committed before returning. Suppress replaces an
-  // automatic entry (source becomes "manual"); it fails when the allowlist covers the address.
-  // Unsuppress fails with "not suppressed" when there is no entry.
+  // Manual changes; each is audited and committed before returning. Suppress and Unsuppress
+  // need a reason (who.reason). Suppress replaces an automatic entry (source becomes "manual",
+  // `since` is kept); it fails when the allowlist covers the address. Unsuppress fails with
+  // "not suppressed" when there is no entry; it removes the entry and records the time, so
+  // events that happened before it (log catch-up, bounces of mail already queued) never
+  // re-suppress automatically, while a new hard bounce after it does (use Allow for "never").
+  // A later delivery never lifts an entry, manual or automatic: it sets delivered_after, which
+  // status shows, and the operator decides.
   virtual Expected<Suppression> Suppress(const ManualSuppression& s, const Actor& who) = 0;
   virtual Status Unsuppress(std::string_view address, const Actor& who) = 0;
-  // `entry` is an address or a domain ("example.com" or "@example.com").
+  // `entry` is an address or a domain ("example.com" or "@example.com"); a domain entry covers
+  // its subdomains. Allow on an existing entry updates its reason; Disallow fails when absent.
   virtual Expected<AllowEntry> Allow(std::string_view entry, const Actor& who) = 0;
   virtual Status Disallow(std::string_view entry, const Actor& who) = 0;
   // All-or-nothing: on any bad line, errors lists every bad line (up to 100) and nothing changes.
@@ -347,10 +354,10 @@ class Store {
   virtual Expected<AddressStatus> GetStatus(std::string_view address, size_t max_events = 10) = 0;
   // Streams suppressions ordered by key; the sink returns false to stop early.
   virtual Status List(const ListFilter& filter,
-                               const std::function<bool(const Suppression&)>& sink) = 0;
+                      const std::function<bool(const Suppression&)>& sink) = 0;
   // Streams one line per suppression (CSV: header first), each ending in '\n'.
   virtual Status Export(ExportFormat format, const ListFilter& filter,
-                                 const std::function<bool(std::string_view line)>& sink) = 0;
+                        const std::function<bool(std::string_view line)>& sink) = 0;
   virtual Expected<std::vector<StatsRow>> Stats(const StatsQuery& q) = 0;
   virtual Expected<std::vector<AllowEntry>> AllowList() = 0;
   virtual Expected<Health> GetHealth() = 0;

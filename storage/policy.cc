@@ -1,0 +1,95 @@
+// policy.cc: automatic suppression decisions (see policy.h and SuppressionPolicy in store.h).
+#include "storage/policy.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace bounced {
+
+bool IsDelivery(const Event& e) {
+  return e.log_status == "sent" || e.result.category == Category::kDelivered;
+}
+
+bool IsPermanentFailure(const Event& e) {
+  return e.log_status == "bounced" || e.log_status == "expired";
+}
+
+bool IsFailure(const Event& e) { return IsPermanentFailure(e) || e.log_status == "deferred"; }
+
+PolicyDecision ApplyEvent(const SuppressionPolicy& p, RecipientState& s, const Event& e,
+                          int64_t t) {
+  PolicyDecision d;
+  s.events++;
+  if (s.first_seen == 0 || t < s.first_seen) s.first_seen = t;
+  if (t >= s.last_event) {
+    s.last_event = t;
+    s.last_category = std::string(ToString(e.result.category));
+    s.last_log_status = e.log_status;
+  }
+  // bounced itself refused the recipient: says nothing about the mailbox.
+  if (e.log_status == "blocked") return d;
+
+  if (IsDelivery(e)) {
+    s.last_delivered = std::max(s.last_delivered, t);
+    // A delivery older than the latest incident (log catch-up out of order) resets nothing.
+    if (t >= s.last_incident) {
+      s.incidents = 0;
+      s.incidents_since = 0;
+      s.last_incident = 0;
+    }
+    return d;
+  }
+  if (IsFailure(e)) s.last_failure = std::max(s.last_failure, t);
+
+  const bool operator_lifted_later = s.manual_unsuppressed != 0 && t <= s.manual_unsuppressed;
+  const Category c = e.result.category;
+  const CategoryInfo& info = Describe(c);
+
+  if (c == Category::kComplaint || e.log_status == "complaint") {
+    if (!p.complaints_suppress || operator_lifted_later) return d;
+    d.suppress = true;
+    d.reason = kReasonComplaint;
+    d.source = "complaint";
+    d.expires = p.complaint_expiry_seconds ? t + p.complaint_expiry_seconds : 0;
+    d.first_event = t;
+    return d;
+  }
+  if (info.hard_bounce) {
+    // A 4xx "user unknown" (lookup trouble on the remote side) is not a hard bounce yet.
+    if (e.log_status != "bounced" || operator_lifted_later) return d;
+    d.suppress = true;
+    d.reason = kReasonHardBounce;
+    d.source = "bounce";
+    d.expires = p.hard_bounce_expiry_seconds ? t + p.hard_bounce_expiry_seconds : 0;
+    d.first_event = t;
+    return d;
+  }
+  if (info.action == Action::kCount && info.fault == Fault::kRecipient) {
+    bool counts = IsPermanentFailure(e) || (p.count_deferrals && e.log_status == "deferred");
+    if (!counts) return d;
+    // Failures close to an incident already counted (a burst of retries, several messages at
+    // once, or a retry replayed out of order) belong to it.
+    bool same_incident =
+        s.incidents > 0 && (std::llabs(t - s.last_incident) < p.incident_merge_seconds ||
+                            std::llabs(t - s.incidents_since) < p.incident_merge_seconds);
+    if (!same_incident) {
+      s.incidents++;
+      s.last_incident = std::max(s.last_incident, t);
+      s.incidents_since = s.incidents_since == 0 ? t : std::min(s.incidents_since, t);
+    }
+    if (operator_lifted_later) return d;
+    if (s.incidents >= p.count_threshold &&
+        s.last_incident - s.incidents_since >= p.count_min_span_seconds) {
+      d.suppress = true;
+      d.reason = kReasonRepeatedFailure;
+      d.source = "bounce";
+      d.expires = p.count_expiry_seconds ? t + p.count_expiry_seconds : 0;
+      d.first_event = s.incidents_since;
+    }
+    return d;
+  }
+  // Sender-fault, transient and other categories only feed the counters.
+  return d;
+}
+
+}  // namespace bounced

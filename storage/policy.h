@@ -1,0 +1,35 @@
+// policy.h: the suppression policy as a pure function (internal to storage/, tested directly).
+//
+// ApplyEvent folds one event into a recipient's state and says whether the event, by itself
+// and the history in the state, calls for an automatic suppression. It knows nothing of the
+// allowlist or of existing entries: the writer (store.cc) applies those, because they win.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "storage/store.h"
+
+namespace bounced {
+
+struct PolicyDecision {
+  bool suppress = false;
+  std::string_view reason;  // kReason*
+  std::string_view source;  // "bounce" or "complaint"
+  int64_t expires = 0;      // 0 = never
+  int64_t first_event = 0;  // first event that counted towards it
+};
+
+// Event kinds the policy cares about.
+bool IsDelivery(const Event& e);
+bool IsFailure(const Event& e);           // bounced, expired or deferred
+bool IsPermanentFailure(const Event& e);  // bounced or expired
+
+// `t` is the event's time (already defaulted). Updates `state` (a fresh state has address set
+// and everything else zero) and returns the decision. Events older than
+// state.manual_unsuppressed never suppress: the operator's decision came after them.
+PolicyDecision ApplyEvent(const SuppressionPolicy& policy, RecipientState& state, const Event& e,
+                          int64_t t);
+
+}  // namespace bounced

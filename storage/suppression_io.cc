@@ -1,0 +1,289 @@
+// suppression_io.cc: CSV (RFC 4180) and JSONL forms of the suppression list.
+#include "storage/suppression_io.h"
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "storage/store_json.h"
+#include "storage/timefmt.h"
+
+namespace bounced {
+namespace {
+
+enum Column { kAddress, kReason, kCategory, kSource, kFirst, kLast, kCreated, kExpires, kDetail };
+constexpr std::array<std::string_view, 9> kColumns = {"address", "reason",      "category",
+                                                      "source",  "first_event", "last_event",
+                                                      "created", "expires",     "detail"};
+// Also accepted on import: fields export writes that import recomputes.
+constexpr std::array<std::string_view, 2> kIgnoredColumns = {"display", "delivered_after"};
+
+void AppendCsvField(std::string& out, std::string_view v) {
+  bool quote = v.find_first_of(",\"\r\n") != std::string_view::npos ||
+               (!v.empty() && (v.front() == ' ' || v.back() == ' '));
+  if (!quote) {
+    out.append(v);
+    return;
+  }
+  out.push_back('"');
+  for (char c : v) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+}
+
+std::string Printable(std::string_view v) {
+  std::string out(v);
+  for (char& c : out) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) c = ' ';
+  }
+  return out;
+}
+
+std::string Quoted(std::string_view v) {
+  std::string s = Printable(v.substr(0, 80));
+  return "'" + s + (v.size() > 80 ? "...'" : "'");
+}
+
+// Validates one entry's fields (given as text; missing = nullopt) into `out`.
+// Returns "" or the error text (without the line prefix).
+std::string BuildEntry(const std::array<std::optional<std::string>, 9>& f,
+                       std::string_view delimiters, int64_t now, Suppression& out) {
+  if (!f[kAddress] || f[kAddress]->empty()) return "missing address";
+  out.address = NormalizeAddress(*f[kAddress], delimiters);
+  if (out.address.empty()) return "invalid address " + Quoted(*f[kAddress]);
+  out.display = *f[kAddress];
+  out.reason = f[kReason] && !f[kReason]->empty() ? Printable(*f[kReason]) : "import";
+  if (f[kCategory] && !f[kCategory]->empty()) {
+    if (!CategoryFromName(*f[kCategory])) return "unknown category " + Quoted(*f[kCategory]);
+    out.category = *f[kCategory];
+  }
+  if (f[kSource] && !f[kSource]->empty()) {
+    const std::string& s = *f[kSource];
+    if (s != "bounce" && s != "complaint" && s != "manual" && s != "import") {
+      return "unknown source " + Quoted(s) + " (bounce, complaint, manual, import)";
+    }
+  }
+  out.source = "import";
+  struct TimeField {
+    Column col;
+    int64_t* dest;
+  };
+  for (TimeField tf : {TimeField{kFirst, &out.first_event}, TimeField{kLast, &out.last_event},
+                       TimeField{kCreated, &out.created}, TimeField{kExpires, &out.expires}}) {
+    if (!f[tf.col] || f[tf.col]->empty()) continue;
+    auto t = ParseTime(*f[tf.col]);
+    if (!t) {
+      return "bad time " + Quoted(*f[tf.col]) + " in " + std::string(kColumns[tf.col]) +
+             " (RFC 3339 or Unix seconds)";
+    }
+    *tf.dest = *t;
+  }
+  if (out.created == 0) out.created = now;
+  out.detail = f[kDetail] ? Printable(*f[kDetail]) : "";
+  return {};
+}
+
+// Splits CSV text into records; each record remembers the line it starts on.
+struct CsvRecord {
+  size_t line = 0;
+  std::vector<std::string> fields;
+};
+
+std::optional<std::string> ReadCsvRecord(std::string_view data, size_t& pos, size_t& line,
+                                         CsvRecord& rec) {
+  rec.fields.clear();
+  rec.line = line;
+  std::string field;
+  bool in_quotes = false, quoted = false;
+  while (pos < data.size()) {
+    char c = data[pos++];
+    if (in_quotes) {
+      if (c == '"') {
+        if (pos < data.size() && data[pos] == '"') {
+          field.push_back('"');
+          ++pos;
+        } else {
+          in_quotes = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        field.push_back(c);
+      }
+      continue;
+    }
+    if (c == '"' && field.empty() && !quoted) {
+      in_quotes = quoted = true;
+    } else if (c == ',') {
+      rec.fields.push_back(std::move(field));
+      field.clear();
+      quoted = false;
+    } else if (c == '\r' && pos < data.size() && data[pos] == '\n') {
+      continue;
+    } else if (c == '\n') {
+      ++line;
+      rec.fields.push_back(std::move(field));
+      return std::nullopt;
+    } else if (quoted) {
+      return "text after a closing quote";
+    } else {
+      field.push_back(c);
+    }
+  }
+  if (in_quotes) return "unterminated quoted field";
+  rec.fields.push_back(std::move(field));
+  return std::nullopt;
+}
+
+void AddError(ParsedImport& r, size_t line, const std::string& what) {
+  if (r.errors.size() < kMaxImportErrors) {
+    r.errors.push_back("line " + std::to_string(line) + ": " + what);
+  }
+}
+
+void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, ParsedImport& r) {
+  size_t pos = 0, line = 1;
+  CsvRecord rec;
+  std::vector<int> map;  // column index -> Column, or -1 ignored
+  bool have_header = false;
+  while (pos < data.size()) {
+    auto err = ReadCsvRecord(data, pos, line, rec);
+    if (err) {
+      AddError(r, rec.line, *err);
+      return;  // the record boundaries after this are unknown
+    }
+    if (rec.fields.size() == 1 && rec.fields[0].empty()) continue;  // blank line
+    if (!have_header) {
+      have_header = true;
+      bool has_address = false;
+      for (const std::string& name : rec.fields) {
+        int col = -2;
+        for (size_t i = 0; i < kColumns.size(); ++i) {
+          if (kColumns[i] == name) col = static_cast<int>(i);
+        }
+        for (auto ign : kIgnoredColumns) {
+          if (ign == name) col = -1;
+        }
+        if (col == -2) {
+          AddError(r, rec.line,
+                   "unknown column " + Quoted(name) +
+                       " (header must name columns: " + std::string(kCsvHeader) + ")");
+          return;
+        }
+        if (col == kAddress) has_address = true;
+        map.push_back(col);
+      }
+      if (!has_address) {
+        AddError(r, rec.line, "header has no 'address' column");
+        return;
+      }
+      continue;
+    }
+    if (rec.fields.size() != map.size()) {
+      AddError(r, rec.line,
+               "expected " + std::to_string(map.size()) + " fields, found " +
+                   std::to_string(rec.fields.size()));
+      continue;
+    }
+    std::array<std::optional<std::string>, 9> f;
+    for (size_t i = 0; i < map.size(); ++i) {
+      if (map[i] >= 0) f[map[i]] = std::move(rec.fields[i]);
+    }
+    Suppression s;
+    std::string e = BuildEntry(f, delimiters, now, s);
+    if (!e.empty()) {
+      AddError(r, rec.line, e);
+    } else {
+      r.entries.push_back(std::move(s));
+    }
+  }
+  if (!have_header) AddError(r, 1, "empty input (a header line is required)");
+}
+
+void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now, ParsedImport& r) {
+  size_t pos = 0, line = 0;
+  while (pos < data.size()) {
+    size_t end = data.find('\n', pos);
+    if (end == std::string_view::npos) end = data.size();
+    std::string_view text = data.substr(pos, end - pos);
+    pos = end + 1;
+    ++line;
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      AddError(r, line, "not a JSON object");
+      continue;
+    }
+    std::array<std::optional<std::string>, 9> f;
+    std::string err;
+    for (auto& [key, value] : j.items()) {
+      int col = -2;
+      for (size_t i = 0; i < kColumns.size(); ++i) {
+        if (kColumns[i] == key) col = static_cast<int>(i);
+      }
+      for (auto ign : kIgnoredColumns) {
+        if (ign == key) col = -1;
+      }
+      if (col == -2) {
+        err = "unknown field " + Quoted(key);
+        break;
+      }
+      if (col == -1 || value.is_null()) continue;
+      if (value.is_string()) {
+        f[col] = value.get<std::string>();
+      } else if (value.is_number_integer() && col >= kFirst && col <= kExpires) {
+        f[col] = std::to_string(value.get<int64_t>());
+      } else {
+        err = "field " + Quoted(key) + " must be a string";
+        break;
+      }
+    }
+    if (err.empty()) {
+      Suppression s;
+      err = BuildEntry(f, delimiters, now, s);
+      if (err.empty()) r.entries.push_back(std::move(s));
+    }
+    if (!err.empty()) AddError(r, line, err);
+  }
+}
+
+}  // namespace
+
+std::string FormatCsvLine(const Suppression& s) {
+  std::string out;
+  AppendCsvField(out, s.display.empty() ? s.address : s.display);
+  for (std::string_view v :
+       {std::string_view(s.reason), std::string_view(s.category), std::string_view(s.source)}) {
+    out.push_back(',');
+    AppendCsvField(out, v);
+  }
+  for (int64_t t : {s.first_event, s.last_event, s.created, s.expires}) {
+    out.push_back(',');
+    out += FormatTime(t);
+  }
+  out.push_back(',');
+  AppendCsvField(out, s.detail);
+  out.push_back('\n');
+  return out;
+}
+
+std::string FormatJsonLine(const Suppression& s) {
+  return ToJson(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+ParsedImport ParseImport(ExportFormat format, std::string_view data, std::string_view delimiters,
+                         int64_t now) {
+  ParsedImport r;
+  if (format == ExportFormat::kCsv) {
+    ParseCsv(data, delimiters, now, r);
+  } else {
+    ParseJsonl(data, delimiters, now, r);
+  }
+  if (!r.errors.empty()) r.entries.clear();
+  return r;
+}
+
+}  // namespace bounced

@@ -1,0 +1,57 @@
+// suppression_view.h: the in-memory suppression list (internal to storage/).
+//
+// A hash table per shard, each behind its own reader/writer lock, so milter and socketmap
+// threads look up concurrently while the writer applies a commit to one shard at a time. Keys
+// are normalised addresses; allowlist entries (addresses and domains) are held beside them and
+// win. The Store fills it at open and changes it only after a successful commit.
+#pragma once
+
+#include <array>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "storage/store.h"
+
+namespace bounced {
+
+class MemorySuppressionView final : public SuppressionView {
+ public:
+  std::optional<SuppressionHit> Lookup(std::string_view address, int64_t now) const override;
+  std::optional<SuppressionHit> LookupKey(std::string_view key, int64_t now) const override;
+  size_t size() const override;
+  size_t memory_bytes() const override;
+
+  // Writer side.
+  void Put(const std::string& key, const SuppressionHit& hit);
+  void Erase(const std::string& key);
+  void AllowAddress(const std::string& key, bool allowed);
+  void AllowDomain(const std::string& domain, bool allowed);
+  bool Allowed(std::string_view key) const;
+  void SetDelimiters(const std::string& delimiters);
+  void Reserve(size_t n);
+
+ private:
+  static constexpr size_t kShards = 64;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Map = std::unordered_map<std::string, SuppressionHit, Hash, std::equal_to<>>;
+  struct alignas(64) Shard {
+    mutable std::shared_mutex mu;
+    Map map;
+    size_t key_heap_bytes = 0;  // heap held by keys longer than the small-string buffer
+  };
+  Shard& ShardFor(std::string_view key, size_t h) const;
+  static size_t KeyHeapBytes(const std::string& key);
+
+  mutable std::array<Shard, kShards> shards_;
+  mutable std::shared_mutex allow_mu_;
+  std::unordered_set<std::string, Hash, std::equal_to<>> allow_addresses_;
+  std::unordered_set<std::string, Hash, std::equal_to<>> allow_domains_;
+  std::string delimiters_ = "+";
+};
+
+}  // namespace bounced
