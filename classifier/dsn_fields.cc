@@ -85,13 +85,7 @@ DeliveryStatus ParseDeliveryStatus(std::string_view text) {
     if (StartsRecipient(lname)) {
       // A new group starts with a recipient field unless the current group is still gathering
       // its recipient fields (Original-Recipient then Final-Recipient, in either order).
-      new_group = !in_recipient || blank_since_field || HasField(*current, lname) ||
-                  (lname == "original-recipient" && HasField(*current, "final-recipient") &&
-                   current->size() > 1);
-    } else if (in_recipient && blank_since_field && !IsPerMessageField(lname) &&
-               HasField(*current, "final-recipient") && HasField(*current, "action")) {
-      // A group after a blank line without a recipient field of its own; keep it attached.
-      new_group = false;
+      new_group = !in_recipient || blank_since_field || HasField(*current, lname);
     }
     if (new_group) {
       if (out.per_recipient.size() >= kMaxRecipientGroups) break;

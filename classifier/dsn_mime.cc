@@ -120,8 +120,11 @@ bool IsTextual(std::string_view type) {
   return type.starts_with("text/") || type.starts_with("message/") || type == "application/json";
 }
 
+MimeView DecodeMimeNested(std::string_view message);
+
 struct Walker {
   MimeView* view;
+  bool nested_ok = true;
   bool have_original = false;
 
   void AddLeaf(std::string type, std::string text, bool attached) {
@@ -135,6 +138,16 @@ struct Walker {
       GMimeMultipart* mp = GMIME_MULTIPART(obj);
       int n = g_mime_multipart_get_count(mp);
       for (int i = 0; i < n; ++i) Walk(g_mime_multipart_get_part(mp, i), depth + 1, attached);
+      // Some mailboxes hold a second report glued after the first one's closing boundary.
+      const char* epilogue = g_mime_multipart_get_epilogue(mp);
+      if (depth == 0 && !attached && epilogue != nullptr && nested_ok &&
+          std::string_view(epilogue).find("message/delivery-status") != std::string_view::npos) {
+        MimeView second = DecodeMimeNested(epilogue);
+        for (MimeLeaf& leaf : second.parts) {
+          if (view->parts.size() >= kMaxMimeParts) break;
+          view->parts.push_back(std::move(leaf));
+        }
+      }
       return;
     }
     if (GMIME_IS_MESSAGE_PART(obj)) {
@@ -226,8 +239,9 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
   return MakeValidUtf8(bytes);
 }
 
-MimeView DecodeMime(std::string_view message) {
-  InitGMimeOnce();
+namespace {
+
+MimeView DecodeMimeImpl(std::string_view message, bool nested_ok) {
   MimeView view;
   std::string normalized = NormalizeLineEnds(message);
   GMimeStream* stream = g_mime_stream_mem_new_with_buffer(normalized.data(), normalized.size());
@@ -242,8 +256,16 @@ MimeView DecodeMime(std::string_view message) {
       const char* rt = g_mime_object_get_content_type_parameter(body, "report-type");
       if (rt != nullptr) view.report_type = Lower(rt);
     }
-    Walker walker{&view};
+    Walker walker{&view, nested_ok};
     walker.Walk(body, 0, false);
+    if (view.parts.empty() && body != nullptr && GMIME_IS_MULTIPART(body)) {
+      // A multipart type with no parts (the boundary never occurs): the body is plain text.
+      size_t blank = normalized.find("\n\n");
+      if (blank != std::string::npos) {
+        view.parts.push_back(
+            MimeLeaf{"text/plain", ToUtf8(normalized.substr(blank + 2), ""), false});
+      }
+    }
     g_object_unref(msg);
   }
   g_object_unref(parser);
@@ -254,6 +276,15 @@ MimeView DecodeMime(std::string_view message) {
     view.parts.push_back(MimeLeaf{"text/plain", ToUtf8(normalized, ""), false});
   }
   return view;
+}
+
+MimeView DecodeMimeNested(std::string_view message) { return DecodeMimeImpl(message, false); }
+
+}  // namespace
+
+MimeView DecodeMime(std::string_view message) {
+  InitGMimeOnce();
+  return DecodeMimeImpl(message, true);
 }
 
 }  // namespace bounced::dsn

@@ -208,6 +208,44 @@ std::string Field(const std::vector<Header>& group, std::string_view name) {
   return std::string(MimeView::Find(group, name));
 }
 
+// At least a few letters: a reason, not just an exit code.
+bool HasWords(std::string_view s) {
+  int letters = 0;
+  for (char c : s) letters += std::isalpha(static_cast<unsigned char>(c)) ? 1 : 0;
+  return letters >= 4;
+}
+
+// Reply codes MTAs actually send; used to find one in text that ExtractReplyCode's strict
+// positions miss ("550: 5.2.2 ...", "ERROR_CODE :550", "[550 5.1.1 ...", "error 550-'5.2.2").
+bool IsKnownReplyCode(std::string_view c) {
+  static constexpr std::string_view kCodes[] = {"421", "450", "451", "452", "454", "455", "500",
+                                                "501", "502", "503", "504", "521", "523", "530",
+                                                "534", "535", "541", "550", "551", "552", "553",
+                                                "554", "555", "556", "571", "250", "251", "252"};
+  for (std::string_view k : kCodes) {
+    if (c == k) return true;
+  }
+  return false;
+}
+
+std::string LooseReplyCode(std::string_view text) {
+  for (size_t i = 0; i + 3 <= text.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) continue;
+    bool left_ok = i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) ||
+                               text[i - 1] == '.' || text[i - 1] == '-' || text[i - 1] == '_' ||
+                               text[i - 1] == '/' || text[i - 1] == '#' || text[i - 1] == '=');
+    std::string_view code = text.substr(i, 3);
+    bool digits = std::isdigit(static_cast<unsigned char>(code[1])) &&
+                  std::isdigit(static_cast<unsigned char>(code[2]));
+    char next = i + 3 < text.size() ? text[i + 3] : ' ';
+    bool right_ok = next == ' ' || next == '-' || next == ':' || next == ',' || next == ']' ||
+                    next == '\n' || next == ')';
+    if (left_ok && digits && right_ok && IsKnownReplyCode(code)) return std::string(code);
+    while (i < text.size() && std::isalnum(static_cast<unsigned char>(text[i]))) ++i;
+  }
+  return {};
+}
+
 // DSN fields written into a text part (some gateways paste them there instead of a
 // message/delivery-status part): from the first recipient field on.
 std::string EmbeddedDeliveryStatus(std::string_view text) {
@@ -254,7 +292,16 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
     if (f.remote_mta.empty()) f.remote_mta = message_remote;
     std::string block =
         f.recipient.empty() ? std::string() : dsn::BlockFor(explanation, f.recipient);
-    if (f.diagnostic.empty() && !block.empty()) f.diagnostic = block;
+    // Local delivery agents report an exit code ("X-Unix; 77"); the text says why.
+    if (!HasWords(f.diagnostic) && !block.empty()) {
+      f.diagnostic = f.diagnostic.empty() ? block : block + "\n" + f.diagnostic;
+    }
+    // The remote reply's own enhanced code is more precise than a Status field that only
+    // gives the class ("5.0.0") or a relay's summary ("4.4.7" for an expired retry).
+    std::string reply_status = ExtractEnhancedStatus(f.diagnostic);
+    if (!reply_status.empty() && !(reply_status.ends_with(".0.0") && !f.status.empty())) {
+      f.status = reply_status;
+    }
     f.stage = std::string(StageFromText(block));
     if (f.stage.empty()) f.stage = std::string(StageFromText(f.diagnostic));
     if (f.recipient.empty() && f.diagnostic.empty() && f.status.empty()) continue;
@@ -337,6 +384,7 @@ std::string AllText(const MimeView& view) {
 Result Classify(const Finding& f, const RuleSet& rules) {
   std::string diagnostic = Sanitize(FoldWhitespace(f.diagnostic));
   std::string reply_code = ExtractReplyCode(f.diagnostic);
+  if (reply_code.empty()) reply_code = LooseReplyCode(f.diagnostic);
   std::string remote = Sanitize(f.remote_mta, 255);
   ReplyInput in;
   in.diagnostic = diagnostic;
@@ -406,26 +454,38 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
 
   // 2. RFC 3464 delivery-status: the report part, else one pasted into the text.
   if (findings.empty()) {
-    const MimeLeaf* ds = FindPart(
-        view, {"message/delivery-status", "message/global-delivery-status", "text/delivery-status"},
-        false);
-    if (ds == nullptr) {
-      ds = FindPart(view, {"message/delivery-status", "message/global-delivery-status"}, true);
+    // Every report part outside the returned message (a few mailboxes glue two reports into
+    // one file); only when there is none, one inside it (a forwarded bounce).
+    std::vector<std::string_view> reports;
+    for (bool attached : {false, true}) {
+      for (const MimeLeaf& p : view.parts) {
+        if (p.attached == attached &&
+            (p.type == "message/delivery-status" || p.type == "message/global-delivery-status" ||
+             p.type == "text/delivery-status"))
+          reports.push_back(p.text);
+      }
+      if (!reports.empty()) break;
     }
     std::string embedded;
-    std::string_view ds_text;
-    if (ds != nullptr) {
-      ds_text = ds->text;
-    } else {
+    if (reports.empty()) {
       embedded = EmbeddedDeliveryStatus(explanation);
-      ds_text = embedded;
+      if (!embedded.empty()) reports.push_back(embedded);
     }
-    if (!ds_text.empty()) {
+    for (std::string_view ds_text : reports) {
       dsn::DeliveryStatus fields = dsn::ParseDeliveryStatus(ds_text);
-      out.reporting_mta =
-          Sanitize(dsn::StripTypePrefix(MimeView::Find(fields.per_message, "reporting-mta")), 255);
-      out.postfix_queue_id = Sanitize(MimeView::Find(fields.per_message, "x-postfix-queue-id"), 64);
-      findings = FindingsFromDeliveryStatus(fields, explanation);
+      if (out.reporting_mta.empty()) {
+        out.reporting_mta = Sanitize(
+            dsn::StripTypePrefix(MimeView::Find(fields.per_message, "reporting-mta")), 255);
+      }
+      if (out.postfix_queue_id.empty()) {
+        out.postfix_queue_id =
+            Sanitize(MimeView::Find(fields.per_message, "x-postfix-queue-id"), 64);
+      }
+      for (Finding& f : FindingsFromDeliveryStatus(fields, explanation)) {
+        if (findings.size() < dsn::kMaxRecipientGroups) findings.push_back(std::move(f));
+      }
+    }
+    {
       if (!findings.empty()) {
         out.kind = MessageKind::kDsn;
         out.mta = ContainsNoCase(explanation, "This is the mail system at host") ||

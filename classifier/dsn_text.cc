@@ -167,6 +167,14 @@ bool IsRecipientLine(std::string_view line, const AddressHit& hit) {
     lead.push_back(AsciiLower(c));
   }
   if (lead.empty()) return true;
+  // Sendmail's transcript summary: "554 <a@b>... 550 Host unknown", "550 5.1.1 <a@b>...".
+  if (lead.find_first_not_of("0123456789") == std::string::npos && lead.size() <= 8) return true;
+  // "User mailbox exceeds allowed size: a@b" (iMail and others put the reason first).
+  std::string_view after = TrimSpace(line.substr(hit.end));
+  std::string_view tb = TrimSpace(before);
+  if ((after.empty() || after == ">" || after == ">." || after == ".") && tb.ends_with(":") &&
+      tb.size() < 64)
+    return true;
   // A short label in front ("Unknown user:", "To:", "Recipient:", "rcpt to").
   static constexpr std::string_view kLabels[] = {
       "to",     "rcptto", "recipient",         "recipients",     "unknownuser", "addressee",
@@ -310,6 +318,7 @@ std::vector<Finding> ScanExplanation(std::string_view text,
   std::vector<std::string_view> lines = SplitLines(text);
   struct Occurrence {
     size_t line;
+    size_t end;       // offset just after the address in its line
     std::string key;  // lower-cased address
     std::string address;
     bool strong;
@@ -325,12 +334,12 @@ std::vector<Finding> ScanExplanation(std::string_view text,
       std::string key = AsciiLowerCopy(hit.address);
       if (!hint_keys.empty()) {
         if (std::find(hint_keys.begin(), hint_keys.end(), key) != hint_keys.end()) {
-          occ.push_back(Occurrence{i, key, hit.address, true});
+          occ.push_back(Occurrence{i, hit.end, key, hit.address, true});
         }
         continue;
       }
       if (IsSenderContext(lines[i], hit)) continue;
-      occ.push_back(Occurrence{i, key, hit.address, IsRecipientLine(lines[i], hit)});
+      occ.push_back(Occurrence{i, hit.end, key, hit.address, IsRecipientLine(lines[i], hit)});
     }
   }
   // Recipients: the strong (listed) addresses in order; with none, the first address the
@@ -345,11 +354,15 @@ std::vector<Finding> ScanExplanation(std::string_view text,
   if (!hint_keys.empty()) {
     for (const std::string& h : hint) {
       std::string key = AsciiLowerCopy(NormalizeAddress(h));
-      add_recipient(Occurrence{0, key, NormalizeAddress(h), true});
+      add_recipient(Occurrence{0, 0, key, NormalizeAddress(h), true});
     }
   } else {
     for (const Occurrence& o : occ) {
       if (o.strong && !is_excluded(o.key)) add_recipient(o);
+    }
+    // Anonymised samples and self-addressed mail list the sender as the failed recipient.
+    for (const Occurrence& o : occ) {
+      if (recipients.empty() && o.strong) add_recipient(o);
     }
     if (recipients.empty()) {
       for (const Occurrence& o : occ) {
@@ -386,20 +399,31 @@ std::vector<Finding> ScanExplanation(std::string_view text,
       // Its block: to the next line naming another recipient, a separator, a blank line once
       // there is reason text, or the line limit.
       size_t j = o.line;
-      bool content = false;
       std::string block;
+      // A Sendmail transcript names the command before the reply that names the address.
+      if (o.line > 0 && TrimSpace(lines[o.line - 1]).starts_with(">>>")) {
+        block += TrimSpace(lines[o.line - 1]);
+        block += '\n';
+      }
+      // Reason text on the address's own line counts ("a@b: 550 5.1.1 ..."); a sentence
+      // leading up to the address does not.
+      bool content = HasReasonText(lines[o.line].substr(std::min(o.end, lines[o.line].size())));
+      std::string_view last_line;
       for (; j < lines.size() && j < o.line + kMaxBlockLines; ++j) {
         if (j > o.line) {
           if (IsSeparator(lines[j])) break;
           if (IsBlank(lines[j])) {
-            if (content) break;
+            // "For the following reason:" / "The error that the other server returned was:"
+            // announce the reason after a blank line.
+            if (content && !last_line.ends_with(":")) break;
             continue;
           }
           if (line_has_other(j, key)) break;
+          if (HasReasonText(lines[j])) content = true;
         }
         block += TrimSpace(lines[j]);
         block += '\n';
-        if (HasReasonText(block)) content = true;
+        last_line = TrimSpace(lines[j]);
       }
       last_end = j;
       diag += block;
