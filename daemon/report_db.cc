@@ -1,0 +1,257 @@
+// report_db.cc: read-only SQL for the daily report (see report_db.h).
+#include "daemon/report_db.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "storage/store.h"
+
+namespace bounced {
+namespace {
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using Db = std::unique_ptr<sqlite3, DbCloser>;
+
+struct StmtCloser {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using Stmt = std::unique_ptr<sqlite3_stmt, StmtCloser>;
+
+std::string Text(sqlite3_stmt* s, int col) {
+  const unsigned char* t = sqlite3_column_text(s, col);
+  return t ? std::string(reinterpret_cast<const char*>(t),
+                         static_cast<size_t>(sqlite3_column_bytes(s, col)))
+           : std::string();
+}
+
+int64_t DayStart(const std::string& day) {
+  struct tm tm {};
+  strptime(day.c_str(), "%Y-%m-%d", &tm);
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+class Query {
+ public:
+  Query(sqlite3* db, const std::string& path) : db_(db), path_(path) {}
+
+  // Runs `sql` with text/integer parameters bound in order; calls `row` for each result row.
+  Status Run(const std::string& sql, const std::vector<std::string>& text_params,
+             const std::function<void(sqlite3_stmt*)>& row) {
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
+      return Error();
+    }
+    Stmt stmt(raw);
+    for (size_t i = 0; i < text_params.size(); ++i) {
+      sqlite3_bind_text(raw, static_cast<int>(i + 1), text_params[i].c_str(), -1, SQLITE_TRANSIENT);
+    }
+    for (;;) {
+      int rc = sqlite3_step(raw);
+      if (rc == SQLITE_ROW) {
+        row(raw);
+      } else if (rc == SQLITE_DONE) {
+        return Status::Ok();
+      } else {
+        return Error();
+      }
+    }
+  }
+
+  Status Error() const { return Status::Error("report: " + path_ + ": " + sqlite3_errmsg(db_)); }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+};
+
+}  // namespace
+
+Expected<ReportData> ReadReportData(const ReportRequest& req) {
+  const int64_t now = req.now ? req.now : static_cast<int64_t>(time(nullptr));
+  ReportData data;
+  data.days = std::clamp(req.days, 1, 366);
+  data.trend_days = std::clamp(req.trend_days, 7, 90);
+  data.domain = req.domain;
+  data.database = req.db_path;
+  data.generated_at = FormatUtc(now);
+  data.host = req.host;
+  if (data.host.empty()) {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof buf - 1) == 0) data.host = buf;
+  }
+  if (req.date.empty()) {
+    data.date = AddDays(FormatUtc(now).substr(0, 10), -1);
+  } else {
+    data.date = AddDays(req.date, 0);  // validates
+    if (data.date.empty() || data.date != req.date) {
+      return Status::Error("report: bad date '" + req.date + "' (want YYYY-MM-DD)");
+    }
+  }
+
+  if (access(req.db_path.c_str(), R_OK) != 0) {
+    return Status::Error("report: cannot read " + req.db_path + ": " + strerror(errno));
+  }
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(req.db_path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) {
+    return Status::Error("report: open " + req.db_path + ": " +
+                         (raw ? sqlite3_errmsg(raw) : "out of memory"));
+  }
+  sqlite3_busy_timeout(raw, 5000);
+  Query q(raw, req.db_path);
+
+  int version = -1;
+  if (Status s = q.Run("PRAGMA user_version", {},
+                       [&](sqlite3_stmt* st) { version = sqlite3_column_int(st, 0); });
+      !s) {
+    return s;
+  }
+  if (version == 0) {
+    return Status::Error("report: " + req.db_path + " is not a bounced database (no schema)");
+  }
+  if (version > kSchemaVersion) {
+    return Status::Error("report: " + req.db_path + ": database schema version " +
+                         std::to_string(version) + " is newer than this bouncectl (knows " +
+                         std::to_string(kSchemaVersion) + ")");
+  }
+  // One read transaction: every query sees the same snapshot while the daemon keeps writing.
+  if (Status s = q.Run("BEGIN", {}, [](sqlite3_stmt*) {}); !s) return s;
+
+  const std::string last = data.date;
+  const std::string first = AddDays(last, -(data.days - 1));
+  const std::string prev_first = AddDays(first, -7);
+  const std::string trend_first = AddDays(last, -(data.trend_days - 1));
+  const std::string counters_first = std::min(prev_first, trend_first);
+  const bool by_domain = !req.domain.empty();
+  const std::string domain_clause = by_domain ? " AND domain = ?3" : "";
+  auto params = [&](const std::string& a, const std::string& b) {
+    std::vector<std::string> p = {a, b};
+    if (by_domain) p.push_back(req.domain);
+    return p;
+  };
+
+  Status s = q.Run(
+      "SELECT day, domain, provider, category, provider_code, log_status, count "
+      "FROM daily_counters WHERE day BETWEEN ?1 AND ?2" +
+          domain_clause,
+      params(counters_first, last), [&](sqlite3_stmt* st) {
+        data.counters.push_back({Text(st, 0), Text(st, 1), Text(st, 2), Text(st, 3), Text(st, 4),
+                                 Text(st, 5), sqlite3_column_int64(st, 6)});
+      });
+  if (!s) return s;
+
+  const std::string sender_where =
+      " WHERE day BETWEEN ?1 AND ?2 AND counted = 1 AND fault = 'sender'" + domain_clause;
+  s = q.Run("SELECT day, provider, provider_code, status, category, COUNT(*) FROM events" +
+                sender_where + " GROUP BY 1, 2, 3, 4, 5",
+            params(prev_first, last), [&](sqlite3_stmt* st) {
+              data.sender.push_back({Text(st, 0), Text(st, 1), Text(st, 2), Text(st, 3),
+                                     Text(st, 4), sqlite3_column_int64(st, 5)});
+            });
+  if (!s) return s;
+
+  s = q.Run(
+      "SELECT provider, provider_code, status, category, diagnostic, COUNT(*), MAX(time) "
+      "FROM events" +
+          sender_where + " GROUP BY 1, 2, 3, 4, 5 ORDER BY 6 DESC, 7 DESC LIMIT 1000",
+      params(first, last), [&](sqlite3_stmt* st) {
+        data.samples.push_back({Text(st, 0), Text(st, 1), Text(st, 2), Text(st, 3), Text(st, 4),
+                                sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6)});
+      });
+  if (!s) return s;
+
+  s = q.Run(
+      "SELECT log_status, COUNT(DISTINCT queue_id) FROM events "
+      "WHERE day BETWEEN ?1 AND ?2 AND counted = 1 AND queue_id <> ''" +
+          domain_clause + " GROUP BY 1",
+      params(first, last), [&](sqlite3_stmt* st) {
+        data.messages.push_back({Text(st, 0), sqlite3_column_int64(st, 1)});
+      });
+  if (!s) return s;
+
+  // suppression_log has no domain column: the address key ends in "@domain".
+  std::vector<std::string> supp_params = {first, last};
+  std::string supp_clause;
+  if (by_domain) {
+    supp_clause = " AND substr(address, -length(?3) - 1) = '@' || ?3";
+    supp_params.push_back(req.domain);
+  }
+  s = q.Run(
+      "SELECT time, address, action, source, reason, category, actor_uid "
+      "FROM suppression_log WHERE day BETWEEN ?1 AND ?2" +
+          supp_clause + " ORDER BY id",
+      supp_params, [&](sqlite3_stmt* st) {
+        data.suppression_changes.push_back({sqlite3_column_int64(st, 0), Text(st, 1), Text(st, 2),
+                                            Text(st, 3), Text(st, 4), Text(st, 5),
+                                            sqlite3_column_int64(st, 6)});
+      });
+  if (!s) return s;
+
+  const int64_t start_ts = DayStart(first);
+  const int64_t end_ts = DayStart(last) + 86400;
+  std::vector<std::string> audit_params = {std::to_string(start_ts), std::to_string(end_ts)};
+  std::string audit_clause;
+  if (by_domain) {
+    audit_clause = " AND (target = ?3 OR substr(target, -length(?3) - 1) = '@' || ?3)";
+    audit_params.push_back(req.domain);
+  }
+  s = q.Run(
+      "SELECT time, actor_uid, action, target, reason FROM audit "
+      "WHERE time >= CAST(?1 AS INTEGER) AND time < CAST(?2 AS INTEGER)" +
+          audit_clause + " ORDER BY id",
+      audit_params, [&](sqlite3_stmt* st) {
+        data.manual_changes.push_back({sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                       Text(st, 2), Text(st, 3), Text(st, 4)});
+      });
+  if (!s) return s;
+
+  if (req.alerts) {
+    SpikeDetector detector(req.thresholds);
+    const int64_t replay_from =
+        start_ts - req.thresholds.baseline_seconds - req.thresholds.window_seconds;
+    std::vector<std::string> replay_params = {std::to_string(replay_from), std::to_string(end_ts)};
+    if (by_domain) replay_params.push_back(req.domain);
+    s = q.Run(
+        "SELECT time, provider, provider_code, status, category, domain, diagnostic "
+        "FROM events WHERE time >= CAST(?1 AS INTEGER) AND time < CAST(?2 AS INTEGER) "
+        "AND counted = 1 AND fault = 'sender'" +
+            domain_clause + " ORDER BY time",
+        replay_params, [&](sqlite3_stmt* st) {
+          RejectionEvent e;
+          e.unix_time = sqlite3_column_int64(st, 0);
+          e.provider = Text(st, 1);
+          e.provider_code = Text(st, 2);
+          e.status = Text(st, 3);
+          e.category = Text(st, 4);
+          e.recipient_domain = Text(st, 5);
+          e.diagnostic = Text(st, 6);
+          detector.Observe(e);
+        });
+    if (!s) return s;
+    detector.Advance(std::min(now, end_ts));
+    std::vector<Incident> all(detector.Closed().begin(), detector.Closed().end());
+    for (Incident& i : detector.Open()) all.push_back(std::move(i));
+    for (Incident& i : all) {
+      if (i.opened < end_ts && (i.open() || i.closed >= start_ts)) {
+        data.incidents.push_back(std::move(i));
+      }
+    }
+    std::sort(data.incidents.begin(), data.incidents.end(),
+              [](const Incident& a, const Incident& b) { return a.opened < b.opened; });
+  }
+  q.Run("COMMIT", {}, [](sqlite3_stmt*) {});
+  return data;
+}
+
+}  // namespace bounced
