@@ -81,7 +81,8 @@ Stmt& Stmt::Bind(int i, int64_t v) {
 }
 
 Stmt& Stmt::Bind(int i, std::string_view v) {
-  sqlite3_bind_text64(st_, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  // An empty view may have no data pointer, which SQLite would bind as NULL.
+  sqlite3_bind_text64(st_, i, v.data() ? v.data() : "", v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   return *this;
 }
 

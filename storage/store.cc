@@ -353,12 +353,13 @@ Status StoreImpl::PrepareWriter() {
     std::string_view sql;
   } all[] = {
       {&w_.insert_event,
-       "INSERT OR IGNORE INTO events (time, day, time_text, source, source_ref, queue_id, "
+       "INSERT INTO events (time, day, time_text, source, source_ref, queue_id, "
        "message_id, sender, recipient, recipient_key, domain, original_recipient, log_status, "
        "relay, program, bounce_queue_id, category, fault, action, hard_bounce, status, "
        "reply_code, stage, provider, provider_code, diagnostic, remote_mta, dsn_action, rule, "
        "counted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-       "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)"},
+       "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30) "
+       "ON CONFLICT DO NOTHING"},
       {&w_.same_bounce,
        "SELECT 1 FROM events WHERE queue_id = ?1 AND recipient_key = ?2 AND counted = 1 "
        "AND log_status IN ('bounced', 'expired') AND source IN (?3, ?4) "

@@ -1,0 +1,298 @@
+// policy_test.cc: the suppression policy table (storage/policy.h), event by event, and the same
+// decisions through a real Store (allowlist and manual decisions win).
+#include "storage/policy.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/storage/test_util.h"
+
+namespace bounced {
+namespace {
+
+using testing::kDay;
+using testing::kT0;
+using testing::MakeEvent;
+
+struct Step {
+  Category category;
+  const char* log_status;
+  int64_t t;
+  bool suppress;
+};
+
+// Runs events through one recipient's state; checks each decision.
+void RunSteps(const std::vector<Step>& steps, const SuppressionPolicy& p = SuppressionPolicy()) {
+  RecipientState s;
+  s.address = "a@example.com";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& st = steps[i];
+    Event e = MakeEvent("a@example.com", st.category, st.log_status, st.t);
+    PolicyDecision d = ApplyEvent(p, s, e, st.t);
+    EXPECT_EQ(d.suppress, st.suppress)
+        << "step " << i << " (" << ToString(st.category) << " " << st.log_status << ")";
+  }
+}
+
+TEST(PolicyTest, HardBounceSuppressesAtFirstEvent) {
+  for (Category c : {Category::kUserUnknown, Category::kDomainUnknown, Category::kMailboxMoved,
+                     Category::kNotAccept}) {
+    RecipientState s;
+    PolicyDecision d =
+        ApplyEvent(SuppressionPolicy(), s, MakeEvent("a@x.org", c, "bounced", kT0), kT0);
+    EXPECT_TRUE(d.suppress) << ToString(c);
+    EXPECT_EQ(d.reason, kReasonHardBounce);
+    EXPECT_EQ(d.source, "bounce");
+    EXPECT_EQ(d.expires, 0);
+  }
+}
+
+TEST(PolicyTest, DeferredUserUnknownIsNotAHardBounceYet) {
+  RunSteps({{Category::kUserUnknown, "deferred", kT0, false},
+            {Category::kUserUnknown, "bounced", kT0 + 60, true}});
+}
+
+TEST(PolicyTest, HardBounceExpiryIsConfigurable) {
+  SuppressionPolicy p;
+  p.hard_bounce_expiry_seconds = 30 * kDay;
+  RecipientState s;
+  PolicyDecision d =
+      ApplyEvent(p, s, MakeEvent("a@x.org", Category::kUserUnknown, "bounced", kT0), kT0);
+  EXPECT_EQ(d.expires, kT0 + 30 * kDay);
+}
+
+TEST(PolicyTest, SenderFaultAndTransientNeverSuppress) {
+  // iCloud CS01/CS02 (policy_rejection) and HM08 (auth_failure), among all sender and transient
+  // categories: many permanent failures over many days never suppress the recipient.
+  for (int i = 0; i < kCategoryCount; ++i) {
+    auto c = static_cast<Category>(i);
+    Fault f = Describe(c).fault;
+    if (f != Fault::kSender && f != Fault::kTransient) continue;
+    RecipientState s;
+    for (int n = 0; n < 10; ++n) {
+      int64_t t = kT0 + n * 2 * kDay;
+      PolicyDecision d =
+          ApplyEvent(SuppressionPolicy(), s, MakeEvent("a@icloud.com", c, "bounced", t), t);
+      EXPECT_FALSE(d.suppress) << ToString(c);
+    }
+  }
+}
+
+TEST(PolicyTest, MailboxFullSuppressesAfterThreeIncidentsOverSevenDays) {
+  RunSteps({{Category::kMailboxFull, "bounced", kT0, false},
+            {Category::kMailboxFull, "bounced", kT0 + 3 * kDay, false},
+            {Category::kMailboxFull, "bounced", kT0 + 7 * kDay, true}});
+}
+
+TEST(PolicyTest, ThreeIncidentsWithinLessThanSevenDaysDoNotSuppress) {
+  RunSteps({{Category::kMailboxDisabled, "bounced", kT0, false},
+            {Category::kMailboxDisabled, "bounced", kT0 + 2 * kDay, false},
+            {Category::kMailboxDisabled, "bounced", kT0 + 4 * kDay, false},
+            {Category::kMailboxDisabled, "bounced", kT0 + 6 * kDay, false},
+            {Category::kMailboxDisabled, "bounced", kT0 + 7 * kDay, true}});
+}
+
+TEST(PolicyTest, BurstWithinAMinuteIsOneIncident) {
+  RecipientState s;
+  SuppressionPolicy p;
+  for (int i = 0; i < 3; ++i) {
+    int64_t t = kT0 + i * 20;
+    ApplyEvent(p, s, MakeEvent("a@x.org", Category::kMailboxFull, "bounced", t), t);
+  }
+  EXPECT_EQ(s.incidents, 1);
+  // Two more bursts, the last 7 days after the first: three incidents, suppressed.
+  RunSteps({{Category::kMailboxFull, "bounced", kT0, false},
+            {Category::kMailboxFull, "bounced", kT0 + 10, false},
+            {Category::kMailboxFull, "bounced", kT0 + 50, false},
+            {Category::kMailboxFull, "bounced", kT0 + 7 * kDay, false},
+            {Category::kMailboxFull, "bounced", kT0 + 7 * kDay + 30, false},
+            {Category::kMailboxFull, "bounced", kT0 + 8 * kDay, true}});
+}
+
+TEST(PolicyTest, DeliveryInBetweenResetsTheCount) {
+  RunSteps({{Category::kMailboxFull, "bounced", kT0, false},
+            {Category::kMailboxFull, "bounced", kT0 + 4 * kDay, false},
+            {Category::kDelivered, "sent", kT0 + 5 * kDay, false},
+            {Category::kMailboxFull, "bounced", kT0 + 8 * kDay, false},
+            {Category::kMailboxFull, "bounced", kT0 + 12 * kDay, false},
+            {Category::kMailboxFull, "bounced", kT0 + 15 * kDay, true}});
+}
+
+TEST(PolicyTest, DeferredMailboxFullCountsOnlyWhenConfigured) {
+  RunSteps({{Category::kMailboxFull, "deferred", kT0, false},
+            {Category::kMailboxFull, "deferred", kT0 + 4 * kDay, false},
+            {Category::kMailboxFull, "deferred", kT0 + 8 * kDay, false}});
+  SuppressionPolicy p;
+  p.count_deferrals = true;
+  RunSteps({{Category::kMailboxFull, "deferred", kT0, false},
+            {Category::kMailboxFull, "deferred", kT0 + 4 * kDay, false},
+            {Category::kMailboxFull, "deferred", kT0 + 8 * kDay, true}},
+           p);
+}
+
+TEST(PolicyTest, ComplaintSuppressesWithItsOwnReason) {
+  RecipientState s;
+  PolicyDecision d = ApplyEvent(SuppressionPolicy(), s,
+                                MakeEvent("a@x.org", Category::kComplaint, "complaint", kT0), kT0);
+  EXPECT_TRUE(d.suppress);
+  EXPECT_EQ(d.reason, kReasonComplaint);
+  EXPECT_EQ(d.source, "complaint");
+}
+
+TEST(PolicyTest, EventsBeforeAManualUnsuppressDoNotResuppress) {
+  RecipientState s;
+  s.manual_unsuppressed = kT0 + 100;
+  SuppressionPolicy p;
+  EXPECT_FALSE(
+      ApplyEvent(p, s, MakeEvent("a@x.org", Category::kUserUnknown, "bounced", kT0), kT0).suppress);
+  EXPECT_TRUE(ApplyEvent(p, s, MakeEvent("a@x.org", Category::kUserUnknown, "bounced", kT0 + 200),
+                         kT0 + 200)
+                  .suppress);
+}
+
+TEST(PolicyTest, BlockedByBouncedItselfIsIgnored) {
+  RunSteps({{Category::kUserUnknown, "blocked", kT0, false}});
+}
+
+// --- the same policy through a real Store ---
+
+class StorePolicyTest : public ::testing::Test {
+ protected:
+  void SetUp() override { store_ = testing::OpenStore(dir_.File("p.db")); }
+  void Write(std::vector<Event> events) {
+    Batch b;
+    b.events = std::move(events);
+    ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  }
+  bool Suppressed(const std::string& a) { return store_->view().Lookup(a).has_value(); }
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StorePolicyTest, HardBounceSuppressesAndCs01Hm08DoNot) {
+  Event cs01 = MakeEvent("x@icloud.com", Category::kPolicyRejection, "bounced", kT0);
+  cs01.result.provider = "icloud";
+  cs01.result.provider_code = "CS01";
+  Event hm08 = MakeEvent("y@icloud.com", Category::kAuthFailure, "bounced", kT0);
+  hm08.result.provider_code = "HM08";
+  Write({cs01, hm08, MakeEvent("z@icloud.com", Category::kUserUnknown, "bounced", kT0)});
+  EXPECT_FALSE(Suppressed("x@icloud.com"));
+  EXPECT_FALSE(Suppressed("y@icloud.com"));
+  auto hit = store_->view().Lookup("z@icloud.com");
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->category, Category::kUserUnknown);
+  EXPECT_EQ(hit->since, kT0);
+  EXPECT_FALSE(hit->manual);
+}
+
+TEST_F(StorePolicyTest, AllowlistWinsOverAutomaticSuppression) {
+  ASSERT_TRUE(store_->Allow("vip@example.com", {0, "customer"}).ok());
+  ASSERT_TRUE(store_->Allow("@partner.example", {0, "partner"}).ok());
+  Write({MakeEvent("vip@example.com", Category::kUserUnknown, "bounced", kT0),
+         MakeEvent("anyone@partner.example", Category::kUserUnknown, "bounced", kT0),
+         MakeEvent("x@mx.partner.example", Category::kUserUnknown, "bounced", kT0),
+         MakeEvent("other@example.com", Category::kUserUnknown, "bounced", kT0)});
+  EXPECT_FALSE(Suppressed("vip@example.com"));
+  EXPECT_FALSE(Suppressed("anyone@partner.example"));
+  EXPECT_FALSE(Suppressed("x@mx.partner.example"));
+  EXPECT_TRUE(Suppressed("other@example.com"));
+  // The allowlist also wins over an entry made before it.
+  ASSERT_TRUE(store_->Allow("example.com", {0, "whole domain"}).ok());
+  EXPECT_FALSE(Suppressed("other@example.com"));
+  auto st = store_->GetStatus("other@example.com");
+  ASSERT_TRUE(st.ok());
+  EXPECT_FALSE(st->suppressed);
+  ASSERT_TRUE(st->allowed_by.has_value());
+  EXPECT_EQ(st->allowed_by->entry, "example.com");
+  ASSERT_TRUE(store_->Disallow("example.com", {0, "done"}).ok());
+  EXPECT_TRUE(Suppressed("other@example.com"));
+  // Manual suppression of an allowlisted address is refused with a reason.
+  auto r = store_->Suppress({"vip@example.com", "", 0}, {0, "test"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("allowlist"), std::string::npos);
+}
+
+TEST_F(StorePolicyTest, ManualSuppressWinsOverDelivery) {
+  ASSERT_TRUE(store_->Suppress({"Boss@Example.com", "", 0}, {1000, "asked to stop"}).ok());
+  EXPECT_TRUE(Suppressed("boss@example.com"));
+  Write({MakeEvent("boss@example.com", Category::kDelivered, "sent", testing::kT0 + 40 * kDay)});
+  EXPECT_TRUE(Suppressed("boss@example.com"));
+  auto st = store_->GetStatus("boss@example.com");
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->suppression.has_value());
+  EXPECT_EQ(st->suppression->source, "manual");
+  EXPECT_EQ(st->suppression->display, "Boss@Example.com");
+}
+
+TEST_F(StorePolicyTest, DeliveryAfterAutomaticSuppressionIsRecordedButDoesNotLift) {
+  Write({MakeEvent("a@example.com", Category::kUserUnknown, "bounced", kT0)});
+  Write({MakeEvent("a@example.com", Category::kDelivered, "sent", kT0 + 3600)});
+  EXPECT_TRUE(Suppressed("a@example.com"));
+  auto st = store_->GetStatus("a@example.com");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->suppression->delivered_after, kT0 + 3600);
+  EXPECT_EQ(st->events.size(), 2u);
+  EXPECT_EQ(st->events[0].event.log_status, "sent");  // newest first
+}
+
+TEST_F(StorePolicyTest, ManualUnsuppressWinsOverOlderEventsNotNewerOnes) {
+  Write({MakeEvent("a@example.com", Category::kUserUnknown, "bounced", kT0)});
+  ASSERT_TRUE(Suppressed("a@example.com"));
+  ASSERT_TRUE(store_->Unsuppress("A@example.com", {0, "user fixed the mailbox"}).ok());
+  EXPECT_FALSE(Suppressed("a@example.com"));
+  // Log catch-up replays a bounce from before the unsuppress: stays lifted.
+  Write({MakeEvent("a@example.com", Category::kUserUnknown, "bounced", kT0 + 10)});
+  EXPECT_FALSE(Suppressed("a@example.com"));
+  // A new hard bounce after it suppresses again.
+  int64_t later = static_cast<int64_t>(time(nullptr)) + 10;
+  Write({MakeEvent("a@example.com", Category::kUserUnknown, "bounced", later)});
+  EXPECT_TRUE(Suppressed("a@example.com"));
+  EXPECT_FALSE(store_->Unsuppress("nobody@example.com", {0, "x"}).ok());
+  EXPECT_FALSE(store_->Unsuppress("a@example.com", {0, ""}).ok());  // a reason is required
+}
+
+TEST_F(StorePolicyTest, ExtensionAndCaseMapToTheBaseAddress) {
+  Write({MakeEvent("John.Doe+News@Example.COM", Category::kUserUnknown, "bounced", kT0)});
+  EXPECT_TRUE(Suppressed("john.doe@example.com"));
+  EXPECT_TRUE(Suppressed("JOHN.DOE+other@EXAMPLE.com"));
+  EXPECT_TRUE(Suppressed("<john.doe@example.com>"));
+  EXPECT_FALSE(Suppressed("john.doe2@example.com"));
+  auto st = store_->GetStatus("john.doe@example.com");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->suppression->display, "John.Doe+News@Example.COM");
+}
+
+TEST_F(StorePolicyTest, ExtensionFoldingCanBeDisabled) {
+  SuppressionPolicy p;
+  p.recipient_delimiters = "";
+  store_->SetPolicy(p);
+  Write({MakeEvent("a+x@example.com", Category::kUserUnknown, "bounced", kT0)});
+  EXPECT_TRUE(Suppressed("A+X@example.com"));
+  EXPECT_FALSE(Suppressed("a@example.com"));
+}
+
+TEST_F(StorePolicyTest, MailboxFullThroughStore) {
+  Write({MakeEvent("f@example.com", Category::kMailboxFull, "bounced", kT0),
+         MakeEvent("f@example.com", Category::kMailboxFull, "bounced", kT0 + 30),
+         MakeEvent("f@example.com", Category::kMailboxFull, "bounced", kT0 + 59)});
+  EXPECT_FALSE(Suppressed("f@example.com"));
+  Write({MakeEvent("f@example.com", Category::kMailboxFull, "bounced", kT0 + 4 * kDay)});
+  EXPECT_FALSE(Suppressed("f@example.com"));
+  Write({MakeEvent("f@example.com", Category::kMailboxFull, "bounced", kT0 + 7 * kDay)});
+  auto hit = store_->view().Lookup("f@example.com");
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->category, Category::kMailboxFull);
+  auto st = store_->GetStatus("f@example.com");
+  EXPECT_EQ(st->suppression->reason, kReasonRepeatedFailure);
+  EXPECT_EQ(st->suppression->first_event, kT0);
+}
+
+TEST_F(StorePolicyTest, ExpiredEntryNoLongerSuppresses) {
+  auto r = store_->Suppress({"t@example.com", "", kT0 + 60}, {0, "temporary"});
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(store_->view().Lookup("t@example.com", kT0).has_value());
+  EXPECT_FALSE(store_->view().Lookup("t@example.com", kT0 + 61).has_value());
+  EXPECT_FALSE(store_->view().Lookup("t@example.com").has_value());  // now is after kT0
+}
+
+}  // namespace
+}  // namespace bounced

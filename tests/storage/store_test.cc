@@ -1,0 +1,527 @@
+// store_test.cc: the SQLite store on real files: open/migrate/refuse, batches and positions,
+// DSN de-duplication, counters and stats, list/status/health, the view in step with commits.
+#include "storage/store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "storage/store_json.h"
+#include "tests/storage/test_util.h"
+
+namespace bounced {
+namespace {
+
+using testing::kDay;
+using testing::kT0;
+using testing::MakeEvent;
+using testing::OpenStore;
+using testing::TempDir;
+
+int64_t Scalar(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  int64_t v = -1;
+  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+void ExecSql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << err;
+  sqlite3_close(db);
+}
+
+TEST(StoreOpenTest, CreatesWalDatabaseAtCurrentSchemaVersion) {
+  TempDir dir;
+  std::string path = dir.File("b.db");
+  {
+    auto s = OpenStore(path);
+    ASSERT_NE(s, nullptr);
+  }
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  // Every table the schema documents exists.
+  for (const char* t : {"events", "recipient_state", "daily_counters", "suppressions",
+                        "suppression_log", "allowlist", "audit", "input_positions"}) {
+    EXPECT_EQ(
+        Scalar(path, std::string("SELECT count(*) FROM sqlite_master WHERE name='") + t + "'"), 1)
+        << t;
+  }
+}
+
+TEST(StoreOpenTest, ReopensAndKeepsData) {
+  TempDir dir;
+  std::string path = dir.File("b.db");
+  {
+    auto s = OpenStore(path);
+    Batch b;
+    b.events.push_back(MakeEvent("u@example.com", Category::kUserUnknown, "bounced", kT0));
+    ASSERT_TRUE(s->Write(std::move(b)).ok());
+  }
+  auto s = OpenStore(path);
+  EXPECT_TRUE(s->view().Lookup("u@example.com").has_value());
+  EXPECT_EQ(s->view().size(), 1u);
+}
+
+TEST(StoreOpenTest, RefusesNewerSchema) {
+  TempDir dir;
+  std::string path = dir.File("b.db");
+  { auto s = OpenStore(path); }
+  ExecSql(path, "PRAGMA user_version = " + std::to_string(kSchemaVersion + 1));
+  StoreOptions o;
+  o.path = path;
+  auto s = Store::Open(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("newer"), std::string::npos) << s.error();
+  EXPECT_NE(s.error().find(path), std::string::npos) << s.error();
+}
+
+TEST(StoreOpenTest, RefusesGarbageFileWithClearError) {
+  TempDir dir;
+  std::string path = dir.File("garbage.db");
+  std::ofstream(path) << std::string(8192, 'x');
+  StoreOptions o;
+  o.path = path;
+  auto s = Store::Open(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("not a database"), std::string::npos) << s.error();
+}
+
+TEST(StoreOpenTest, RefusesSomeoneElsesDatabase) {
+  TempDir dir;
+  std::string path = dir.File("other.db");
+  ExecSql(path, "CREATE TABLE t(x)");
+  StoreOptions o;
+  o.path = path;
+  auto s = Store::Open(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("not a bounced database"), std::string::npos) << s.error();
+}
+
+TEST(StoreOpenTest, MissingDirectoryIsAnError) {
+  StoreOptions o;
+  o.path = "/nonexistent-dir-for-bounced/x.db";
+  auto s = Store::Open(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("/nonexistent-dir-for-bounced/x.db"), std::string::npos);
+}
+
+TEST(StoreOpenTest, LockedDatabaseGivesAnErrorNotAHang) {
+  TempDir dir;
+  std::string path = dir.File("b.db");
+  { auto s = OpenStore(path); }
+  // Another process holds the write lock: the writer's commit fails after the busy timeout.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  StoreOptions o;
+  o.path = path;
+  o.busy_timeout_ms = 100;
+  auto s = Store::Open(o);
+  ASSERT_TRUE(s.ok()) << s.error();  // opening needs no write lock at the current version
+  Batch b;
+  b.events.push_back(MakeEvent("u@example.com", Category::kUserUnknown, "bounced", kT0));
+  Status st = (*s)->Write(std::move(b));
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("locked"), std::string::npos) << st.message();
+  auto h = (*s)->GetHealth();
+  ASSERT_TRUE(h.ok());
+  EXPECT_FALSE(h->last_write_error.empty());
+  EXPECT_FALSE((*s)->view().Lookup("u@example.com").has_value());
+  sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  Batch again;
+  again.events.push_back(MakeEvent("u@example.com", Category::kUserUnknown, "bounced", kT0));
+  EXPECT_TRUE((*s)->Write(std::move(again)).ok());
+  EXPECT_TRUE((*s)->view().Lookup("u@example.com").has_value());
+}
+
+TEST(StoreOpenTest, MigratesAnEmptyVersionZeroFile) {
+  TempDir dir;
+  std::string path = dir.File("b.db");
+  ExecSql(path, "PRAGMA user_version = 0");
+  auto s = OpenStore(path);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("s.db");
+    store_ = OpenStore(path_);
+    ASSERT_NE(store_, nullptr);
+  }
+  int64_t Count(const std::string& sql) { return Scalar(path_, sql); }
+  TempDir dir_;
+  std::string path_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, EventRowKeepsEverythingTheClassifierReturned) {
+  Event e = MakeEvent("User@Icloud.com", Category::kPolicyRejection, "bounced", kT0);
+  e.source_ref = "ino=5 off=100";
+  e.queue_id = "4F9D2C0A1B";
+  e.sender = "news@shop.example";
+  e.message_id = "<m1@shop.example>";
+  e.relay = "mx01.mail.icloud.com[17.57.154.6]:25";
+  e.program = "postfix/smtp";
+  e.time_text = "2026-11-01T00:00:00+00:00";
+  e.result.status = "5.7.1";
+  e.result.reply_code = "554";
+  e.result.stage = "rcpt";
+  e.result.provider = "icloud";
+  e.result.provider_code = "CS01";
+  e.result.rule = "icloud-cs01";
+  ASSERT_TRUE(store_->Write(Batch{{e}, std::nullopt}).ok());
+  auto events = store_->EventsFor("user@icloud.com", 10);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 1u);
+  const Event& got = (*events)[0].event;
+  EXPECT_EQ(got.source, EventSource::kLog);
+  EXPECT_EQ(got.source_ref, "ino=5 off=100");
+  EXPECT_EQ(got.queue_id, "4F9D2C0A1B");
+  EXPECT_EQ(got.sender, "news@shop.example");
+  EXPECT_EQ(got.relay, e.relay);
+  EXPECT_EQ(got.result.provider_code, "CS01");
+  EXPECT_EQ(got.result.category, Category::kPolicyRejection);
+  EXPECT_EQ(got.result.recipient, "User@Icloud.com");
+  EXPECT_EQ(got.unix_time, kT0);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE fault='sender' AND hard_bounce=0 "
+                  "AND domain='icloud.com' AND recipient_key='user@icloud.com'"),
+            1);
+  auto j = ToJson((*events)[0]);
+  EXPECT_EQ(j["provider_code"], "CS01");
+  EXPECT_EQ(j["source"], "log");
+}
+
+TEST_F(StoreTest, BatchCommitsEventsAndPositionTogether) {
+  Batch b;
+  for (int i = 0; i < 1000; ++i) {
+    b.events.push_back(
+        MakeEvent("r" + std::to_string(i) + "@example.com", Category::kDelivered, "sent", kT0 + i));
+  }
+  b.position = InputPosition{"log:/var/log/mail.log", 77, 123456, ""};
+  ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  auto p = store_->LoadPosition("log:/var/log/mail.log");
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p->has_value());
+  EXPECT_EQ((*p)->inode, 77u);
+  EXPECT_EQ((*p)->offset, 123456u);
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), 1000);
+  auto none = store_->LoadPosition("journal");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST_F(StoreTest, ManyConcurrentSubmittersGroupCommitAndLoseNothing) {
+  constexpr int kThreads = 4, kBatches = 200, kPerBatch = 25;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::future<Status>> futures;
+      for (int b = 0; b < kBatches; ++b) {
+        Batch batch;
+        for (int i = 0; i < kPerBatch; ++i) {
+          batch.events.push_back(MakeEvent("t" + std::to_string(t) + "b" + std::to_string(b) + "i" +
+                                               std::to_string(i) + "@example.com",
+                                           Category::kRateLimited, "deferred", kT0));
+        }
+        batch.position = InputPosition{"input" + std::to_string(t), 1,
+                                       static_cast<uint64_t>((b + 1) * kPerBatch), ""};
+        futures.push_back(store_->Submit(std::move(batch)));
+      }
+      for (auto& f : futures) EXPECT_TRUE(f.get().ok());
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(store_->Flush().ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), kThreads * kBatches * kPerBatch);
+  for (int t = 0; t < kThreads; ++t) {
+    auto p = store_->LoadPosition("input" + std::to_string(t));
+    ASSERT_TRUE(p.ok() && p->has_value());
+    EXPECT_EQ((*p)->offset, static_cast<uint64_t>(kBatches * kPerBatch));
+  }
+  EXPECT_EQ(Count("SELECT sum(count) FROM daily_counters WHERE category='rate_limited'"),
+            kThreads * kBatches * kPerBatch);
+}
+
+TEST_F(StoreTest, BadBatchFailsAloneAndLeavesPositionUntouched) {
+  ASSERT_TRUE(store_
+                  ->Write(Batch{{MakeEvent("a@example.com", Category::kDelivered, "sent", kT0)},
+                                InputPosition{"log:x", 1, 10, ""}})
+                  .ok());
+  // A position without an input name is refused: nothing of that batch is stored.
+  auto bad = store_->Submit(Batch{{MakeEvent("b@example.com", Category::kDelivered, "sent", kT0)},
+                                  InputPosition{"", 1, 20, ""}});
+  auto good = store_->Submit(
+      Batch{{MakeEvent("c@example.com", Category::kDelivered, "sent", kT0)}, std::nullopt});
+  EXPECT_FALSE(bad.get().ok());
+  EXPECT_TRUE(good.get().ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE recipient_key='b@example.com'"), 0);
+  EXPECT_EQ((*store_->LoadPosition("log:x"))->offset, 10u);
+}
+
+TEST_F(StoreTest, DsnRecordedOncePerMessageIdAndRecipient) {
+  ParsedBounce pb;
+  pb.kind = MessageKind::kDsn;
+  pb.message_id = "<bounce-1@mx.example>";
+  Result r;
+  r.recipient = "gone@example.com";
+  r.category = Category::kUserUnknown;
+  r.dsn_action = "failed";
+  r.status = "5.1.1";
+  pb.recipients = {r};
+  auto events = EventsFromBounce(pb, "raw", EventSource::kMilter, kT0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].log_status, "bounced");
+  ASSERT_TRUE(store_->Write(Batch{events, std::nullopt}).ok());
+  // Postfix retries the milter; the same DSN is also fed through ingest-dsn.
+  ASSERT_TRUE(store_->Write(Batch{events, std::nullopt}).ok());
+  ASSERT_TRUE(
+      store_->Write(Batch{EventsFromBounce(pb, "raw", EventSource::kDsn, kT0 + 5), std::nullopt})
+          .ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), 1);
+  EXPECT_EQ(Count("SELECT sum(count) FROM daily_counters"), 1);
+  // Without a Message-ID the raw bytes identify the bounce.
+  pb.message_id.clear();
+  auto a = EventsFromBounce(pb, "raw one", EventSource::kDsn, kT0);
+  auto b = EventsFromBounce(pb, "raw two", EventSource::kDsn, kT0);
+  ASSERT_TRUE(store_->Write(Batch{a, std::nullopt}).ok());
+  ASSERT_TRUE(store_->Write(Batch{a, std::nullopt}).ok());
+  ASSERT_TRUE(store_->Write(Batch{b, std::nullopt}).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), 3);
+}
+
+TEST_F(StoreTest, LogBounceAndItsPostfixDsnCountOnce) {
+  Event log = MakeEvent("gone@example.com", Category::kUserUnknown, "bounced", kT0);
+  log.queue_id = "ABC123";
+  ASSERT_TRUE(store_->Write(Batch{{log}, std::nullopt}).ok());
+  ParsedBounce pb;
+  pb.kind = MessageKind::kDsn;
+  pb.message_id = "<dsn@ours>";
+  pb.postfix_queue_id = "ABC123";
+  Result r = log.result;
+  r.dsn_action = "failed";
+  pb.recipients = {r};
+  ASSERT_TRUE(
+      store_->Write(Batch{EventsFromBounce(pb, "", EventSource::kMilter, kT0 + 2), std::nullopt})
+          .ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE counted=0 AND source='milter'"), 1);
+  EXPECT_EQ(Count("SELECT sum(count) FROM daily_counters"), 1);
+  EXPECT_EQ(Count("SELECT events FROM recipient_state WHERE address='gone@example.com'"), 1);
+}
+
+TEST_F(StoreTest, CountersAndStatsPerDomainAndProvider) {
+  std::vector<Event> evs;
+  for (int i = 0; i < 5; ++i) {
+    Event e = MakeEvent("u" + std::to_string(i) + "@icloud.com", Category::kPolicyRejection,
+                        "bounced", kT0 + i);
+    e.result.provider = "icloud";
+    e.result.provider_code = "CS01";
+    evs.push_back(e);
+  }
+  Event me = MakeEvent("x@me.com", Category::kAuthFailure, "bounced", kT0 + kDay);
+  me.result.provider = "icloud";
+  me.result.provider_code = "HM08";
+  evs.push_back(me);
+  evs.push_back(MakeEvent("y@gmail.com", Category::kDelivered, "sent", kT0 + kDay));
+  ASSERT_TRUE(store_->Write(Batch{evs, std::nullopt}).ok());
+
+  StatsQuery q;
+  q.by = StatsQuery::By::kProvider;
+  q.days = 7;
+  q.now = kT0 + 2 * kDay;
+  auto rows = store_->Stats(q);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  int64_t cs01 = 0, hm08 = 0, total = 0;
+  for (const auto& r : *rows) {
+    total += r.count;
+    if (r.key == "icloud" && r.provider_code == "CS01") cs01 += r.count;
+    if (r.key == "icloud" && r.provider_code == "HM08") hm08 += r.count;
+  }
+  EXPECT_EQ(cs01, 5);
+  EXPECT_EQ(hm08, 1);
+  EXPECT_EQ(total, 7);
+  q.by = StatsQuery::By::kDomain;
+  q.only = "icloud.com";
+  q.per_day = true;
+  rows = store_->Stats(q);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].day, "2026-11-01");
+  EXPECT_EQ((*rows)[0].count, 5);
+  // Outside the window: nothing.
+  q.now = kT0 + 30 * kDay;
+  rows = store_->Stats(q);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_TRUE(rows->empty());
+  q.days = 0;
+  EXPECT_FALSE(store_->Stats(q).ok());
+}
+
+TEST_F(StoreTest, ListFiltersAndPages) {
+  std::vector<Event> evs;
+  for (int i = 0; i < 25; ++i) {
+    evs.push_back(MakeEvent("u" + std::to_string(100 + i) + "@a.example", Category::kUserUnknown,
+                            "bounced", kT0 + i));
+  }
+  evs.push_back(MakeEvent("c@b.example", Category::kComplaint, "complaint", kT0 + 5 * kDay));
+  ASSERT_TRUE(store_->Write(Batch{evs, std::nullopt}).ok());
+  std::vector<std::string> all;
+  ListFilter f;
+  f.limit = 10;
+  for (;;) {
+    std::vector<std::string> page;
+    ASSERT_TRUE(store_
+                    ->List(f,
+                           [&](const Suppression& s) {
+                             page.push_back(s.address);
+                             return true;
+                           })
+                    .ok());
+    if (page.empty()) break;
+    all.insert(all.end(), page.begin(), page.end());
+    f.after = page.back();
+  }
+  EXPECT_EQ(all.size(), 26u);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), 26u);
+  ListFilter byc;
+  byc.category = "complaint";
+  int n = 0;
+  ASSERT_TRUE(store_
+                  ->List(byc,
+                         [&](const Suppression& s) {
+                           EXPECT_EQ(s.reason, kReasonComplaint);
+                           EXPECT_EQ(s.source, "complaint");
+                           ++n;
+                           return true;
+                         })
+                  .ok());
+  EXPECT_EQ(n, 1);
+  ListFilter byd;
+  byd.domain = "A.example";
+  byd.since = kT0 + 10;
+  n = 0;
+  ASSERT_TRUE(store_->List(byd, [&](const Suppression&) { return ++n, true; }).ok());
+  EXPECT_EQ(n, 15);
+  ListFilter badc;
+  badc.category = "nope";
+  EXPECT_FALSE(store_->List(badc, [](const Suppression&) { return true; }).ok());
+}
+
+TEST_F(StoreTest, ViewIsInStepWithEveryCommit) {
+  // A reader thread hammers the view while commits land; after each Write returns, the next
+  // lookup must see the change.
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    while (!stop) store_->view().Lookup("hot@example.com");
+  });
+  for (int i = 0; i < 50; ++i) {
+    std::string a = "v" + std::to_string(i) + "@example.com";
+    ASSERT_TRUE(
+        store_->Write(Batch{{MakeEvent(a, Category::kUserUnknown, "bounced", kT0)}, std::nullopt})
+            .ok());
+    EXPECT_TRUE(store_->view().Lookup(a).has_value()) << a;
+    ASSERT_TRUE(store_->Unsuppress(a, {0, "test"}).ok());
+    EXPECT_FALSE(store_->view().Lookup(a).has_value()) << a;
+    ASSERT_TRUE(store_->Suppress({a, "user_unknown", 0}, {0, "test"}).ok());
+    auto hit = store_->view().Lookup(a);
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_TRUE(hit->manual);
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(store_->view().size(), 50u);
+  EXPECT_GT(store_->view().memory_bytes(), 50u * 40);
+}
+
+TEST_F(StoreTest, ManualChangesAreAudited) {
+  ASSERT_TRUE(store_->Suppress({"m@example.com", "", 0}, {1001, "ticket 42"}).ok());
+  ASSERT_TRUE(store_->Unsuppress("m@example.com", {1002, "ticket 43"}).ok());
+  ASSERT_TRUE(store_->Allow("example.org", {1003, "our own"}).ok());
+  ASSERT_TRUE(store_->Disallow("@example.org", {1004, "not any more"}).ok());
+  EXPECT_FALSE(store_->Disallow("example.org", {1004, "again"}).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM audit"), 4);
+  EXPECT_EQ(Count("SELECT actor_uid FROM audit WHERE action='unsuppress' AND reason='ticket 43' "
+                  "AND target='m@example.com'"),
+            1002);
+  EXPECT_EQ(Count("SELECT count(*) FROM suppression_log WHERE address='m@example.com'"), 2);
+  EXPECT_FALSE(store_->Suppress({"not an address", "", 0}, {0, "x"}).ok());
+  EXPECT_FALSE(store_->Suppress({"a@example.com", "bogus", 0}, {0, "x"}).ok());
+  EXPECT_FALSE(store_->Suppress({"a@example.com", "", 0}, {0, ""}).ok());
+  EXPECT_FALSE(store_->Allow("not a domain!", {0, "x"}).ok());
+}
+
+TEST_F(StoreTest, StatusAnswersWhatAPersonNeeds) {
+  Event e = MakeEvent("s@example.com", Category::kUserUnknown, "bounced", kT0);
+  ASSERT_TRUE(store_->Write(Batch{{e}, std::nullopt}).ok());
+  auto st = store_->GetStatus("S@example.com");
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->suppressed);
+  EXPECT_EQ(st->key, "s@example.com");
+  EXPECT_EQ(st->suppression->reason, kReasonHardBounce);
+  EXPECT_EQ(st->suppression->category, "user_unknown");
+  EXPECT_EQ(st->events.size(), 1u);
+  auto j = ToJson(*st);
+  EXPECT_EQ(j["suppressed"], true);
+  EXPECT_EQ(j["reason"], "hard_bounce");
+  EXPECT_EQ(j["category"], "user_unknown");
+  EXPECT_EQ(j["since"], "2026-11-01T00:00:00Z");
+  EXPECT_TRUE(j["expires"].is_null());
+  EXPECT_EQ(j["events"].size(), 1u);
+  auto none = store_->GetStatus("nobody@example.com");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->suppressed);
+  EXPECT_FALSE(none->suppression.has_value());
+  EXPECT_FALSE(store_->GetStatus("garbage").ok());
+}
+
+TEST_F(StoreTest, HealthReportsCountsAndIntegrity) {
+  ASSERT_TRUE(
+      store_
+          ->Write(Batch{{MakeEvent("h@example.com", Category::kUserUnknown, "bounced", kT0)},
+                        std::nullopt})
+          .ok());
+  auto h = store_->GetHealth();
+  ASSERT_TRUE(h.ok()) << h.error();
+  EXPECT_EQ(h->schema_version, kSchemaVersion);
+  EXPECT_TRUE(h->integrity_ok);
+  EXPECT_EQ(h->integrity_detail, "ok");
+  EXPECT_EQ(h->events, 1);
+  EXPECT_EQ(h->suppressions, 1);
+  EXPECT_EQ(h->recipients, 1);
+  EXPECT_TRUE(h->last_write_error.empty());
+}
+
+TEST_F(StoreTest, NonAddressRecipientIsStoredButNeverSuppressed) {
+  ASSERT_TRUE(
+      store_
+          ->Write(Batch{{MakeEvent("not-an-address", Category::kUserUnknown, "bounced", kT0)},
+                        std::nullopt})
+          .ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM suppressions"), 0);
+}
+
+}  // namespace
+}  // namespace bounced
