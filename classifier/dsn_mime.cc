@@ -3,9 +3,14 @@
 
 #include <gmime/gmime.h>
 
+#include <iconv.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
+#include <unordered_map>
 
 namespace bounced::dsn {
 namespace {
@@ -35,16 +40,45 @@ void InitGMimeOnce() {
 std::string NormalizeLineEnds(std::string_view in) {
   std::string out;
   out.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    if (c == '\r') {
-      out.push_back('\n');
-      if (i + 1 < in.size() && in[i + 1] == '\n') ++i;
-    } else {
-      out.push_back(c);
-    }
+  size_t pos = 0;
+  while (pos < in.size()) {
+    const void* cr = std::memchr(in.data() + pos, '\r', in.size() - pos);
+    size_t at = cr == nullptr ? in.size() : static_cast<const char*>(cr) - in.data();
+    out.append(in.data() + pos, at - pos);
+    if (at == in.size()) break;
+    out.push_back('\n');
+    pos = at + 1;
+    if (pos < in.size() && in[pos] == '\n') ++pos;
   }
   return out;
+}
+
+// The headers the parser reads; decoding only these keeps big header blocks cheap.
+bool WantedHeader(const char* name) {
+  static constexpr const char* kNames[] = {
+      "from",
+      "to",
+      "subject",
+      "message-id",
+      "return-path",
+      "reply-to",
+      "sender",
+      "x-failed-recipients",
+      "auto-submitted",
+      "precedence",
+      "x-autoreply",
+      "x-autorespond",
+      "x-auto-response-suppress",
+      "x-original-to",
+      "delivered-to",
+      "envelope-to",
+      "x-hmxmroriginalrecipient",
+      "content-type",
+  };
+  for (const char* n : kNames) {
+    if (g_ascii_strcasecmp(name, n) == 0) return true;
+  }
+  return false;
 }
 
 bool LooksLikeIso2022Jp(std::string_view s) {
@@ -52,19 +86,59 @@ bool LooksLikeIso2022Jp(std::string_view s) {
          s.find("\x1b(J") != std::string_view::npos;
 }
 
-// Converts with iconv through GLib; nullopt-like empty flag when the charset is unknown or the
-// bytes do not convert cleanly.
-bool TryConvert(std::string_view bytes, const char* from, std::string* out) {
-  gsize written = 0;
-  GError* err = nullptr;
-  gchar* converted = g_convert_with_fallback(bytes.data(), static_cast<gssize>(bytes.size()),
-                                             "UTF-8", from, "?", nullptr, &written, &err);
-  if (converted == nullptr) {
-    if (err != nullptr) g_error_free(err);
-    return false;
+// iconv descriptors per thread and charset: opening one loads a gconv module, far dearer than
+// converting a bounce. Unknown charsets are remembered too; the cache is capped because the
+// names come from the messages.
+constexpr size_t kMaxCachedCharsets = 64;
+
+iconv_t IconvFor(const char* from) {
+  struct Cache {
+    std::unordered_map<std::string, iconv_t> map;
+    ~Cache() {
+      for (auto& [name, cd] : map) {
+        if (cd != reinterpret_cast<iconv_t>(-1)) iconv_close(cd);
+      }
+    }
+  };
+  thread_local Cache cache;
+  auto it = cache.map.find(from);
+  if (it != cache.map.end()) return it->second;
+  iconv_t cd = iconv_open("UTF-8", from);
+  if (cache.map.size() >= kMaxCachedCharsets) {
+    // Full: hand back nothing rather than leak; callers fall back to Windows-1252.
+    if (cd != reinterpret_cast<iconv_t>(-1)) iconv_close(cd);
+    return reinterpret_cast<iconv_t>(-1);
   }
-  out->assign(converted, written);
-  g_free(converted);
+  cache.map.emplace(from, cd);
+  return cd;
+}
+
+// Converts to UTF-8; bytes invalid in the charset become U+FFFD. False when the charset is
+// unknown.
+bool TryConvert(std::string_view bytes, const char* from, std::string* out) {
+  iconv_t cd = IconvFor(from);
+  if (cd == reinterpret_cast<iconv_t>(-1)) return false;
+  iconv(cd, nullptr, nullptr, nullptr, nullptr);
+  out->clear();
+  char* in = const_cast<char*>(bytes.data());
+  size_t in_left = bytes.size();
+  char buf[4096];
+  while (in_left > 0) {
+    char* o = buf;
+    size_t o_left = sizeof buf;
+    size_t rc = iconv(cd, &in, &in_left, &o, &o_left);
+    out->append(buf, o - buf);
+    if (rc != static_cast<size_t>(-1)) continue;
+    if (errno == E2BIG) continue;
+    out->append("\xEF\xBF\xBD");  // EILSEQ or a sequence cut at the end: skip one byte
+    ++in;
+    --in_left;
+    iconv(cd, nullptr, nullptr, nullptr, nullptr);
+  }
+  char* o = buf;
+  size_t o_left = sizeof buf;
+  iconv(cd, nullptr, nullptr, &o, &o_left);  // shift back to the initial state (ISO-2022-JP)
+  out->append(buf, o - buf);
   return true;
 }
 
@@ -84,8 +158,8 @@ void AddHeaders(GMimeObject* obj, std::vector<Header>* out) {
     GMimeHeader* h = g_mime_header_list_get_header_at(list, i);
     if (h == nullptr) continue;
     const char* name = g_mime_header_get_name(h);
+    if (name == nullptr || !WantedHeader(name)) continue;
     const char* value = g_mime_header_get_value(h);
-    if (name == nullptr) continue;
     out->push_back(Header{Lower(name), MakeValidUtf8(value != nullptr ? value : "")});
   }
 }

@@ -27,6 +27,8 @@ struct MimeLeaf {
   bool attached = false;  // inside an attached message/rfc822 (the returned message)
 };
 
+// Only the headers the parser reads are kept (From, To, Subject, Message-ID, Return-Path,
+// X-Failed-Recipients, Auto-Submitted and the other auto-reply markers ...).
 struct MimeView {
   std::vector<Header> headers;           // top-level headers in order
   std::string content_type;              // top-level type/subtype, lower-case

@@ -381,10 +381,14 @@ std::string AllText(const MimeView& view) {
   return all;
 }
 
+// Longest reason text looked at; Sanitize keeps kMaxDiagnosticBytes of it after folding.
+constexpr size_t kMaxReasonBytes = 4 * kMaxDiagnosticBytes;
+
 Result Classify(const Finding& f, const RuleSet& rules) {
-  std::string diagnostic = Sanitize(FoldWhitespace(f.diagnostic));
-  std::string reply_code = ExtractReplyCode(f.diagnostic);
-  if (reply_code.empty()) reply_code = LooseReplyCode(f.diagnostic);
+  std::string diagnostic =
+      Sanitize(FoldWhitespace(std::string_view(f.diagnostic).substr(0, kMaxReasonBytes)));
+  std::string reply_code = ExtractReplyCode(diagnostic);
+  if (reply_code.empty()) reply_code = LooseReplyCode(diagnostic);
   std::string remote = Sanitize(f.remote_mta, 255);
   ReplyInput in;
   in.diagnostic = diagnostic;
@@ -538,7 +542,7 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
       if (findings.empty()) {
         Finding f;
         f.recipient = OriginalRecipient(view, AllText(view));
-        f.diagnostic = explanation;
+        f.diagnostic = explanation.substr(0, dsn::kMaxFallbackReasonBytes);
         f.stage = std::string(StageFromText(explanation));
         f.remote_mta = dsn::RemoteHostFromText(explanation);
         findings.push_back(std::move(f));

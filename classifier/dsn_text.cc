@@ -436,7 +436,7 @@ std::vector<Finding> ScanExplanation(std::string_view text,
       }
       diag += code_lines;
     }
-    if (!HasReasonText(diag)) diag = std::string(text);
+    if (!HasReasonText(diag)) diag = std::string(text.substr(0, kMaxFallbackReasonBytes));
     f.diagnostic = std::move(diag);
     f.stage = std::string(StageFromText(f.diagnostic));
     f.remote_mta = RemoteHostFromText(f.diagnostic);

@@ -16,6 +16,8 @@ namespace bounced::dsn {
 
 // Largest explanation text scanned (bytes); bounce explanations are short.
 inline constexpr size_t kMaxExplanationBytes = 128 * 1024;
+// When a recipient's own block says nothing, the start of the explanation stands in for it.
+inline constexpr size_t kMaxFallbackReasonBytes = 4096;
 // Most recipients taken from one text bounce.
 inline constexpr size_t kMaxTextRecipients = 200;
 
