@@ -32,7 +32,8 @@ struct ReplyInput {
   std::string_view stage;       // connect, helo, mail, rcpt, data, eom, or ""
   std::string_view recipient;   // for the provider (by domain)
   std::string_view remote_mta;  // for the provider (by host)
-  std::string_view dsn_action;  // failed, delayed, delivered, relayed, expanded, or ""
+  std::string_view dsn_action;  // failed, delayed, delivered, relayed, expanded, or "";
+                                // "expired" when the MTA gave up (Postfix status=expired)
 };
 
 class RuleSet {
@@ -42,6 +43,14 @@ class RuleSet {
   static Expected<std::shared_ptr<const RuleSet>> Compile(const std::vector<RulesSource>& files);
   // The rules shipped in rules/default.toml, embedded at build time.
   static std::shared_ptr<const RuleSet> Default();
+  // The embedded rules/default.toml as a source, to compile after local files: files given
+  // earlier take precedence, so Compile({local..., DefaultSource()}) puts local rules on top
+  // (a local rule with the id of a default rule replaces it; `enabled = false` removes it).
+  static RulesSource DefaultSource();
+
+  // Provider for a recipient domain (or address) or else a remote host; "" when unknown.
+  std::string_view ProviderFor(std::string_view recipient_domain,
+                               std::string_view remote_mta) const;
 
   ~RuleSet();
   RuleSet(const RuleSet&) = delete;

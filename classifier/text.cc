@@ -127,7 +127,7 @@ struct StagePhrase {
 
 // Postfix's "(in reply to X)" and "while X" and Exim's "after X". Longer phrases that contain
 // shorter ones come first ("end of DATA" before "DATA").
-constexpr std::array<StagePhrase, 34> kStagePhrases = {{
+constexpr std::array<StagePhrase, 35> kStagePhrases = {{
     {"in reply to end of data command", "eom"},
     {"in reply to bdat command", "eom"},
     {"in reply to data command", "data"},
@@ -140,6 +140,7 @@ constexpr std::array<StagePhrase, 34> kStagePhrases = {{
     {"in reply to auth command", "helo"},
     {"in reply to xforward command", "helo"},
     {"in reply to initial greeting", "connect"},
+    {"refused to talk to me", "connect"},
     {"while sending end of data", "eom"},
     {"while sending message body", "data"},
     {"while sending data command", "data"},

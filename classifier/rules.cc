@@ -1,0 +1,844 @@
+// rules.cc: the rules engine (see rules.h). Reads rules text (TOML, format in rules/README.md),
+// compiles every pattern of every file into one case-insensitive RE2::Set, and classifies
+// replies: one Set match per reply, then the first matching rule in file order whose other
+// conditions hold; otherwise the RFC 3463 status classes (Rfc3463Category below) decide.
+#include "classifier/rules.h"
+
+#include <re2/re2.h>
+#include <re2/set.h>
+
+#include <toml++/toml.h>
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "classifier/text.h"
+
+namespace bounced {
+
+extern const std::string_view kDefaultRulesToml;
+
+namespace {
+
+// Limits on what a rules file may ask for, so a hostile or broken file cannot make the
+// daemon compile something enormous.
+constexpr size_t kMaxRulesFileBytes = 4 * 1024 * 1024;
+constexpr size_t kMaxPatternBytes = 4096;
+constexpr size_t kMaxPatterns = 20000;
+constexpr int64_t kRe2MaxMem = 256 << 20;  // the Set's DFA for a few thousand patterns
+
+// Case-insensitive glob with '*' (any run) and '?' (one character); patterns are lower-case.
+bool GlobMatch(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == AsciiLower(text[t]))) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+bool AnyGlob(const std::vector<std::string>& globs, std::string_view text) {
+  for (const auto& g : globs) {
+    if (GlobMatch(g, text)) return true;
+  }
+  return false;
+}
+
+bool AnyEqual(const std::vector<std::string>& names, std::string_view text) {
+  for (const auto& n : names) {
+    if (n == text) return true;
+  }
+  return false;
+}
+
+// "5.1.1" from a caller's status field ("5.1.1", " 5.1.1 (user unknown)"); "" when it is not
+// one. Unlike ExtractEnhancedStatus, any 1-3 digit subject is accepted: the field says it is a
+// status, so there is no risk of taking an IP address for one.
+std::string NormalizeStatusField(std::string_view s) {
+  s = TrimSpace(s);
+  size_t i = 0;
+  if (s.empty() || (s[0] != '2' && s[0] != '4' && s[0] != '5')) return {};
+  i = 1;
+  for (int part = 0; part < 2; ++part) {
+    if (i >= s.size() || s[i] != '.') return {};
+    ++i;
+    size_t d = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && d < 4) ++i, ++d;
+    if (d == 0 || d > 3) return {};
+  }
+  if (i < s.size() && s[i] >= '0' && s[i] <= '9') return {};
+  return std::string(s.substr(0, i));
+}
+
+std::string NormalizeReplyCodeField(std::string_view s) {
+  s = TrimSpace(s);
+  if (s.size() < 3) return {};
+  if ((s[0] != '2' && s[0] != '4' && s[0] != '5') || s[1] < '0' || s[1] > '9' || s[2] < '0' ||
+      s[2] > '9') {
+    return {};
+  }
+  if (s.size() > 3 && s[3] >= '0' && s[3] <= '9') return {};
+  return std::string(s.substr(0, 3));
+}
+
+struct Rule {
+  std::string id;
+  Category category = Category::kUndetermined;
+  bool has_patterns = false;
+  std::vector<std::string> providers;    // exact names; empty = any
+  std::vector<std::string> statuses;     // globs; empty = any
+  std::vector<std::string> reply_codes;  // globs; empty = any
+  std::vector<std::string> stages;       // exact names; empty = any
+  std::vector<std::string> dsn_actions;  // exact names; empty = any
+  std::string provider_code;             // fixed code, or
+  std::unique_ptr<RE2> code_pattern;     // a pattern whose first group is the code
+};
+
+struct CodeExtractor {
+  std::vector<std::string> providers;  // empty = any
+  std::unique_ptr<RE2> pattern;
+};
+
+struct ProviderDef {
+  std::string name;
+};
+
+// What one pattern of the Set belongs to.
+enum class PatternKind : uint8_t { kRuleMatch, kRuleExclude, kCode, kProviderText };
+struct PatternOwner {
+  PatternKind kind;
+  uint32_t index;  // into rules, codes or providers
+};
+
+bool IsCategoryTransient(Category c) { return Describe(c).fault == Fault::kTransient; }
+
+// The category implied by an enhanced status alone (RFC 3463 and its registry, RFC 5248 and
+// later additions). Class 2 is delivered; the rest by subject and detail.
+Category Rfc3463Category(std::string_view status, std::string_view stage) {
+  if (status.size() < 5) return Category::kUndetermined;
+  char cls = status[0];
+  if (cls == '2') return Category::kDelivered;
+  bool perm = cls == '5';
+  size_t dot = status.find('.', 2);
+  if (dot == std::string_view::npos) return Category::kUndetermined;
+  std::string_view subject = status.substr(2, dot - 2);
+  int detail = 0;
+  for (char c : status.substr(dot + 1)) detail = detail * 10 + (c - '0');
+  using C = Category;
+  if (subject == "1") {
+    switch (detail) {
+      case 1:  // bad destination mailbox address
+      case 3:  // bad destination mailbox address syntax
+      case 4:  // destination mailbox address ambiguous
+        return C::kUserUnknown;
+      case 2:   // bad destination system address
+      case 10:  // recipient address has null MX
+        return C::kDomainUnknown;
+      case 6:
+        return C::kMailboxMoved;
+      case 7:  // bad sender's mailbox address syntax
+      case 8:  // bad sender's system address
+        return C::kSenderRejected;
+      default:
+        // x.1.0 "other address status": at RCPT it is about the recipient, at MAIL the sender.
+        if (detail == 0 && stage == "mail") return C::kSenderRejected;
+        if (detail == 0 && perm && stage == "rcpt") return C::kUserUnknown;
+        return C::kUndetermined;
+    }
+  }
+  if (subject == "2") {
+    switch (detail) {
+      case 1:
+        return C::kMailboxDisabled;
+      case 2:
+        return C::kMailboxFull;
+      case 3:
+        return C::kMessageTooLarge;
+      case 4:
+        return C::kSystemError;  // mailing list expansion problem
+      default:
+        return C::kUndetermined;
+    }
+  }
+  if (subject == "3") {
+    switch (detail) {
+      case 2:
+        return perm ? C::kNotAccept : C::kSystemError;
+      case 3:
+        return C::kProtocolError;  // system not capable of selected features
+      case 4:
+        return C::kMessageTooLarge;
+      default:
+        return C::kSystemError;  // x.3.0, x.3.1 system full, x.3.5 misconfigured
+    }
+  }
+  if (subject == "4") {
+    switch (detail) {
+      case 4:
+        return perm ? C::kDomainUnknown : C::kNetworkError;  // unable to route
+      case 5:
+        return C::kSystemError;  // congestion
+      case 6:
+        return C::kSystemError;  // routing loop
+      case 7:
+        return C::kExpired;  // delivery time expired
+      default:
+        return C::kNetworkError;  // no answer, bad connection, directory failure
+    }
+  }
+  if (subject == "5") {
+    if (detail == 3) return C::kRateLimited;  // too many recipients
+    return C::kProtocolError;
+  }
+  if (subject == "6") return C::kContentRejected;
+  if (subject == "7") {
+    switch (detail) {
+      case 0:
+      case 1:
+      case 2:
+        return perm ? C::kPolicyRejection : C::kUndetermined;
+      case 3:
+      case 4:
+      case 5:
+      case 6:
+      case 7:
+        return C::kSecurityError;
+      case 8:
+      case 9:
+      case 12:
+      case 14:
+        return C::kAuthFailure;
+      case 10:
+      case 11:
+      case 30:
+        return C::kTlsRequired;
+      case 13:
+        return C::kMailboxDisabled;  // user account disabled
+      case 15:
+        return C::kRateLimited;  // priority level too low
+      case 16:
+        return C::kMessageTooLarge;  // too big for the priority
+      case 17:
+        return C::kMailboxMoved;  // mailbox owner has changed
+      case 18:
+        return C::kMailboxMoved;  // domain owner has changed
+      case 20:
+      case 21:
+      case 22:
+      case 23:
+      case 24:
+      case 26:
+      case 29:
+        return C::kAuthFailure;  // DKIM, SPF, ARC, "multiple authentication checks failed"
+      case 25:
+        return C::kRequirePtr;  // reverse DNS validation failed
+      case 27:
+        return C::kSenderRejected;  // sender address has null MX
+      case 28:
+        return C::kRateLimited;  // mail flood detected
+      default:
+        return perm ? C::kPolicyRejection : C::kUndetermined;
+    }
+  }
+  return C::kUndetermined;
+}
+
+// Reads a string or an array of strings; lower-cases when asked. Returns false (and sets why)
+// when the node has another type or an empty string.
+bool ReadStrings(const toml::node& node, bool lower, std::vector<std::string>& out,
+                 std::string& why) {
+  auto take = [&](const toml::node& n) {
+    const auto* s = n.as_string();
+    if (s == nullptr) {
+      why = "expected a string or an array of strings";
+      return false;
+    }
+    if (s->get().empty()) {
+      why = "empty string";
+      return false;
+    }
+    out.push_back(lower ? AsciiLowerCopy(s->get()) : s->get());
+    return true;
+  };
+  if (const auto* arr = node.as_array()) {
+    if (arr->empty()) {
+      why = "empty array";
+      return false;
+    }
+    for (const auto& n : *arr) {
+      if (!take(n)) return false;
+    }
+    return true;
+  }
+  return take(node);
+}
+
+bool IsKnownStage(std::string_view s) {
+  return s == "connect" || s == "helo" || s == "mail" || s == "rcpt" || s == "data" || s == "eom";
+}
+
+bool IsKnownDsnAction(std::string_view s) {
+  return s == "failed" || s == "delayed" || s == "delivered" || s == "relayed" || s == "expanded" ||
+         s == "expired";
+}
+
+// True when every character of a status or reply-code glob is a digit, '.', '*' or '?'.
+bool IsCodeGlob(std::string_view g) {
+  return std::all_of(g.begin(), g.end(), [](char c) {
+    return (c >= '0' && c <= '9') || c == '.' || c == '*' || c == '?';
+  });
+}
+
+}  // namespace
+
+struct RuleSet::Impl {
+  std::vector<Rule> rules;
+  std::vector<uint32_t> patternless;  // rules with no pattern, ascending
+  std::vector<CodeExtractor> codes;
+  std::vector<ProviderDef> providers;
+  // recipient domain or host suffix -> provider index; globs checked in order after.
+  std::unordered_map<std::string, uint32_t> domain_exact;
+  std::vector<std::pair<std::string, uint32_t>> domain_globs;
+  std::unordered_map<std::string, uint32_t> host_suffix;
+  std::vector<std::pair<std::string, uint32_t>> host_globs;
+  std::vector<PatternOwner> owners;  // by Set index
+  std::unique_ptr<RE2::Set> set;
+  RE2::Options options;
+
+  std::string_view ProviderByDomain(std::string_view domain) const;
+  std::string_view ProviderByHost(std::string_view host) const;
+};
+
+namespace {
+
+// Collects everything from one file into an Impl being built. Each method returns false and
+// sets `error` ("file:line: reason") on the first problem.
+class Loader {
+ public:
+  Loader(RuleSet::Impl& impl, std::unordered_set<std::string>& seen_ids)
+      : impl_(impl), seen_ids_(seen_ids) {}
+
+  bool LoadFile(const RulesSource& src, std::string& error) {
+    name_ = src.name.empty() ? "<rules>" : src.name;
+    if (src.text.size() > kMaxRulesFileBytes) {
+      error = name_ + ":1: file larger than " + std::to_string(kMaxRulesFileBytes) + " bytes";
+      return false;
+    }
+    toml::table root;
+    try {
+      root = toml::parse(std::string_view(src.text), std::string_view(name_));
+    } catch (const toml::parse_error& e) {
+      error =
+          name_ + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description());
+      return false;
+    }
+    std::unordered_set<std::string> file_ids;
+    for (const auto& [key, node] : root) {
+      std::string_view k = key.str();
+      const auto* arr = node.as_array();
+      if (k != "rule" && k != "provider" && k != "code") {
+        return Fail(node,
+                    "unknown top-level key '" + std::string(k) +
+                        "' (expected [[rule]], [[provider]] or [[code]])",
+                    error);
+      }
+      if (arr == nullptr || !arr->is_array_of_tables()) {
+        return Fail(node, "'" + std::string(k) + "' must be written as [[" + std::string(k) + "]]",
+                    error);
+      }
+      for (const auto& item : *arr) {
+        const toml::table& t = *item.as_table();
+        bool ok = k == "rule"       ? LoadRule(t, file_ids, error)
+                  : k == "provider" ? LoadProvider(t, error)
+                                    : LoadCode(t, error);
+        if (!ok) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  bool Fail(const toml::node& node, const std::string& why, std::string& error) {
+    error = name_ + ":" + std::to_string(node.source().begin.line) + ": " + why;
+    return false;
+  }
+
+  bool CheckKeys(const toml::table& t, std::initializer_list<std::string_view> allowed,
+                 std::string_view what, std::string& error) {
+    for (const auto& [key, node] : t) {
+      if (std::find(allowed.begin(), allowed.end(), key.str()) == allowed.end()) {
+        return Fail(node, "unknown key '" + std::string(key.str()) + "' in " + std::string(what),
+                    error);
+      }
+    }
+    return true;
+  }
+
+  // Checks one pattern on its own (for a precise line) and adds it to the Set.
+  bool AddPattern(const toml::node& where, const std::string& pattern, PatternKind kind,
+                  uint32_t index, std::string& error) {
+    if (pattern.size() > kMaxPatternBytes) return Fail(where, "pattern too long", error);
+    if (impl_.owners.size() >= kMaxPatterns) return Fail(where, "too many patterns", error);
+    RE2 check(pattern, impl_.options);
+    if (!check.ok()) return Fail(where, "bad regular expression: " + check.error(), error);
+    std::string why;
+    int idx = impl_.set->Add(pattern, &why);
+    if (idx < 0) return Fail(where, "bad regular expression: " + why, error);
+    impl_.owners.push_back({kind, index});
+    return true;
+  }
+
+  bool ReadList(const toml::table& t, std::string_view key, bool lower,
+                std::vector<std::string>& out, std::string& error) {
+    const toml::node* n = t.get(key);
+    if (n == nullptr) return true;
+    std::string why;
+    if (!ReadStrings(*n, lower, out, why)) {
+      return Fail(*n, "'" + std::string(key) + "': " + why, error);
+    }
+    return true;
+  }
+
+  bool LoadRule(const toml::table& t, std::unordered_set<std::string>& file_ids,
+                std::string& error) {
+    if (!CheckKeys(
+            t,
+            {"id", "category", "pattern", "patterns", "exclude", "status", "reply_code", "stage",
+             "provider", "dsn_action", "provider_code", "code_pattern", "enabled", "note"},
+            "[[rule]]", error)) {
+      return false;
+    }
+    const auto* id = t.get_as<std::string>("id");
+    if (id == nullptr || id->get().empty()) return Fail(t, "[[rule]] needs a string 'id'", error);
+    if (!file_ids.insert(id->get()).second) {
+      return Fail(*id, "duplicate rule id '" + id->get() + "'", error);
+    }
+    if (const auto* en = t.get("enabled"); en != nullptr && !en->is_boolean()) {
+      return Fail(*en, "'enabled' must be true or false", error);
+    }
+    if (const auto* note = t.get("note"); note != nullptr && !note->is_string()) {
+      return Fail(*note, "'note' must be a string", error);
+    }
+    // An id seen in an earlier file overrides this one: earlier files are on top.
+    bool shadowed = !seen_ids_.insert(id->get()).second;
+    bool enabled = t["enabled"].value_or(true);
+
+    Rule rule;
+    rule.id = id->get();
+    const auto* cat = t.get_as<std::string>("category");
+    if (cat == nullptr) return Fail(t, "rule '" + rule.id + "' needs a string 'category'", error);
+    auto category = CategoryFromName(cat->get());
+    if (!category) return Fail(*cat, "unknown category '" + cat->get() + "'", error);
+    rule.category = *category;
+
+    std::vector<std::string> patterns, excludes;
+    if (!ReadList(t, "pattern", false, patterns, error) ||
+        !ReadList(t, "patterns", false, patterns, error) ||
+        !ReadList(t, "exclude", false, excludes, error) ||
+        !ReadList(t, "provider", true, rule.providers, error) ||
+        !ReadList(t, "status", true, rule.statuses, error) ||
+        !ReadList(t, "reply_code", true, rule.reply_codes, error) ||
+        !ReadList(t, "stage", true, rule.stages, error) ||
+        !ReadList(t, "dsn_action", true, rule.dsn_actions, error)) {
+      return false;
+    }
+    for (const auto& g : rule.statuses) {
+      if (!IsCodeGlob(g) || g[0] == '.') {
+        return Fail(*t.get("status"), "bad status glob '" + g + "' (e.g. \"5.7.*\")", error);
+      }
+    }
+    for (const auto& g : rule.reply_codes) {
+      if (!IsCodeGlob(g) || g.find('.') != std::string::npos) {
+        return Fail(*t.get("reply_code"), "bad reply code glob '" + g + "' (e.g. \"55?\")", error);
+      }
+    }
+    for (const auto& s : rule.stages) {
+      if (!IsKnownStage(s)) return Fail(*t.get("stage"), "unknown stage '" + s + "'", error);
+    }
+    for (const auto& a : rule.dsn_actions) {
+      if (!IsKnownDsnAction(a)) {
+        return Fail(*t.get("dsn_action"), "unknown dsn_action '" + a + "'", error);
+      }
+    }
+    for (const auto& p : rule.providers) {
+      NoteProviderRef(p, *t.get("provider"));
+    }
+    if (patterns.empty() && rule.statuses.empty() && rule.reply_codes.empty() &&
+        rule.providers.empty() && rule.stages.empty() && rule.dsn_actions.empty()) {
+      return Fail(t, "rule '" + rule.id + "' has no condition (give patterns, status, ...)", error);
+    }
+    if (const auto* pc = t.get("provider_code")) {
+      if (!pc->is_string() || pc->as_string()->get().empty()) {
+        return Fail(*pc, "'provider_code' must be a non-empty string", error);
+      }
+      rule.provider_code = pc->as_string()->get();
+    }
+    if (const auto* cp = t.get("code_pattern")) {
+      if (!cp->is_string()) return Fail(*cp, "'code_pattern' must be a string", error);
+      rule.code_pattern = std::make_unique<RE2>(cp->as_string()->get(), impl_.options);
+      if (!rule.code_pattern->ok()) {
+        return Fail(*cp, "bad regular expression: " + rule.code_pattern->error(), error);
+      }
+      if (rule.code_pattern->NumberOfCapturingGroups() < 1) {
+        return Fail(*cp, "'code_pattern' needs a capture group (...) for the code", error);
+      }
+    }
+    // Shadowed or disabled rules are fully checked but not compiled in.
+    if (shadowed || !enabled) return true;
+
+    auto index = static_cast<uint32_t>(impl_.rules.size());
+    rule.has_patterns = !patterns.empty();
+    for (const auto& p : patterns) {
+      if (!AddPattern(*(t.get("patterns") ? t.get("patterns") : t.get("pattern")), p,
+                      PatternKind::kRuleMatch, index, error)) {
+        return false;
+      }
+    }
+    for (const auto& p : excludes) {
+      if (!AddPattern(*t.get("exclude"), p, PatternKind::kRuleExclude, index, error)) {
+        return false;
+      }
+    }
+    if (!rule.has_patterns) impl_.patternless.push_back(index);
+    impl_.rules.push_back(std::move(rule));
+    return true;
+  }
+
+  bool LoadProvider(const toml::table& t, std::string& error) {
+    if (!CheckKeys(t, {"name", "domains", "hosts", "text", "note"}, "[[provider]]", error)) {
+      return false;
+    }
+    const auto* name = t.get_as<std::string>("name");
+    if (name == nullptr || name->get().empty()) {
+      return Fail(t, "[[provider]] needs a string 'name'", error);
+    }
+    std::string n = AsciiLowerCopy(name->get());
+    uint32_t index = 0;
+    auto it = std::find_if(impl_.providers.begin(), impl_.providers.end(),
+                           [&](const ProviderDef& p) { return p.name == n; });
+    if (it == impl_.providers.end()) {
+      index = static_cast<uint32_t>(impl_.providers.size());
+      impl_.providers.push_back({n});
+    } else {
+      index = static_cast<uint32_t>(it - impl_.providers.begin());
+    }
+    provider_names_.insert(n);
+    std::vector<std::string> domains, hosts, texts;
+    if (!ReadList(t, "domains", true, domains, error) ||
+        !ReadList(t, "hosts", true, hosts, error) || !ReadList(t, "text", false, texts, error)) {
+      return false;
+    }
+    // First definition wins, so files on top can move a domain to another provider.
+    for (auto& d : domains) {
+      if (d.find_first_of("*?") != std::string::npos) {
+        impl_.domain_globs.emplace_back(std::move(d), index);
+      } else {
+        impl_.domain_exact.emplace(std::move(d), index);
+      }
+    }
+    for (auto& h : hosts) {
+      if (h.find_first_of("*?") != std::string::npos) {
+        impl_.host_globs.emplace_back(std::move(h), index);
+      } else {
+        impl_.host_suffix.emplace(std::move(h), index);
+      }
+    }
+    for (const auto& p : texts) {
+      if (!AddPattern(*t.get("text"), p, PatternKind::kProviderText, index, error)) return false;
+    }
+    return true;
+  }
+
+  bool LoadCode(const toml::table& t, std::string& error) {
+    if (!CheckKeys(t, {"provider", "pattern", "note"}, "[[code]]", error)) return false;
+    CodeExtractor code;
+    if (!ReadList(t, "provider", true, code.providers, error)) return false;
+    const auto* p = t.get_as<std::string>("pattern");
+    if (p == nullptr) return Fail(t, "[[code]] needs a string 'pattern'", error);
+    code.pattern = std::make_unique<RE2>(p->get(), impl_.options);
+    if (!code.pattern->ok()) {
+      return Fail(*p, "bad regular expression: " + code.pattern->error(), error);
+    }
+    if (code.pattern->NumberOfCapturingGroups() < 1) {
+      return Fail(*p, "[[code]] pattern needs a capture group (...) for the code", error);
+    }
+    for (const auto& name : code.providers) NoteProviderRef(name, *t.get("provider"));
+    auto index = static_cast<uint32_t>(impl_.codes.size());
+    if (!AddPattern(*p, p->get(), PatternKind::kCode, index, error)) return false;
+    impl_.codes.push_back(std::move(code));
+    return true;
+  }
+
+ public:
+  // Provider names used by rules must be defined by some file (in any of them, any order).
+  bool CheckProviderRefs(std::string& error) const {
+    for (const auto& [name, where] : provider_refs_) {
+      if (!provider_names_.contains(name)) {
+        error = where + ": unknown provider '" + name + "'";
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  void NoteProviderRef(const std::string& name, const toml::node& where) {
+    provider_refs_.emplace(name, name_ + ":" + std::to_string(where.source().begin.line));
+  }
+
+  RuleSet::Impl& impl_;
+  std::unordered_set<std::string>& seen_ids_;
+  std::string name_;
+  std::unordered_set<std::string> provider_names_;
+  std::unordered_map<std::string, std::string> provider_refs_;  // name -> first "file:line"
+};
+
+}  // namespace
+
+std::string_view RuleSet::Impl::ProviderByDomain(std::string_view domain) const {
+  if (domain.empty()) return {};
+  // "mail.example.com", then "example.com", then "com".
+  for (std::string_view d = domain;;) {
+    auto it = domain_exact.find(std::string(d));
+    if (it != domain_exact.end()) return providers[it->second].name;
+    size_t dot = d.find('.');
+    if (dot == std::string_view::npos) break;
+    d.remove_prefix(dot + 1);
+  }
+  for (const auto& [glob, idx] : domain_globs) {
+    if (GlobMatch(glob, domain)) return providers[idx].name;
+  }
+  return {};
+}
+
+std::string_view RuleSet::Impl::ProviderByHost(std::string_view host) const {
+  // Remote-MTA fields look like "dns; mx01.mail.icloud.com", "mx.x.com[1.2.3.4]:25" or
+  // "mx.x.com [1.2.3.4]"; keep the host name only.
+  host = TrimSpace(host);
+  if (StartsWithNoCase(host, "dns;")) host = TrimSpace(host.substr(4));
+  size_t cut = host.find_first_of("[ :;(");
+  if (cut != std::string_view::npos) host = host.substr(0, cut);
+  while (!host.empty() && host.back() == '.') host.remove_suffix(1);
+  if (host.empty()) return {};
+  std::string lower = AsciiLowerCopy(host);
+  for (std::string_view d = lower;;) {
+    auto it = host_suffix.find(std::string(d));
+    if (it != host_suffix.end()) return providers[it->second].name;
+    size_t dot = d.find('.');
+    if (dot == std::string_view::npos) break;
+    d.remove_prefix(dot + 1);
+  }
+  for (const auto& [glob, idx] : host_globs) {
+    if (GlobMatch(glob, lower)) return providers[idx].name;
+  }
+  return {};
+}
+
+RuleSet::RuleSet(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RuleSet::~RuleSet() = default;
+
+size_t RuleSet::rule_count() const { return impl_->rules.size(); }
+
+RulesSource RuleSet::DefaultSource() {
+  return RulesSource{"rules/default.toml (built in)", std::string(kDefaultRulesToml)};
+}
+
+Expected<std::shared_ptr<const RuleSet>> RuleSet::Compile(const std::vector<RulesSource>& files) {
+  auto impl = std::make_unique<Impl>();
+  impl->options.set_case_sensitive(false);
+  impl->options.set_log_errors(false);
+  impl->options.set_max_mem(kRe2MaxMem);
+  impl->set = std::make_unique<RE2::Set>(impl->options, RE2::UNANCHORED);
+  std::unordered_set<std::string> seen_ids;
+  std::string error;
+  Loader loader(*impl, seen_ids);
+  for (const auto& f : files) {
+    if (!loader.LoadFile(f, error)) return Status::Error(error);
+  }
+  if (!loader.CheckProviderRefs(error)) return Status::Error(error);
+  if (!impl->set->Compile()) {
+    return Status::Error("rules: the patterns do not fit in memory (too many or too complex)");
+  }
+  return std::shared_ptr<const RuleSet>(new RuleSet(std::move(impl)));
+}
+
+std::shared_ptr<const RuleSet> RuleSet::Default() {
+  // Compiled once; the embedded file is tested, so failing here is a build defect.
+  static const std::shared_ptr<const RuleSet> rules = [] {
+    auto compiled = Compile({DefaultSource()});
+    if (!compiled.ok()) {
+      std::fprintf(stderr, "bounced: built-in rules do not compile: %s\n",
+                   compiled.error().c_str());
+      std::abort();
+    }
+    return compiled.value();
+  }();
+  return rules;
+}
+
+std::string_view RuleSet::ProviderFor(std::string_view recipient_domain,
+                                      std::string_view remote_mta) const {
+  std::string domain = AsciiLowerCopy(TrimSpace(recipient_domain));
+  if (domain.find('@') != std::string::npos) domain = DomainOf(domain);
+  while (!domain.empty() && domain.back() == '.') domain.pop_back();
+  std::string_view p = impl_->ProviderByDomain(domain);
+  if (p.empty()) p = impl_->ProviderByHost(remote_mta);
+  return p;
+}
+
+std::string_view ProviderFor(const RuleSet& rules, std::string_view recipient_domain,
+                             std::string_view remote_mta) {
+  return rules.ProviderFor(recipient_domain, remote_mta);
+}
+
+Result RuleSet::Classify(const ReplyInput& in) const {
+  const Impl& im = *impl_;
+  Result r;
+  r.diagnostic = Sanitize(in.diagnostic);
+  r.recipient = NormalizeAddress(in.recipient);
+  r.remote_mta = Sanitize(in.remote_mta, 256);
+  r.dsn_action = AsciiLowerCopy(TrimSpace(in.dsn_action));
+  const std::string& text = r.diagnostic;
+
+  r.status = NormalizeStatusField(in.status);
+  if (r.status.empty()) r.status = ExtractEnhancedStatus(text);
+  r.reply_code = NormalizeReplyCodeField(in.reply_code);
+  if (r.reply_code.empty()) r.reply_code = ExtractReplyCode(text);
+  if (r.status.empty() && !r.reply_code.empty()) {
+    r.status = std::string(1, r.reply_code[0]) + ".0.0";
+  }
+  r.stage = std::string(NormalizeStage(in.stage));
+  if (r.stage.empty()) r.stage = std::string(StageFromText(text));
+
+  std::string domain = DomainOf(r.recipient);
+  r.provider = std::string(im.ProviderByDomain(domain));
+  if (r.provider.empty()) r.provider = std::string(im.ProviderByHost(r.remote_mta));
+
+  // Delivered is decided by the status alone: a 2xx reply's text never makes it a failure.
+  bool delivered = r.dsn_action == "delivered" || r.dsn_action == "relayed" ||
+                   r.dsn_action == "expanded" || (!r.status.empty() && r.status[0] == '2');
+  if (delivered) {
+    r.category = Category::kDelivered;
+    r.rule = "rfc3463";
+    return r;
+  }
+
+  // One pass over the text for every pattern. The buffers are per thread and reused, so a
+  // classification allocates only its Result.
+  thread_local std::vector<int> matched;
+  thread_local std::vector<uint32_t> rule_hits;
+  thread_local std::vector<uint32_t> excluded;
+  thread_local std::vector<uint32_t> code_hits;
+  matched.clear();
+  rule_hits.clear();
+  excluded.clear();
+  code_hits.clear();
+  if (!text.empty()) im.set->Match(text, &matched);
+  std::string_view text_provider;
+  uint32_t text_provider_pattern = UINT32_MAX;
+  for (int m : matched) {
+    const PatternOwner& o = im.owners[static_cast<size_t>(m)];
+    switch (o.kind) {
+      case PatternKind::kRuleMatch:
+        rule_hits.push_back(o.index);
+        break;
+      case PatternKind::kRuleExclude:
+        excluded.push_back(o.index);
+        break;
+      case PatternKind::kCode:
+        code_hits.push_back(o.index);
+        break;
+      case PatternKind::kProviderText:
+        if (static_cast<uint32_t>(m) < text_provider_pattern) {
+          text_provider_pattern = static_cast<uint32_t>(m);
+          text_provider = im.providers[o.index].name;
+        }
+        break;
+    }
+  }
+  // The text names the provider only when the recipient domain and the host did not.
+  if (r.provider.empty()) r.provider = std::string(text_provider);
+  std::sort(rule_hits.begin(), rule_hits.end());
+  rule_hits.erase(std::unique(rule_hits.begin(), rule_hits.end()), rule_hits.end());
+  std::sort(excluded.begin(), excluded.end());
+  std::sort(code_hits.begin(), code_hits.end());
+
+  auto conditions_hold = [&](const Rule& rule) {
+    if (!rule.providers.empty() && !AnyEqual(rule.providers, r.provider)) return false;
+    if (!rule.statuses.empty() && !AnyGlob(rule.statuses, r.status)) return false;
+    if (!rule.reply_codes.empty() && !AnyGlob(rule.reply_codes, r.reply_code)) return false;
+    if (!rule.stages.empty() && !AnyEqual(rule.stages, r.stage)) return false;
+    if (!rule.dsn_actions.empty() && !AnyEqual(rule.dsn_actions, r.dsn_action)) return false;
+    return !std::binary_search(excluded.begin(), excluded.end(),
+                               static_cast<uint32_t>(&rule - im.rules.data()));
+  };
+
+  // Merge the rules whose patterns matched with the pattern-less ones, in file order.
+  const Rule* winner = nullptr;
+  size_t a = 0, b = 0;
+  while (winner == nullptr && (a < rule_hits.size() || b < im.patternless.size())) {
+    uint32_t next;
+    if (b >= im.patternless.size() || (a < rule_hits.size() && rule_hits[a] < im.patternless[b])) {
+      next = rule_hits[a++];
+    } else {
+      next = im.patternless[b++];
+    }
+    if (conditions_hold(im.rules[next])) winner = &im.rules[next];
+  }
+
+  bool gave_up = r.dsn_action == "expired" ||
+                 (r.dsn_action == "failed" && !r.status.empty() && r.status[0] == '4');
+  if (winner != nullptr) {
+    r.category = winner->category;
+    r.rule = winner->id;
+    if (!winner->provider_code.empty()) {
+      r.provider_code = winner->provider_code;
+    } else if (winner->code_pattern) {
+      std::string code;
+      if (RE2::PartialMatch(text, *winner->code_pattern, &code))
+        r.provider_code = Sanitize(code, 64);
+    }
+  } else if (!r.status.empty()) {
+    r.category = Rfc3463Category(r.status, r.stage);
+    r.rule = r.category == Category::kUndetermined ? "" : "rfc3463";
+  }
+  // A temporary failure the MTA gave up on (queue lifetime) is "expired" unless its cause was
+  // something more telling than a transient condition.
+  if (gave_up && r.category != Category::kExpired &&
+      (r.category == Category::kUndetermined || IsCategoryTransient(r.category))) {
+    r.category = Category::kExpired;
+    if (r.rule.empty() || r.rule == "rfc3463") r.rule = "expired";
+  }
+
+  if (r.provider_code.empty()) {
+    for (uint32_t ci : code_hits) {
+      const CodeExtractor& ce = im.codes[ci];
+      if (!ce.providers.empty() && !AnyEqual(ce.providers, r.provider)) continue;
+      std::string code;
+      if (RE2::PartialMatch(text, *ce.pattern, &code) && !code.empty()) {
+        r.provider_code = Sanitize(code, 64);
+        break;
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace bounced
