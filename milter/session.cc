@@ -262,7 +262,9 @@ std::string RemovalHeaderValue(const std::vector<PendingRemoval>& removed) {
     if (!v.empty()) v.append(", ");
     v.append(Printable(r.address, 320));
     v.append(" (");
-    v.append(ToString(r.suppression.category));
+    v.append(r.suppression.category == Category::kUndetermined
+                 ? Printable(r.suppression.reason, 32)
+                 : std::string(ToString(r.suppression.category)));
     v.append(")");
     if (v.size() > 900) {
       v.append(", ...");
