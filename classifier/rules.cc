@@ -127,8 +127,6 @@ struct PatternOwner {
   uint32_t index;  // into rules, codes or providers
 };
 
-bool IsCategoryTransient(Category c) { return Describe(c).fault == Fault::kTransient; }
-
 // The category implied by an enhanced status alone (RFC 3463 and its registry, RFC 5248 and
 // later additions). Class 2 is delivered; the rest by subject and detail.
 Category Rfc3463Category(std::string_view status, std::string_view stage) {
@@ -220,11 +218,11 @@ Category Rfc3463Category(std::string_view status, std::string_view stage) {
       case 6:
       case 7:
         return C::kSecurityError;
-      case 8:
-      case 9:
-      case 12:
-      case 14:
-        return C::kAuthFailure;
+      case 8:   // authentication credentials invalid (SMTP AUTH, RFC 4954)
+      case 9:   // authentication mechanism too weak
+      case 12:  // password transition needed
+      case 14:  // trust relationship required
+        return C::kSecurityError;
       case 10:
       case 11:
       case 30:
@@ -258,6 +256,51 @@ Category Rfc3463Category(std::string_view status, std::string_view stage) {
     }
   }
   return C::kUndetermined;
+}
+
+// Multi-line replies folded onto one line repeat the reply code, and usually the enhanced
+// status, before each line: "550-5.7.1 Messages with multiple 550 5.7.1 addresses in From:".
+// Patterns are matched against the text with those inner prefixes removed, so a phrase split
+// across reply lines still matches. Returns `text` itself when there is nothing to remove.
+std::string_view JoinContinuations(std::string_view text, std::string_view code,
+                                   std::string_view status, std::string& buf) {
+  if (code.size() != 3) return text;
+  auto prefix_at = [&](size_t i) {
+    return i + 4 <= text.size() && text.compare(i, 3, code) == 0 &&
+           (text[i + 3] == '-' || text[i + 3] == ' ') && (i == 0 || text[i - 1] == ' ');
+  };
+  size_t first = std::string_view::npos;
+  for (size_t i = text.find(code); i != std::string_view::npos; i = text.find(code, i + 1)) {
+    if (prefix_at(i)) {
+      first = i;
+      break;
+    }
+  }
+  if (first == std::string_view::npos) return text;
+  size_t next = first + 4;
+  bool found = false;
+  for (size_t i = text.find(code, next); i != std::string_view::npos; i = text.find(code, i + 1)) {
+    if (prefix_at(i)) {
+      found = true;
+      break;
+    }
+  }
+  if (!found) return text;
+  buf.assign(text.substr(0, next));
+  size_t i = next;
+  while (i < text.size()) {
+    if (prefix_at(i) && i > 0) {
+      size_t skip = i + 4;
+      if (!status.empty() && text.compare(skip, status.size(), status) == 0 &&
+          (skip + status.size() == text.size() || text[skip + status.size()] == ' ')) {
+        skip += status.size() + 1;
+      }
+      i = std::min(skip, text.size());
+      continue;
+    }
+    buf.push_back(text[i++]);
+  }
+  return buf;
 }
 
 // Reads a string or an array of strings; lower-cases when asked. Returns false (and sets why)
@@ -746,11 +789,13 @@ Result RuleSet::Classify(const ReplyInput& in) const {
   thread_local std::vector<uint32_t> rule_hits;
   thread_local std::vector<uint32_t> excluded;
   thread_local std::vector<uint32_t> code_hits;
+  thread_local std::string joined;
+  std::string_view match_text = JoinContinuations(text, r.reply_code, r.status, joined);
   matched.clear();
   rule_hits.clear();
   excluded.clear();
   code_hits.clear();
-  if (!text.empty()) im.set->Match(text, &matched);
+  if (!match_text.empty()) im.set->Match(match_text, &matched);
   std::string_view text_provider;
   uint32_t text_provider_pattern = UINT32_MAX;
   for (int m : matched) {
@@ -812,17 +857,16 @@ Result RuleSet::Classify(const ReplyInput& in) const {
       r.provider_code = winner->provider_code;
     } else if (winner->code_pattern) {
       std::string code;
-      if (RE2::PartialMatch(text, *winner->code_pattern, &code))
+      if (RE2::PartialMatch(match_text, *winner->code_pattern, &code))
         r.provider_code = Sanitize(code, 64);
     }
   } else if (!r.status.empty()) {
     r.category = Rfc3463Category(r.status, r.stage);
     r.rule = r.category == Category::kUndetermined ? "" : "rfc3463";
   }
-  // A temporary failure the MTA gave up on (queue lifetime) is "expired" unless its cause was
-  // something more telling than a transient condition.
-  if (gave_up && r.category != Category::kExpired &&
-      (r.category == Category::kUndetermined || IsCategoryTransient(r.category))) {
+  // A temporary failure the MTA gave up on (queue lifetime) is "expired" when nothing more
+  // telling is known; rules decide the rest (rules/default.toml's "gave-up-connecting").
+  if (gave_up && r.category == Category::kUndetermined) {
     r.category = Category::kExpired;
     if (r.rule.empty() || r.rule == "rfc3463") r.rule = "expired";
   }
@@ -832,7 +876,7 @@ Result RuleSet::Classify(const ReplyInput& in) const {
       const CodeExtractor& ce = im.codes[ci];
       if (!ce.providers.empty() && !AnyEqual(ce.providers, r.provider)) continue;
       std::string code;
-      if (RE2::PartialMatch(text, *ce.pattern, &code) && !code.empty()) {
+      if (RE2::PartialMatch(match_text, *ce.pattern, &code) && !code.empty()) {
         r.provider_code = Sanitize(code, 64);
         break;
       }
