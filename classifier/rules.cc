@@ -864,9 +864,10 @@ Result RuleSet::Classify(const ReplyInput& in) const {
     r.category = Rfc3463Category(r.status, r.stage);
     r.rule = r.category == Category::kUndetermined ? "" : "rfc3463";
   }
-  // A temporary failure the MTA gave up on (queue lifetime) is "expired" when nothing more
-  // telling is known; rules decide the rest (rules/default.toml's "gave-up-connecting").
-  if (gave_up && r.category == Category::kUndetermined) {
+  // A temporary failure the MTA gave up on (queue lifetime ran out) is "expired", unless the
+  // reply named a cause that is not itself transient (mailbox full, a block, a policy ...).
+  if (gave_up &&
+      (r.category == Category::kUndetermined || Describe(r.category).fault == Fault::kTransient)) {
     r.category = Category::kExpired;
     if (r.rule.empty() || r.rule == "rfc3463") r.rule = "expired";
   }

@@ -1,0 +1,483 @@
+// rules_test.cc: the rules engine (classifier/rules.h) and the shipped rules/default.toml,
+// on real reply texts: every provider and category, provider detection, provider codes, the
+// RFC 3463 fallback, merge order and the errors a broken rules file gets.
+#include "classifier/rules.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "classifier/result.h"
+
+namespace bounced {
+namespace {
+
+Result Classify(std::string_view text, std::string_view recipient = "",
+                std::string_view status = "", std::string_view stage = "",
+                std::string_view dsn_action = "", std::string_view remote_mta = "") {
+  ReplyInput in;
+  in.diagnostic = text;
+  in.recipient = recipient;
+  in.status = status;
+  in.stage = stage;
+  in.dsn_action = dsn_action;
+  in.remote_mta = remote_mta;
+  return RuleSet::Default()->Classify(in);
+}
+
+struct Case {
+  const char* recipient;
+  const char* text;
+  Category category;
+  const char* provider;
+  const char* provider_code;
+};
+
+// Replies as real MTAs send them (several captured from a real Postfix talking to a fake MX
+// that answered with the providers' published texts).
+const Case kCases[] = {
+    // Apple iCloud
+    {"cs01@icloud.com",
+     "host mx01.mail.icloud.com[17.57.154.6] said: 554 5.7.1 [CS01] Message rejected due to "
+     "local policy. Please visit https://support.apple.com/en-us/HT204137 (in reply to end of "
+     "DATA command)",
+     Category::kPolicyRejection, "icloud", "CS01"},
+    {"cs02@me.com",
+     "554 5.7.1 [CS02] Message rejected due to local policy. Please visit "
+     "https://support.apple.com/en-us/HT204137",
+     Category::kPolicyRejection, "icloud", "CS02"},
+    {"hm08@mac.com",
+     "554 5.7.1 [HM08] Message rejected due to local policy. Please visit "
+     "https://support.apple.com/en-us/HT204137",
+     Category::kAuthFailure, "icloud", "HM08"},
+    {"x@icloud.com", "550 5.1.1 <x@icloud.com>: user does not exist", Category::kUserUnknown,
+     "icloud", ""},
+    {"x@icloud.com", "552 5.2.2 <x@icloud.com>: user is over quota", Category::kMailboxFull,
+     "icloud", ""},
+    // Google
+    {"u@gmail.com",
+     "550-5.1.1 The email account that you tried to reach does not exist. Please try\n"
+     "550-5.1.1 double-checking the recipient's email address for typos or\n"
+     "550 5.1.1  https://support.google.com/mail/?p=NoSuchUser d9443c01a7336 - gsmtp",
+     Category::kUserUnknown, "gmail", "NoSuchUser"},
+    {"u@gmail.com",
+     "550-5.7.1 [192.0.2.1 12] Our system has detected that this message is\n550-5.7.1 likely "
+     "unsolicited mail. To reduce the amount of spam sent to Gmail,\n550 5.7.1  "
+     "https://support.google.com/mail/?p=UnsolicitedMessageError - gsmtp",
+     Category::kSpamContent, "gmail", "UnsolicitedMessageError"},
+    {"u@gmail.com",
+     "550-5.7.26 This mail has been blocked because the sender is\n550-5.7.26 unauthenticated. "
+     "Gmail requires all senders to authenticate with\n550-5.7.26 either SPF or DKIM.",
+     Category::kAuthFailure, "gmail", ""},
+    {"u@gmail.com",
+     "550-5.7.25 [192.0.2.1] The IP address sending this message does not have a\n550-5.7.25 "
+     "PTR record setup, or the corresponding forward DNS entry does not point\n550 5.7.25 to "
+     "the sending IP. - gsmtp",
+     Category::kRequirePtr, "gmail", ""},
+    {"u@gmail.com",
+     "421-4.7.28 [192.0.2.1 15] Our system has detected an unusual rate of\n421-4.7.28 "
+     "unsolicited mail originating from your IP address. - gsmtp",
+     Category::kRateLimited, "gmail", ""},
+    {"u@gmail.com",
+     "452-4.2.2 The recipient's inbox is out of storage space. Please direct the\n452-4.2.2 "
+     "recipient to\n452 4.2.2  https://support.google.com/mail/?p=OverQuotaTemp - gsmtp",
+     Category::kMailboxFull, "gmail", "OverQuotaTemp"},
+    {"u@gmail.com",
+     "550-5.2.1 The email account that you tried to reach is disabled. Learn more at\n550 5.2.1 "
+     " https://support.google.com/mail/?p=DisabledUser - gsmtp",
+     Category::kMailboxDisabled, "gmail", "DisabledUser"},
+    {"u@gmail.com",
+     "550-5.7.1 [192.0.2.1 13] Messages with multiple\n550 5.7.1 addresses in From: header are "
+     "not accepted. - gsmtp",
+     Category::kContentRejected, "gmail", ""},
+    // Yahoo and AOL
+    {"y@yahoo.com",
+     "554 delivery error: dd This user doesn't have a yahoo.com account (y@yahoo.com) [0] - "
+     "mta4011.mail.bf2.yahoo.com",
+     Category::kUserUnknown, "yahoo", ""},
+    {"y@yahoo.com",
+     "554 5.7.9 Message not accepted for policy reasons.  See "
+     "https://postmaster.yahooinc.com/error-codes",
+     Category::kPolicyRejection, "yahoo", ""},
+    {"y@yahoo.com",
+     "421 4.7.0 [TSS04] Messages from 192.0.2.1 temporarily deferred due to unexpected volume "
+     "or user complaints - 4.16.55.1; see https://postmaster.yahooinc.com/error-codes",
+     Category::kRateLimited, "yahoo", "TSS04"},
+    {"y@yahoo.com",
+     "553 5.7.2 [TSS09] All messages from 192.0.2.1 will be permanently deferred; Retrying will "
+     "NOT succeed. See https://postmaster.yahooinc.com/error-codes",
+     Category::kReputationBlock, "yahoo", "TSS09"},
+    {"a@aol.com",
+     "554 30 Sorry, your message to a@aol.com cannot be delivered. This mailbox is disabled "
+     "(554.30)",
+     Category::kMailboxDisabled, "aol", ""},
+    // Microsoft
+    {"m@outlook.com",
+     "550 5.7.350 Remote server returned message detected as spam -> 554 5.2.0 "
+     "STOREDRV.Deliver.Exception:MessageDetectedAsSpamException",
+     Category::kSpamContent, "microsoft", "5.7.350"},
+    {"m@outlook.com",
+     "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient m@outlook.com not found by SMTP "
+     "address lookup",
+     Category::kUserUnknown, "microsoft", "RecipientNotFound"},
+    {"m@hotmail.com",
+     "550 5.5.0 Requested action not taken: mailbox unavailable (S2017062302). "
+     "[BN8NAM11FT066.eop-nam11.prod.protection.outlook.com]",
+     Category::kUserUnknown, "microsoft", ""},
+    {"m@outlook.com",
+     "550 5.7.1 Unfortunately, messages from [192.0.2.1] weren't sent. Please contact your "
+     "Internet service provider since part of their network is on our block list (S3150).",
+     Category::kReputationBlock, "microsoft", "S3150"},
+    {"m@outlook.com",
+     "550 5.7.1 Unfortunately, messages from [192.0.2.1] weren't sent. Please contact your "
+     "Internet service provider since part of their network is on our block list (S3140).",
+     Category::kReputationBlock, "microsoft", "S3140"},
+    {"m@contoso.com",
+     "550 5.7.606 Access denied, banned sending IP [192.0.2.1]. To request removal from this "
+     "list please visit https://sender.office.com/",
+     Category::kReputationBlock, "", ""},
+    {"m@live.com",
+     "451 4.7.650 The mail server [192.0.2.1] has been temporarily rate limited due to IP "
+     "reputation.",
+     Category::kRateLimited, "microsoft", "4.7.650"},
+    {"m@contoso.com",
+     "550 5.7.509 Access denied, sending domain example.com does not pass DMARC verification "
+     "and has a DMARC policy of reject.",
+     Category::kAuthFailure, "", ""},
+    {"m@contoso.com", "550 5.4.1 Recipient address rejected: Access denied. AS(201806281)",
+     Category::kUserUnknown, "", ""},
+    // Generic MTA wording, one or more per category
+    {"u@example.org",
+     "550 5.1.1 <u@example.org>: Recipient address rejected: User unknown in virtual mailbox "
+     "table",
+     Category::kUserUnknown, "", ""},
+    {"u@example.org", "550 5.1.1 <u@example.org>... User unknown", Category::kUserUnknown, "", ""},
+    {"u@example.org", "550 No such user here", Category::kUserUnknown, "", ""},
+    {"u@example.org", "550 sorry, no mailbox here by that name. (#5.1.1)", Category::kUserUnknown,
+     "", ""},
+    {"u@example.org", "550 Unrouteable address", Category::kDomainUnknown, "", ""},
+    {"u@example.org",
+     "Host or domain name not found. Name service error for name=example.org type=MX: Host not "
+     "found",
+     Category::kDomainUnknown, "", ""},
+    {"u@example.org",
+     "556 5.1.10 Recipient address rejected: Domain example.org does not "
+     "accept mail (nullMX)",
+     Category::kNotAccept, "", ""},
+    {"u@example.org", "552 5.2.2 Mailbox full", Category::kMailboxFull, "", ""},
+    {"u@example.org", "452 4.2.2 Quota exceeded (mailbox for user is full)", Category::kMailboxFull,
+     "", ""},
+    {"u@example.org", "550 5.2.1 Mailbox disabled, not accepting messages",
+     Category::kMailboxDisabled, "", ""},
+    {"u@example.org", "550 5.2.1 This account has been suspended", Category::kMailboxDisabled, "",
+     ""},
+    {"u@example.org",
+     "450 4.2.0 <u@example.org>: Recipient address rejected: Greylisted, see "
+     "http://postgrey.schweikert.ch/help/example.org.html",
+     Category::kGreylisted, "", ""},
+    {"u@example.org",
+     "554 5.7.1 Service unavailable; Client host [192.0.2.1] blocked using zen.spamhaus.org",
+     Category::kReputationBlock, "", ""},
+    {"u@example.org", "550 5.7.1 SPF check failed: sender not authorized", Category::kAuthFailure,
+     "", ""},
+    {"u@example.org", "550 5.7.1 Email rejected per DMARC policy for example.com",
+     Category::kAuthFailure, "", ""},
+    {"u@example.org",
+     "450 4.7.1 Client host rejected: cannot find your reverse hostname, [192.0.2.1]",
+     Category::kRequirePtr, "", ""},
+    {"u@example.org", "530 5.7.0 Must issue a STARTTLS command first", Category::kTlsRequired, "",
+     ""},
+    {"u@example.org", "552 5.3.4 Message size exceeds fixed limit", Category::kMessageTooLarge, "",
+     ""},
+    {"u@example.org", "554 5.7.1 <u@example.org>: Relay access denied", Category::kRelayDenied, "",
+     ""},
+    {"u@example.org", "554 5.7.1 Message rejected: virus found (Eicar-Test-Signature)",
+     Category::kVirusDetected, "", ""},
+    {"u@example.org", "550 5.7.1 Message rejected as spam by Content Filtering",
+     Category::kSpamContent, "", ""},
+    {"u@example.org", "421 4.7.0 Too many concurrent SMTP connections; please try again later",
+     Category::kRateLimited, "", ""},
+    {"u@example.org", "connect to mx.example.org[192.0.2.1]:25: Connection timed out",
+     Category::kNetworkError, "", ""},
+    {"u@example.org", "553 5.1.8 <s@example.com>: Sender address rejected: Domain not found",
+     Category::kSenderRejected, "", ""},
+    {"u@example.org", "551 5.1.6 User has moved; please try <u@example.net>",
+     Category::kMailboxMoved, "", ""},
+    {"u@example.org",
+     "Amazon SES has suppressed sending to this address because it has a recent "
+     "history of bouncing as an invalid address.",
+     Category::kSuppressedUpstream, "amazonses", ""},
+};
+
+TEST(DefaultRules, ClassifiesRealReplies) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.text);
+    Result r = Classify(c.text, c.recipient);
+    EXPECT_EQ(ToString(r.category), ToString(c.category)) << "rule " << r.rule;
+    EXPECT_EQ(r.provider, c.provider);
+    EXPECT_EQ(r.provider_code, c.provider_code);
+  }
+}
+
+TEST(DefaultRules, ICloudCodesNeverSuppress) {
+  for (const char* code : {"CS01", "CS02", "HM08"}) {
+    for (const char* stage : {"rcpt", "eom"}) {
+      std::string text =
+          std::string("554 5.7.1 [") + code + "] Message rejected due to local policy";
+      Result r = Classify(text, "someone@icloud.com", "5.7.1", stage);
+      EXPECT_FALSE(r.hard_bounce()) << code;
+      EXPECT_NE(r.action(), Action::kSuppress) << code;
+      EXPECT_EQ(r.fault(), Fault::kSender) << code;
+      EXPECT_EQ(r.provider_code, code);
+    }
+  }
+  Result unknown = Classify("550 5.1.1 <x@icloud.com>: user does not exist", "x@icloud.com");
+  EXPECT_TRUE(unknown.hard_bounce());
+  EXPECT_EQ(unknown.action(), Action::kSuppress);
+}
+
+TEST(DefaultRules, FillsStatusCodeAndStage) {
+  Result r = Classify(
+      "host mx.example.org[192.0.2.1] said: 550 5.1.1 <u@example.org>: Recipient address "
+      "rejected: User unknown (in reply to RCPT TO command)",
+      "U@Example.ORG");
+  EXPECT_EQ(r.status, "5.1.1");
+  EXPECT_EQ(r.reply_code, "550");
+  EXPECT_EQ(r.stage, "rcpt");
+  EXPECT_EQ(r.recipient, "U@example.org");
+  // A basic reply code alone gives its class, as Postfix logs it.
+  Result basic = Classify("550 go away");
+  EXPECT_EQ(basic.status, "5.0.0");
+  Result soft = Classify("421 closing connection");
+  EXPECT_EQ(soft.status, "4.0.0");
+  // The caller's status wins over the text's.
+  EXPECT_EQ(Classify("550 5.1.1 nope", "", "5.2.2").status, "5.2.2");
+  EXPECT_EQ(Classify("no codes here").status, "");
+}
+
+TEST(DefaultRules, ProviderFromRemoteHostAndText) {
+  auto rules = RuleSet::Default();
+  EXPECT_EQ(ProviderFor(*rules, "icloud.com", ""), "icloud");
+  EXPECT_EQ(ProviderFor(*rules, "ME.COM", ""), "icloud");
+  EXPECT_EQ(ProviderFor(*rules, "example.com", "mx01.mail.icloud.com"), "icloud");
+  EXPECT_EQ(ProviderFor(*rules, "example.com", "dns; mx02.mail.icloud.com."), "icloud");
+  EXPECT_EQ(ProviderFor(*rules, "example.com", "aspmx.l.google.com[142.250.1.26]:25"), "gmail");
+  EXPECT_EQ(ProviderFor(*rules, "example.com", "example-com.mail.protection.outlook.com"),
+            "microsoft");
+  EXPECT_EQ(ProviderFor(*rules, "hotmail.co.uk", ""), "microsoft");
+  EXPECT_EQ(ProviderFor(*rules, "aol.com", "mx-aol.mail.gm0.yahoodns.net"), "aol");
+  EXPECT_EQ(ProviderFor(*rules, "example.com", "mta7.am0.yahoodns.net"), "yahoo");
+  EXPECT_EQ(ProviderFor(*rules, "example.com", "mx.example.com"), "");
+  EXPECT_EQ(ProviderFor(*rules, "", ""), "");
+  // Google Workspace on a custom domain: only the reply says who answered.
+  Result r = Classify("550 5.7.1 blocked - gsmtp", "u@customer.example");
+  EXPECT_EQ(r.provider, "gmail");
+}
+
+TEST(Rfc3463Fallback, StatusClassesDecideWhenNoRuleMatches) {
+  struct {
+    const char* status;
+    Category category;
+  } cases[] = {
+      {"5.1.1", Category::kUserUnknown},      {"5.1.2", Category::kDomainUnknown},
+      {"5.1.10", Category::kDomainUnknown},   {"5.1.6", Category::kMailboxMoved},
+      {"5.2.1", Category::kMailboxDisabled},  {"5.2.2", Category::kMailboxFull},
+      {"4.2.2", Category::kMailboxFull},      {"5.2.3", Category::kMessageTooLarge},
+      {"5.3.4", Category::kMessageTooLarge},  {"5.4.7", Category::kExpired},
+      {"4.4.1", Category::kNetworkError},     {"5.7.1", Category::kPolicyRejection},
+      {"5.7.25", Category::kRequirePtr},      {"5.7.26", Category::kAuthFailure},
+      {"5.7.23", Category::kAuthFailure},     {"5.7.8", Category::kSecurityError},
+      {"5.7.13", Category::kMailboxDisabled}, {"4.7.28", Category::kRateLimited},
+      {"5.6.0", Category::kContentRejected},  {"5.1.7", Category::kSenderRejected},
+      {"2.0.0", Category::kDelivered},        {"5.0.0", Category::kUndetermined},
+  };
+  for (const auto& c : cases) {
+    Result r = Classify("zzz", "u@example.org", c.status);
+    EXPECT_EQ(ToString(r.category), ToString(c.category)) << c.status;
+  }
+  EXPECT_EQ(Classify("zzz", "u@example.org", "5.1.1").rule, "rfc3463");
+}
+
+TEST(DefaultRules, DeliveredAndExpired) {
+  EXPECT_EQ(Classify("250 2.0.0 Ok: queued as 4Zx", "", "", "", "delivered").category,
+            Category::kDelivered);
+  EXPECT_EQ(Classify("", "", "2.0.0").category, Category::kDelivered);
+  // A 2xx never turns into a failure because of its words.
+  EXPECT_EQ(Classify("250 2.0.0 Ok, user unknown filter skipped").category, Category::kDelivered);
+  // Postfix gave up after the queue lifetime: a transient cause becomes expired...
+  EXPECT_EQ(Classify("connect to mx.example.org[192.0.2.1]:25: Connection refused", "", "4.4.1", "",
+                     "failed")
+                .category,
+            Category::kExpired);
+  EXPECT_EQ(Classify("421 4.7.0 [TSS04] Messages from 192.0.2.1 temporarily deferred due to "
+                     "unexpected volume or user complaints",
+                     "y@yahoo.com", "4.7.0", "", "failed")
+                .category,
+            Category::kExpired);
+  EXPECT_EQ(Classify("", "", "", "", "expired").category, Category::kExpired);
+  // ... but a cause that is not transient (mailbox full) stays what it is.
+  EXPECT_EQ(Classify("452 4.2.2 Mailbox full", "", "4.2.2", "", "failed").category,
+            Category::kMailboxFull);
+  // The same reply while still retrying is a network error.
+  EXPECT_EQ(Classify("connect to mx.example.org[192.0.2.1]:25: Connection refused", "", "4.4.1", "",
+                     "delayed")
+                .category,
+            Category::kNetworkError);
+}
+
+TEST(DefaultRules, UnknownInputIsUndetermined) {
+  Result r = Classify("");
+  EXPECT_EQ(r.category, Category::kUndetermined);
+  EXPECT_EQ(r.rule, "");
+  std::string junk(100000, '\xff');
+  junk += "\x01\x02 550";
+  Result j = Classify(junk);
+  EXPECT_LE(j.diagnostic.size(), 4096u);
+}
+
+RulesSource Src(std::string name, std::string text) {
+  return RulesSource{std::move(name), std::move(text)};
+}
+
+std::string CompileError(const std::vector<RulesSource>& files) {
+  auto c = RuleSet::Compile(files);
+  return c.ok() ? std::string("(compiled)") : c.error();
+}
+
+TEST(RulesLoader, RefusesBrokenFilesWithFileAndLine) {
+  EXPECT_EQ(
+      CompileError({Src("x.toml", "[[rule]]\nid = \"a\"\ncategory = \"nope\"\npattern = 'x'\n")}),
+      "x.toml:3: unknown category 'nope'");
+  EXPECT_EQ(CompileError({Src("x.toml",
+                              "\n[[rule]]\nid = \"a\"\ncategory = \"spam_content\"\n"
+                              "patterns = ['(unclosed']\n")}),
+            "x.toml:5: bad regular expression: missing ): (unclosed");
+  EXPECT_EQ(CompileError({Src("x.toml",
+                              "[[rule]]\nid = \"a\"\ncategory = \"spam_content\"\n"
+                              "pattern = 'x'\ncolour = 'red'\n")}),
+            "x.toml:5: unknown key 'colour' in [[rule]]");
+  std::string syntax = CompileError({Src("bad.toml", "[[rule]\nid = 1\n")});
+  EXPECT_EQ(syntax.rfind("bad.toml:1: ", 0), 0u) << syntax;
+  EXPECT_EQ(CompileError({Src("x.toml",
+                              "[[rule]]\nid = \"a\"\ncategory = \"spam_content\"\n"
+                              "pattern = 'x'\n[[rule]]\nid = \"a\"\n"
+                              "category = \"spam_content\"\npattern = 'y'\n")}),
+            "x.toml:6: duplicate rule id 'a'");
+  EXPECT_EQ(CompileError({Src("x.toml", "[[rule]]\nid = \"a\"\ncategory = \"spam_content\"\n")}),
+            "x.toml:1: rule 'a' has no condition (give patterns, status, ...)");
+  EXPECT_EQ(CompileError({Src("x.toml",
+                              "[[rule]]\nid = \"a\"\ncategory = \"spam_content\"\n"
+                              "pattern = 'x'\nprovider = \"nobody\"\n")}),
+            "x.toml:5: unknown provider 'nobody'");
+  EXPECT_EQ(CompileError({Src("x.toml",
+                              "[[rule]]\nid = \"a\"\ncategory = \"spam_content\"\n"
+                              "status = \"5.x.1\"\n")}),
+            "x.toml:4: bad status glob '5.x.1' (e.g. \"5.7.*\")");
+  EXPECT_EQ(CompileError({Src("x.toml",
+                              "[[rule]]\nid = \"a\"\ncategory = \"spam_content\"\n"
+                              "pattern = 'x'\nstage = \"rcpt-to\"\n")}),
+            "x.toml:5: unknown stage 'rcpt-to'");
+  EXPECT_EQ(CompileError({Src("x.toml", "[[code]]\npattern = 'no group'\n")}),
+            "x.toml:2: [[code]] pattern needs a capture group (...) for the code");
+  EXPECT_EQ(CompileError({Src("x.toml", "rule = 3\n")}),
+            "x.toml:1: 'rule' must be written as [[rule]]");
+  EXPECT_EQ(
+      CompileError({Src("x.toml", "[things]\n")}),
+      "x.toml:1: unknown top-level key 'things' (expected [[rule]], [[provider]] or [[code]])");
+  // The second file is broken: nothing is returned, the error names it.
+  EXPECT_EQ(
+      CompileError({RuleSet::DefaultSource(), Src("local.toml",
+                                                  "[[rule]]\nid = \"z\"\ncategory = \"bogus\"\n"
+                                                  "pattern = 'x'\n")}),
+      "local.toml:3: unknown category 'bogus'");
+}
+
+TEST(RulesLoader, EarlierFilesTakePrecedence) {
+  const std::string local =
+      "[[rule]]\n"
+      "id = \"local-greylist-as-policy\"\n"
+      "category = \"policy_rejection\"\n"
+      "patterns = ['Greylisted']\n"
+      "provider_code = \"LOCAL1\"\n"
+      "\n"
+      "[[rule]]\n"
+      "id = \"icloud-hm08\"\n"
+      "enabled = false\n"
+      "category = \"auth_failure\"\n"
+      "pattern = 'unused'\n"
+      "\n"
+      "[[provider]]\n"
+      "name = \"acme\"\n"
+      "domains = [\"acme.example\"]\n";
+  auto c = RuleSet::Compile({Src("local.toml", local), RuleSet::DefaultSource()});
+  ASSERT_TRUE(c.ok()) << c.error();
+  const RuleSet& rules = **c;
+  EXPECT_EQ(rules.rule_count(), RuleSet::Default()->rule_count());  // +1 local, -1 disabled
+  ReplyInput in;
+  in.diagnostic = "450 4.2.0 Recipient address rejected: Greylisted";
+  Result r = rules.Classify(in);
+  EXPECT_EQ(r.category, Category::kPolicyRejection);
+  EXPECT_EQ(r.rule, "local-greylist-as-policy");
+  EXPECT_EQ(r.provider_code, "LOCAL1");
+  // The default HM08 rule is switched off by id: the [[code]] tables still name the code.
+  in.diagnostic = "554 5.7.1 [HM08] Message rejected due to local policy";
+  in.recipient = "x@icloud.com";
+  Result h = rules.Classify(in);
+  EXPECT_NE(h.rule, "icloud-hm08");
+  EXPECT_EQ(h.provider_code, "HM08");
+  EXPECT_EQ(ProviderFor(rules, "acme.example", ""), "acme");
+  EXPECT_EQ(ProviderFor(rules, "icloud.com", ""), "icloud");
+}
+
+TEST(RulesLoader, ConditionsOnStatusStageAndProvider) {
+  const std::string text =
+      "[[provider]]\nname = \"acme\"\ndomains = [\"acme.example\"]\n"
+      "[[rule]]\nid = \"acme-only\"\ncategory = \"filtered\"\nprovider = \"acme\"\n"
+      "pattern = 'rejected'\n"
+      "[[rule]]\nid = \"at-data\"\ncategory = \"content_rejected\"\nstage = [\"data\", \"eom\"]\n"
+      "pattern = 'rejected'\n"
+      "[[rule]]\nid = \"perm\"\ncategory = \"policy_rejection\"\nstatus = \"5.7.*\"\n"
+      "reply_code = \"55?\"\npattern = 'rejected'\n"
+      "[[rule]]\nid = \"any\"\ncategory = \"system_error\"\npattern = 'rejected'\n"
+      "exclude = 'never here'\n";
+  auto c = RuleSet::Compile({Src("t.toml", text)});
+  ASSERT_TRUE(c.ok()) << c.error();
+  auto run = [&](std::string_view diag, std::string_view rcpt, std::string_view stage) {
+    ReplyInput in;
+    in.diagnostic = diag;
+    in.recipient = rcpt;
+    in.stage = stage;
+    return (*c)->Classify(in).rule;
+  };
+  EXPECT_EQ(run("550 5.7.1 rejected", "u@acme.example", "rcpt"), "acme-only");
+  EXPECT_EQ(run("550 5.7.1 rejected", "u@other.example", "eom"), "at-data");
+  EXPECT_EQ(run("550 5.7.1 rejected", "u@other.example", "rcpt"), "perm");
+  EXPECT_EQ(run("554 5.7.1 rejected", "u@other.example", "rcpt"), "perm");
+  EXPECT_EQ(run("450 4.7.1 rejected", "u@other.example", "rcpt"), "any");
+  EXPECT_EQ(run("450 4.2.2 rejected never here", "u@other.example", "rcpt"), "rfc3463");
+}
+
+TEST(RulesLoader, SharedAcrossThreads) {
+  auto rules = RuleSet::Default();
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        ReplyInput in;
+        in.diagnostic = (i % 2) ? "550 5.1.1 User unknown" : "554 5.7.1 [CS01] local policy";
+        in.recipient = "a@icloud.com";
+        Result r = rules->Classify(in);
+        ok[t] += (i % 2) ? r.category == Category::kUserUnknown
+                         : r.category == Category::kPolicyRejection;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int n : ok) EXPECT_EQ(n, 500);
+}
+
+}  // namespace
+}  // namespace bounced
