@@ -25,13 +25,13 @@ namespace {
 
 void Usage() {
   std::cerr << "usage: postfix_throughput_bench --db FILE --socket SPEC [--suppressed N] "
-               "[--stats-out FILE]\n";
+               "[--socket-group GROUP] [--stats-out FILE]\n";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string db, socket, stats_out;
+  std::string db, socket, socket_group, stats_out;
   long suppressed = 1000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
       socket = next();
     } else if (a == "--suppressed") {
       suppressed = std::stol(next());
+    } else if (a == "--socket-group") {
+      socket_group = next();
     } else if (a == "--stats-out") {
       stats_out = next();
     } else {
@@ -82,6 +84,7 @@ int main(int argc, char** argv) {
   std::shared_ptr<const bounced::RuleSet> rules = bounced::RuleSet::Default();
   bounced::MilterConfig config;
   config.socket = socket;
+  config.socket_group = socket_group;
   auto deps = bounced::MilterDependenciesForStore(
       **store, [rules] { return rules; }, config.callback_timeout);
   if (bounced::Status s = bounced::StartMilter(config, std::move(deps)); !s.ok()) {

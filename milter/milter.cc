@@ -196,8 +196,10 @@ sfsistat OnNegotiate(SMFICTX* ctx, unsigned long f0, unsigned long f1, unsigned 
   *pf0 = f0 & (SMFIF_ADDHDRS | SMFIF_DELRCPT);
   // Skip steps the milter does not use, and do not answer each header (one round trip fewer
   // per header). SKIP lets the body of a message that is no bounce go unsent.
+  // EOH is answered: for a message that is no bounce and needs no change, ACCEPT there spares
+  // Postfix sending the body and the end-of-message round trip.
   unsigned long want = SMFIP_NOHELO | SMFIP_NOUNKNOWN | SMFIP_NODATA | SMFIP_NR_HDR |
-                       SMFIP_NR_CONN | SMFIP_NR_EOH | SMFIP_SKIP;
+                       SMFIP_NR_CONN | SMFIP_NR_MAIL | SMFIP_SKIP;
   *pf1 = f1 & want;
   *pf2 = 0;
   *pf3 = 0;
@@ -227,16 +229,14 @@ sfsistat OnConnect(SMFICTX* ctx, char* hostname, _SOCK_ADDR* hostaddr) {
     }
   }
   s->path = ClassifyPath(hostname ? hostname : "", family, addr, port);
-  spdlog::debug("milter: connect host={} addr={} port={} path={} daemon_name={}",
-                hostname ? hostname : "", addr, port,
-                s->path == MailPath::kNonSmtpd ? "non_smtpd" : "smtpd",
-                Macro(ctx, "{daemon_name}"));
+  spdlog::debug("milter: connect host={} addr={} port={} path={}", hostname ? hostname : "", addr,
+                port, s->path == MailPath::kNonSmtpd ? "non_smtpd" : "smtpd");
   return s->Reply(SMFIP_NR_CONN, SMFIS_CONTINUE);
 }
 
 sfsistat OnEnvFrom(SMFICTX* ctx, char** argv) {
   auto* s = Get(ctx);
-  if (s == nullptr) return SMFIS_ACCEPT;
+  if (s == nullptr) return SMFIS_CONTINUE;
   s->ResetMessage();
   s->sender = std::string(StripAngles(argv && argv[0] ? argv[0] : ""));
   s->null_sender = s->sender.empty();
@@ -245,7 +245,7 @@ sfsistat OnEnvFrom(SMFICTX* ctx, char** argv) {
   auto& c = G().counters;
   (s->path == MailPath::kNonSmtpd ? c.non_smtpd_messages : c.smtpd_messages)
       .fetch_add(1, std::memory_order_relaxed);
-  return SMFIS_CONTINUE;
+  return s->Reply(SMFIP_NR_MAIL, SMFIS_CONTINUE);
 }
 
 sfsistat OnEnvRcpt(SMFICTX* ctx, char** argv) {
@@ -315,11 +315,19 @@ sfsistat OnEoh(SMFICTX* ctx) {
   if (s->buffer) {
     if (s->sniffer && s->sniffer->candidate()) {
       s->buffer->EndOfHeaders();
-    } else {
-      s->buffer.reset();  // not a bounce: nothing of the body is needed
+      return SMFIS_CONTINUE;
     }
+    s->buffer.reset();  // not a bounce: nothing of the body is needed
   }
-  return s->Reply(SMFIP_NR_EOH, SMFIS_CONTINUE);
+  // Nothing left to do at end of message (no removal, no tempfail pending): accept now.
+  bool eom_work =
+      !s->removals.empty() || (s->lookup_failed && s->path == MailPath::kNonSmtpd &&
+                               G().config.on_storage_error == StorageErrorPolicy::kTempfail);
+  if (!eom_work) {
+    s->ResetMessage();
+    return SMFIS_ACCEPT;
+  }
+  return SMFIS_CONTINUE;
 }
 
 sfsistat OnBody(SMFICTX* ctx, unsigned char* chunk, size_t len) {

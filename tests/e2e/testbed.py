@@ -76,6 +76,7 @@ class Testbed:
         self.bounced_dir = os.path.join(self.work, "bounced")
         self.query_sock = os.path.join(self.run_dir, "query.sock")
         self.socketmap_sock = os.path.join(self.run_dir, "socketmap.sock")
+        self.milter_spec = None  # Postfix's spec of the milter; default inet on ports["milter"]
         self.procs = {}  # name -> Popen
         self.postfix_started = False
         self.closed = False
@@ -120,7 +121,7 @@ class Testbed:
     # ------------------------------------------------------------------ postfix
     def render_postfix(self, milter=True, non_smtpd_milter=True, rcpt_access=True,
                        transport_socketmap=False):
-        milter_spec = "inet:127.0.0.1:%d" % self.ports["milter"]
+        milter_spec = self.milter_spec or "inet:127.0.0.1:%d" % self.ports["milter"]
         sm = "socketmap:unix:%s" % self.socketmap_sock
         transport = "texthash:%s/transport" % self.etc
         values = {
