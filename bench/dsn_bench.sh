@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# dsn_bench.sh: DSN parsing speed of `bouncectl parse` against Debian's Sisimai 4.25
+# (libsisimai-perl), on the same real bounce files, one process each, as a ratio in one run.
+#
+# Reads: the 372 real bounces of ../shared/corpus/eml (Sisimai's BSD-licensed set-of-emails;
+#        benchmarks may read /work/shared, tests never do), or CORPUS=DIR.
+# Writes: a summary to stdout (paste it into bench/RESULTS.md, "DSN parsing").
+# Knobs: BOUNCECTL (default build/bouncectl), REPEAT (times the file set is repeated on one
+#        command line, default 10), ROUNDS (runs per tool, best kept, default 3).
+#
+# Both tools get the same argument list (the corpus repeated REPEAT times) and parse it in one
+# process: `bouncectl parse --format=jsonl FILE...` and bench/sisimai_parse.pl FILE...
+# (Sisimai->make per file). Wall time and CPU time (user+sys of the child) are both reported;
+# on a shared machine CPU time is the steadier figure.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+BOUNCECTL=${BOUNCECTL:-$root/build/bouncectl}
+CORPUS=${CORPUS:-$root/../shared/corpus/eml}
+REPEAT=${REPEAT:-10}
+ROUNDS=${ROUNDS:-3}
+
+# Bench-only dependency (not a test dependency): Debian's Sisimai.
+if ! perl -MSisimai -e 1 2>/dev/null; then
+  echo "installing libsisimai-perl (bench only)" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get install -y -q libsisimai-perl >&2
+fi
+[ -x "$BOUNCECTL" ] || { echo "no bouncectl at $BOUNCECTL (build it first)" >&2; exit 2; }
+[ -d "$CORPUS" ] || { echo "no corpus at $CORPUS" >&2; exit 2; }
+
+exec /usr/bin/python3 - "$BOUNCECTL" "$CORPUS" "$REPEAT" "$ROUNDS" "$here/sisimai_parse.pl" <<'PY'
+import glob, os, subprocess, sys, time
+
+bouncectl, corpus, repeat, rounds, sisimai = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+files = sorted(glob.glob(os.path.join(corpus, "*.eml")))
+args = files * repeat
+n = len(args)
+
+def run(cmd):
+    """Runs cmd once; returns (wall seconds, child CPU seconds, stdout)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    return wall, ru.ru_utime + ru.ru_stime, out
+
+def best(cmd):
+    runs = [run(cmd) for _ in range(rounds)]
+    wall = min(r[0] for r in runs)
+    cpu = min(r[1] for r in runs)
+    return wall, cpu, runs[0][2]
+
+ours = [bouncectl, "parse", "--format=jsonl"] + args
+theirs = ["perl", sisimai] + args
+bw, bc, bout = best(ours)
+sw, sc, sout = best(theirs)
+lines = bout.count(b"\n")
+print(f"files={len(files)} repeat={repeat} messages={n} rounds={rounds} (best of)")
+print(f"bouncectl parse: wall={bw:.3f}s cpu={bc:.3f}s  {n / bw:,.0f} msgs/s wall  {n / bc:,.0f} msgs/s cpu  (output lines={lines})")
+print(f"sisimai 4.25   : wall={sw:.3f}s cpu={sc:.3f}s  {n / sw:,.0f} msgs/s wall  {n / sc:,.0f} msgs/s cpu  ({sout.decode().strip()})")
+print(f"ratio bouncectl/sisimai: {sw / bw:.1f}x wall, {sc / bc:.1f}x cpu")
+PY
