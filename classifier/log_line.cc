@@ -1,0 +1,428 @@
+// log_line.cc: one Postfix log line into its parts (ParseLogLine) and log timestamps into epoch
+// seconds (ParseLogTimestamp); see log_parser.h. Hand-written scanners over string_views: this
+// runs for every line of multi-million-line logs, so it allocates nothing and reads each byte
+// of the prefix once. Lines from other programs are rejected after the program name.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+#include "classifier/log_parser.h"
+
+namespace bounced {
+namespace {
+
+using sv = std::string_view;
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsUpperHex(char c) { return IsDigit(c) || (c >= 'A' && c <= 'F'); }
+// Postfix's long queue ids use digits and consonants only (base 52, no vowels).
+bool IsBase52(char c) {
+  if (IsDigit(c)) return true;
+  switch (c | 0x20) {
+    case 'a':
+    case 'e':
+    case 'i':
+    case 'o':
+    case 'u':
+      return false;
+    default:
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  }
+}
+
+bool StartsWith(sv s, sv p) {
+  return s.size() >= p.size() && memcmp(s.data(), p.data(), p.size()) == 0;
+}
+
+// Value of 1..N digits at s[i...]; -1 when there is none or it overflows int64.
+int64_t ReadNumber(sv s, size_t* i) {
+  size_t j = *i;
+  int64_t v = 0;
+  while (j < s.size() && IsDigit(s[j])) {
+    if (v > (INT64_MAX - 9) / 10) return -1;
+    v = v * 10 + (s[j] - '0');
+    ++j;
+  }
+  if (j == *i) return -1;
+  *i = j;
+  return v;
+}
+
+int Two(const char* p) {
+  if (!IsDigit(p[0]) || !IsDigit(p[1])) return -1;
+  return (p[0] - '0') * 10 + (p[1] - '0');
+}
+
+// 1..12 for "Jan".."Dec", 0 otherwise.
+int MonthIndex(sv m) {
+  if (m.size() < 3) return 0;
+  static constexpr char kMonths[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  for (int i = 0; i < 12; ++i) {
+    if (memcmp(kMonths + 3 * i, m.data(), 3) == 0) return i + 1;
+  }
+  return 0;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+// Length of a classic timestamp at the start of `s` ("Nov 29 17:09:53", "Nov  9 17:09:53",
+// optionally ".123456"), or 0.
+size_t ClassicTimestampLength(sv s) {
+  if (s.size() < 15 || MonthIndex(s) == 0 || s[3] != ' ') return 0;
+  size_t i = 4;
+  if (s[i] == ' ') ++i;  // day padded with a space
+  if (!IsDigit(s[i])) return 0;
+  ++i;
+  if (IsDigit(s[i])) ++i;
+  if (i + 9 > s.size() || s[i] != ' ') return 0;
+  const char* t = s.data() + i + 1;
+  if (Two(t) < 0 || t[2] != ':' || Two(t + 3) < 0 || t[5] != ':' || Two(t + 6) < 0) return 0;
+  i += 9;
+  if (i < s.size() && s[i] == '.') {
+    size_t j = i + 1;
+    while (j < s.size() && IsDigit(s[j])) ++j;
+    if (j > i + 1) i = j;
+  }
+  return i;
+}
+
+// Length of an RFC 3339 timestamp at the start of `s` ("2026-11-29T17:09:53.123+00:00"), or 0.
+size_t Rfc3339TimestampLength(sv s) {
+  if (s.size() < 19) return 0;
+  const char* p = s.data();
+  for (int k : {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18}) {
+    if (!IsDigit(p[k])) return 0;
+  }
+  if (p[4] != '-' || p[7] != '-' || (p[10] != 'T' && p[10] != 't') || p[13] != ':' ||
+      p[16] != ':') {
+    return 0;
+  }
+  size_t i = 19;
+  if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
+    size_t j = i + 1;
+    while (j < s.size() && IsDigit(s[j])) ++j;
+    if (j == i + 1) return 0;
+    i = j;
+  }
+  if (i < s.size() && (s[i] == 'Z' || s[i] == 'z')) return i + 1;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+    if (i + 3 > s.size() || Two(p + i + 1) < 0) return 0;
+    size_t j = i + 3;
+    if (j < s.size() && s[j] == ':') ++j;
+    if (j + 2 > s.size() || Two(p + j) < 0) return 0;
+    return j + 2;
+  }
+  return i;  // no zone: the caller's offset applies
+}
+
+// A Postfix queue id: short (upper-case hex) or long (base 52, 'z' after 10 characters).
+bool IsQueueId(sv q) {
+  if (q.size() < 6 || q.size() > 23) return false;
+  bool hex = true;
+  for (char c : q) {
+    if (!IsUpperHex(c)) {
+      hex = false;
+      break;
+    }
+  }
+  if (hex) return true;
+  if (q.size() < 12 || q[10] != 'z') return false;
+  for (char c : q) {
+    if (!IsBase52(c)) return false;
+  }
+  return true;
+}
+
+// "<addr>" starting at s[i] (s[i] == '<'): the address ends at the first '>' followed by ',',
+// ' ' or the end of the text (a '>' may appear inside a quoted local part). Sets *i past '>'.
+bool ReadAngle(sv s, size_t* i, sv* out) {
+  size_t start = *i + 1;
+  size_t j = start;
+  for (;;) {
+    const void* gt = memchr(s.data() + j, '>', s.size() - j);
+    if (gt == nullptr) return false;
+    j = static_cast<size_t>(static_cast<const char*>(gt) - s.data());
+    if (j + 1 == s.size() || s[j + 1] == ',' || s[j + 1] == ' ') break;
+    ++j;
+  }
+  *out = s.substr(start, j - start);
+  *i = j + 1;
+  return true;
+}
+
+// The delivery fields after "to=<r>": ", orig_to=<o>, relay=R, [conn_use=N, ]delay=D,
+// delays=a/b/c/d, dsn=X, status=S (reason)". Unknown keys are skipped, so fields Postfix adds
+// later do not break parsing.
+LogLineKind ParseDelivery(sv m, ParsedLogLine* out) {
+  size_t i = 3;  // at '<' of "to=<"
+  if (!ReadAngle(m, &i, &out->recipient)) return LogLineKind::kTruncated;
+  for (;;) {
+    if (i + 2 > m.size() || m[i] != ',' || m[i + 1] != ' ') return LogLineKind::kTruncated;
+    i += 2;
+    const void* eq = memchr(m.data() + i, '=', m.size() - i);
+    if (eq == nullptr) return LogLineKind::kTruncated;
+    size_t e = static_cast<size_t>(static_cast<const char*>(eq) - m.data());
+    sv key = m.substr(i, e - i);
+    i = e + 1;
+    if (key == "status") break;
+    if (key == "orig_to" && i < m.size() && m[i] == '<') {
+      if (!ReadAngle(m, &i, &out->orig_recipient)) return LogLineKind::kTruncated;
+      continue;
+    }
+    size_t end = m.find(", ", i);
+    if (end == sv::npos) return LogLineKind::kTruncated;
+    sv value = m.substr(i, end - i);
+    if (key == "relay") {
+      out->relay = value;
+    } else if (key == "dsn") {
+      out->dsn = value;
+    }
+    i = end;
+  }
+  size_t sp = m.find(' ', i);
+  out->status = m.substr(i, sp == sv::npos ? sv::npos : sp - i);
+  if (out->status.empty()) return LogLineKind::kTruncated;
+  if (sp != sv::npos && sp + 1 < m.size() && m[sp + 1] == '(') {
+    sv rest = m.substr(sp + 2);
+    if (!rest.empty() && rest.back() == ')') {
+      rest.remove_suffix(1);
+    } else {
+      out->reason_cut = true;
+    }
+    out->reason = rest;
+  } else if (sp == sv::npos && out->dsn.empty()) {
+    // "status=sen" at the very end: the line was cut inside the status itself.
+    return LogLineKind::kTruncated;
+  }
+  return LogLineKind::kDelivery;
+}
+
+// qmgr "from=<s>, size=N, nrcpt=K (queue active)" or "from=<s>, status=expired, returned to
+// sender" (also "force-expired", from postsuper -e).
+LogLineKind ParseQmgrFrom(sv m, ParsedLogLine* out) {
+  size_t i = 5;  // at '<' of "from=<"
+  if (!ReadAngle(m, &i, &out->sender)) return LogLineKind::kTruncated;
+  sv rest = m.substr(i);
+  if (StartsWith(rest, ", size=")) {
+    size_t j = 7;
+    out->size = ReadNumber(rest, &j);
+    if (StartsWith(rest.substr(j), ", nrcpt=")) {
+      j += 8;
+      int64_t n = ReadNumber(rest, &j);
+      out->nrcpt = (n >= 0 && n <= 1000000000) ? static_cast<int>(n) : -1;
+    }
+    if (out->size < 0) return LogLineKind::kTruncated;
+    return LogLineKind::kQueued;
+  }
+  if (StartsWith(rest, ", status=expired") || StartsWith(rest, ", status=force-expired")) {
+    return LogLineKind::kExpired;
+  }
+  if (rest.empty() || sv(", status=expired").substr(0, rest.size()) == rest ||
+      sv(", size=").substr(0, rest.size()) == rest) {
+    return LogLineKind::kTruncated;
+  }
+  return LogLineKind::kOther;
+}
+
+LogLineKind ParseQueueMessage(sv m, ParsedLogLine* out) {
+  switch (m.empty() ? '\0' : m[0]) {
+    case 't':
+      if (StartsWith(m, "to=<")) return ParseDelivery(m, out);
+      break;
+    case 'f':
+      if (StartsWith(m, "from=<")) return ParseQmgrFrom(m, out);
+      break;
+    case 'm':
+      if (StartsWith(m, "message-id=")) {
+        sv id = m.substr(11);
+        while (!id.empty() && id.back() == ' ') id.remove_suffix(1);
+        out->message_id = id;
+        return LogLineKind::kMessageId;
+      }
+      break;
+    case 'r':
+      if (m == "removed" || (StartsWith(m, "removed") && m.find_first_not_of(' ', 7) == sv::npos)) {
+        return LogLineKind::kRemoved;
+      }
+      break;
+    case 's':
+    case 'p': {
+      // bounce(8): "sender non-delivery notification: NEWQID", "sender delay notification: ...",
+      // "sender delivery status notification: ...", "postmaster non-delivery notification: ...".
+      size_t at = m.find(" notification: ");
+      if (at == sv::npos || at > 40) break;
+      sv id = m.substr(at + 15);
+      while (!id.empty() && id.back() == ' ') id.remove_suffix(1);
+      if (!IsQueueId(id)) return LogLineKind::kTruncated;
+      out->notification = m.substr(0, at);
+      out->notification_queue_id = id;
+      return LogLineKind::kNotification;
+    }
+    default:
+      break;
+  }
+  return LogLineKind::kOther;
+}
+
+}  // namespace
+
+std::string_view ToString(LogLineKind k) {
+  switch (k) {
+    case LogLineKind::kBlank:
+      return "blank";
+    case LogLineKind::kGarbage:
+      return "garbage";
+    case LogLineKind::kTruncated:
+      return "truncated";
+    case LogLineKind::kOther:
+      return "other";
+    case LogLineKind::kDelivery:
+      return "delivery";
+    case LogLineKind::kQueued:
+      return "queued";
+    case LogLineKind::kExpired:
+      return "expired";
+    case LogLineKind::kMessageId:
+      return "message_id";
+    case LogLineKind::kNotification:
+      return "notification";
+    case LogLineKind::kRemoved:
+      return "removed";
+  }
+  return "other";
+}
+
+LogLineKind ParseLogLine(std::string_view line, ParsedLogLine* out) {
+  *out = ParsedLogLine{};
+  size_t i = 0;
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  if (i == line.size()) return out->kind = LogLineKind::kBlank;
+  sv s = line.substr(i);
+  // A syslog priority ("<22>") left in front by some collectors.
+  if (s[0] == '<') {
+    size_t j = 1;
+    while (j < s.size() && j < 5 && IsDigit(s[j])) ++j;
+    if (j > 1 && j < s.size() && s[j] == '>') s.remove_prefix(j + 1);
+  }
+  size_t ts_len =
+      IsDigit(s.empty() ? '\0' : s[0]) ? Rfc3339TimestampLength(s) : ClassicTimestampLength(s);
+  if (ts_len == 0 || ts_len >= s.size() || s[ts_len] != ' ') {
+    return out->kind = LogLineKind::kGarbage;
+  }
+  out->timestamp = s.substr(0, ts_len);
+  // Host: one token.
+  size_t h = ts_len + 1;
+  const void* sp = memchr(s.data() + h, ' ', s.size() - h);
+  if (sp == nullptr) return out->kind = LogLineKind::kGarbage;
+  size_t h_end = static_cast<size_t>(static_cast<const char*>(sp) - s.data());
+  if (h_end == h) return out->kind = LogLineKind::kGarbage;
+  out->host = s.substr(h, h_end - h);
+  // Program, then "[pid]" and ": ".
+  size_t p = h_end + 1;
+  size_t j = p;
+  size_t last_slash = sv::npos;
+  while (j < s.size()) {
+    char c = s[j];
+    if (c == '[' || c == ':' || c == ' ') break;
+    if (c == '/') last_slash = j;
+    ++j;
+  }
+  if (j == p || j >= s.size() || s[j] == ' ') return out->kind = LogLineKind::kGarbage;
+  out->program = s.substr(p, j - p);
+  if (s[j] == '[') {
+    size_t k = j + 1;
+    while (k < s.size() && IsDigit(s[k])) ++k;
+    if (k == j + 1 || k >= s.size() || s[k] != ']') return out->kind = LogLineKind::kGarbage;
+    j = k + 1;
+  }
+  if (j >= s.size() || s[j] != ':') return out->kind = LogLineKind::kGarbage;
+  ++j;
+  if (j < s.size() && s[j] == ' ') ++j;
+  out->message = s.substr(j);
+  // Postfix always logs as "syslog_name/daemon"; other programs are not ours.
+  if (last_slash == sv::npos || last_slash + 1 >= p + out->program.size()) {
+    return out->kind = LogLineKind::kOther;
+  }
+  out->daemon = s.substr(last_slash + 1, p + out->program.size() - last_slash - 1);
+  // "QUEUEID: ..."
+  sv m = out->message;
+  size_t q = 0;
+  while (q < m.size() && q < 24 && IsAlnum(m[q])) ++q;
+  if (q + 1 >= m.size() || m[q] != ':' || m[q + 1] != ' ' || !IsQueueId(m.substr(0, q))) {
+    return out->kind = LogLineKind::kOther;
+  }
+  out->queue_id = m.substr(0, q);
+  return out->kind = ParseQueueMessage(m.substr(q + 2), out);
+}
+
+bool ParseLogTimestamp(std::string_view ts, int year, int utc_offset_seconds, int64_t* unix_time,
+                       std::string* rfc3339) {
+  char buf[64];
+  if (!ts.empty() && IsDigit(ts[0])) {
+    size_t n = Rfc3339TimestampLength(ts);
+    if (n == 0 || n != ts.size()) return false;
+    const char* p = ts.data();
+    int y = Two(p) * 100 + Two(p + 2), mo = Two(p + 5), d = Two(p + 8);
+    int hh = Two(p + 11), mi = Two(p + 14), ss = Two(p + 17);
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || hh > 23 || mi > 59 || ss > 60) return false;
+    size_t i = 19;
+    while (i < n && (ts[i] == '.' || ts[i] == ',' || IsDigit(ts[i]))) ++i;
+    int offset = utc_offset_seconds;
+    bool has_zone = i < n;
+    if (has_zone && ts[i] != 'Z' && ts[i] != 'z') {
+      int oh = Two(p + i + 1);
+      size_t k = i + 3;
+      if (k < n && ts[k] == ':') ++k;
+      int om = Two(p + k);
+      if (oh > 23 || om > 59) return false;
+      offset = (oh * 3600 + om * 60) * (ts[i] == '-' ? -1 : 1);
+    } else if (has_zone) {
+      offset = 0;
+    }
+    *unix_time = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
+                 hh * 3600 + mi * 60 + ss - offset;
+    if (has_zone) {
+      rfc3339->assign(ts);
+    } else {
+      int a = offset < 0 ? -offset : offset;
+      int len =
+          snprintf(buf, sizeof buf, "%c%02d:%02d", offset < 0 ? '-' : '+', a / 3600, (a / 60) % 60);
+      rfc3339->assign(ts);
+      rfc3339->append(buf, static_cast<size_t>(len));
+    }
+    return true;
+  }
+  size_t n = ClassicTimestampLength(ts);
+  if (n == 0 || n != ts.size()) return false;
+  int mo = MonthIndex(ts);
+  size_t i = 4;
+  if (ts[i] == ' ') ++i;
+  int d = ts[i] - '0';
+  ++i;
+  if (IsDigit(ts[i])) d = d * 10 + (ts[i++] - '0');
+  const char* t = ts.data() + i + 1;
+  int hh = Two(t), mi = Two(t + 3), ss = Two(t + 6);
+  if (d < 1 || d > 31 || hh > 23 || mi > 59 || ss > 60 || year < 1 || year > 9999) return false;
+  sv frac = ts.substr(i + 9);  // "" or ".123456"
+  *unix_time = DaysFromCivil(year, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
+               hh * 3600 + mi * 60 + ss - utc_offset_seconds;
+  int a = utc_offset_seconds < 0 ? -utc_offset_seconds : utc_offset_seconds;
+  int len = snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d%.*s%c%02d:%02d", year, mo, d,
+                     hh, mi, ss, static_cast<int>(frac.size() > 10 ? 10 : frac.size()), frac.data(),
+                     utc_offset_seconds < 0 ? '-' : '+', (a / 3600) % 100, (a / 60) % 60);
+  if (len < 0) return false;
+  rfc3339->assign(
+      buf, static_cast<size_t>(len) < sizeof buf ? static_cast<size_t>(len) : sizeof buf - 1);
+  return true;
+}
+
+}  // namespace bounced

@@ -1,0 +1,107 @@
+// log_reply.h: internals of the log parser (log_parser.h) for the reply text of a delivery
+// line: splitting Postfix's explanation into remote host, remote reply and SMTP stage, building
+// the classification cache key, and the bounded caches themselves. Pure code, no I/O. Not a
+// public contract: only log_parser.cc, its tests and its fuzz target use it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "classifier/result.h"
+
+namespace bounced::log_internal {
+
+// What Postfix's "(...)" explanation of a delivery says.
+struct ReasonParts {
+  std::string_view
+      remote_host;         // "mx01.mail.icloud.com" from "host H[ip] said:", "connect to H[ip]"
+  std::string_view reply;  // the remote server's reply, or Postfix's own text when none
+  std::string_view stage;  // connect, helo, mail, rcpt, data, eom, or ""
+  bool suspended = false;  // "delivery temporarily suspended: ..." (a cached earlier failure)
+};
+
+// Understands "host H[ip] said: REPLY (in reply to X command)", "host H[ip] refused to talk to
+// me: REPLY", "connect to H[ip]:port: why", "lost connection with H[ip] while ...",
+// "conversation with H[ip] timed out while ...", each optionally after "delivery temporarily
+// suspended: ". Anything else is Postfix's (or a local transport's) own text and is kept whole.
+ReasonParts AnalyzeReason(std::string_view reason);
+
+// The host of "relay=H[ip]:port" ("" for relay=none, local, virtual and other transports).
+std::string_view RelayHost(std::string_view relay);
+
+// Cache key of a reply: provider, dsn, action and the reason text with per-message noise
+// masked: tokens holding an address ('@'), a host[ip] pair, a long id or a time stamp (>= 16
+// characters with >= 4 digits), or a number of >= 6 digits without letters become one placeholder
+// byte. Two replies that differ only there classify the same: rules never key on such tokens.
+void BuildReplyKey(std::string_view provider, std::string_view dsn, std::string_view action,
+                   std::string_view reason, std::string* key);
+
+// What the RuleSet decided for one reply, minus the per-recipient fields.
+struct CachedClass {
+  Category category = Category::kUndetermined;
+  std::string status;
+  std::string reply_code;
+  std::string stage;
+  std::string provider;
+  std::string provider_code;
+  std::string rule;
+};
+
+// A bounded 2-way set-associative map from key to value: a lookup costs one hash and at most two
+// string compares; a miss replaces the less recently used entry of its set. Memory is fixed by
+// the number of sets (plus the strings held).
+template <typename Value>
+class BoundedCache {
+ public:
+  explicit BoundedCache(size_t sets) : entries_(RoundUpPow2(sets) * 2) {}
+
+  // The cached value for key, or nullptr. `hash` must be Hash(key).
+  Value* Find(std::string_view key, uint64_t hash) {
+    Entry* e = &entries_[Set(hash)];
+    for (int w = 0; w < 2; ++w) {
+      if (e[w].used && e[w].hash == hash && e[w].key == key) {
+        e[0].mru_is_second = (w == 1);
+        return &e[w].value;
+      }
+    }
+    return nullptr;
+  }
+  // A slot for key (evicting if needed); the caller fills the value.
+  Value* Insert(std::string_view key, uint64_t hash) {
+    Entry* e = &entries_[Set(hash)];
+    int w = !e[0].used ? 0 : !e[1].used ? 1 : (e[0].mru_is_second ? 0 : 1);
+    e[w].used = true;
+    e[w].hash = hash;
+    e[w].key.assign(key);
+    e[0].mru_is_second = (w == 1);
+    return &e[w].value;
+  }
+  void Clear() {
+    for (auto& e : entries_) {
+      e.used = false;
+      e.key.clear();
+      e.value = Value{};
+    }
+  }
+  static uint64_t Hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+
+ private:
+  struct Entry {
+    uint64_t hash = 0;
+    std::string key;
+    Value value{};
+    bool used = false;
+    bool mru_is_second = false;  // meaningful in the first entry of a set
+  };
+  static size_t RoundUpPow2(size_t n) {
+    size_t p = 1;
+    while (p < n) p <<= 1;
+    return p;
+  }
+  size_t Set(uint64_t hash) const { return (hash & (entries_.size() / 2 - 1)) * 2; }
+  std::vector<Entry> entries_;
+};
+
+}  // namespace bounced::log_internal
