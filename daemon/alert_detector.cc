@@ -115,7 +115,10 @@ std::optional<Incident> SpikeDetector::MaybeClose(KeyState& s, int64_t now) {
   if (static_cast<double>(WindowCount(s, now)) >= now_threshold / 2) return std::nullopt;
   Incident done = std::move(*s.incident);
   s.incident.reset();
-  done.closed = std::max(now, done.last_event);
+  // Noticed at `now` (the next event or tick), but over by the time its last event left the
+  // window at the latest.
+  done.closed =
+      std::max(done.last_event, std::min(now, done.last_event + thresholds_.window_seconds));
   closed_.push_back(done);
   while (closed_.size() > thresholds_.max_recent) closed_.pop_front();
   return done;
