@@ -21,6 +21,13 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
+std::string_view TrimSpaceView(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\n");
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(" \t\n");
+  return s.substr(b, e - b + 1);
+}
+
 bool IEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -73,7 +80,6 @@ bool WantedHeader(const char* name) {
       "delivered-to",
       "envelope-to",
       "x-hmxmroriginalrecipient",
-      "content-type",
   };
   for (const char* n : kNames) {
     if (g_ascii_strcasecmp(name, n) == 0) return true;
@@ -315,9 +321,344 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
 
 namespace {
 
-MimeView DecodeMimeImpl(std::string_view message, bool nested_ok) {
+// ---- Fast path ------------------------------------------------------------------------------
+// GMime builds a GObject tree per message, which costs more than everything else the parser
+// does. Well-formed messages (the overwhelming majority of bounces) are split here instead:
+// header blocks, Content-Type parameters and multipart boundaries by hand, while the decoding
+// itself stays GMime's (base64 and quoted-printable decoders, RFC 2047 header words) and
+// iconv's. Anything unusual (no header block, RFC 2231 parameters, a boundary that never
+// occurs, an unknown transfer encoding, uuencode ...) makes FastDecode give up, and the GMime
+// parser does the whole message: results never depend on which path ran, only speed does.
+
+struct RawPart {
+  std::vector<std::pair<std::string, std::string_view>> headers;  // lower-case name, raw value
+  std::string_view body;
+  bool ok = true;
+};
+
+std::string_view FindRaw(const RawPart& p, std::string_view name) {
+  for (const auto& [n, v] : p.headers) {
+    if (n == name) return v;
+  }
+  return {};
+}
+
+// Splits a header block from its body. The block must start with a header line.
+RawPart SplitHeaders(std::string_view text) {
+  RawPart part;
+  size_t pos = 0;
+  if (!text.empty() && text[0] == '\n') {  // no headers at all: the body starts at once
+    part.body = text.substr(1);
+    return part;
+  }
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    if (line.empty()) {
+      part.body = end < text.size() ? text.substr(end + 1) : std::string_view();
+      return part;
+    }
+    if (line[0] == ' ' || line[0] == '\t') {
+      if (part.headers.empty()) {
+        part.ok = false;
+        return part;
+      }
+      // Continuation: widen the previous value's view over the folded line.
+      std::string_view& v = part.headers.back().second;
+      v = std::string_view(v.data(), line.data() + line.size() - v.data());
+    } else {
+      size_t colon = line.find(':');
+      if (colon == std::string_view::npos || colon == 0 || colon > 76 ||
+          line.substr(0, colon).find_first_of(" \t") != std::string_view::npos) {
+        part.ok = false;  // not a header line: leave the oddity to GMime
+        return part;
+      }
+      std::string_view value = line.substr(colon + 1);
+      part.headers.emplace_back(Lower(line.substr(0, colon)), value);
+    }
+    pos = end + 1;
+  }
+  part.body = {};
+  return part;
+}
+
+std::string Unfold(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  for (char c : raw) {
+    if (c == '\n') continue;
+    out.push_back(c == '\t' ? ' ' : c);
+  }
+  size_t b = out.find_first_not_of(' ');
+  if (b == std::string::npos) return {};
+  size_t e = out.find_last_not_of(' ');
+  return out.substr(b, e - b + 1);
+}
+
+std::string DecodeHeaderValue(std::string_view raw) {
+  std::string v = Unfold(raw);
+  if (v.find("=?") != std::string::npos) {
+    char* decoded = g_mime_utils_header_decode_text(nullptr, v.c_str());
+    if (decoded != nullptr) {
+      v = decoded;
+      g_free(decoded);
+    }
+  }
+  return MakeValidUtf8(v);
+}
+
+void AddRawHeaders(const RawPart& p, std::vector<Header>* out) {
+  for (const auto& [name, value] : p.headers) {
+    if (WantedHeader(name.c_str())) out->push_back(Header{name, DecodeHeaderValue(value)});
+  }
+}
+
+struct ContentType {
+  std::string type = "text/plain";
+  std::vector<std::pair<std::string, std::string>> params;  // lower-case name, value
+  bool ok = true;
+  std::string Param(std::string_view name) const {
+    for (const auto& [n, v] : params) {
+      if (n == name) return v;
+    }
+    return {};
+  }
+};
+
+ContentType ParseContentType(std::string_view raw, std::string_view fallback) {
+  ContentType ct;
+  std::string v = Unfold(raw);
+  if (v.empty()) {
+    ct.type = std::string(fallback);
+    return ct;
+  }
+  size_t semi = v.find(';');
+  std::string type = Lower(std::string_view(v).substr(0, semi));
+  while (!type.empty() && (type.back() == ' ')) type.pop_back();
+  if (type.find('/') == std::string::npos || type.find_first_of(" \"(") != std::string::npos) {
+    ct.ok = false;
+    return ct;
+  }
+  ct.type = type;
+  size_t pos = semi;
+  while (pos != std::string::npos && pos < v.size()) {
+    ++pos;  // past ';'
+    while (pos < v.size() && v[pos] == ' ') ++pos;
+    size_t eq = v.find('=', pos);
+    if (eq == std::string::npos) break;
+    std::string name = Lower(std::string_view(v).substr(pos, eq - pos));
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    if (name.find('*') != std::string::npos || name.find_first_of(" ;\"") != std::string::npos) {
+      ct.ok = false;  // RFC 2231 or garbage: GMime knows better
+      return ct;
+    }
+    size_t i = eq + 1;
+    while (i < v.size() && v[i] == ' ') ++i;
+    std::string value;
+    if (i < v.size() && v[i] == '"') {
+      ++i;
+      while (i < v.size() && v[i] != '"') {
+        if (v[i] == '\\' && i + 1 < v.size()) ++i;
+        value.push_back(v[i++]);
+      }
+      if (i >= v.size()) {
+        ct.ok = false;  // unterminated quote
+        return ct;
+      }
+      ++i;
+      pos = v.find(';', i);
+    } else {
+      size_t end = v.find(';', i);
+      value = v.substr(i, end == std::string::npos ? std::string::npos : end - i);
+      while (!value.empty() && value.back() == ' ') value.pop_back();
+      pos = end;
+    }
+    ct.params.emplace_back(std::move(name), std::move(value));
+  }
+  return ct;
+}
+
+// Transfer-decodes a body; false for encodings left to GMime.
+bool TransferDecode(std::string_view body, std::string_view cte_raw, std::string* out) {
+  std::string cte = Lower(Unfold(cte_raw));
+  body = body.substr(0, std::min(body.size(), 4 * kMaxPartTextBytes));
+  if (cte.empty() || cte == "7bit" || cte == "8bit" || cte == "binary") {
+    out->assign(body.substr(0, std::min(body.size(), kMaxPartTextBytes)));
+    return true;
+  }
+  GMimeContentEncoding enc;
+  if (cte == "base64") {
+    enc = GMIME_CONTENT_ENCODING_BASE64;
+  } else if (cte == "quoted-printable") {
+    enc = GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE;
+  } else {
+    return false;
+  }
+  GMimeEncoding state;
+  g_mime_encoding_init_decode(&state, enc);
+  out->resize(body.size() + 16);
+  size_t n = g_mime_encoding_flush(&state, body.data(), body.size(), out->data());
+  out->resize(std::min({n, out->size(), kMaxPartTextBytes}));
+  return true;
+}
+
+struct FastWalker {
+  MimeView* view;
+  bool nested_ok;
+  bool have_original = false;
+  bool failed = false;
+
+  void Leaf(const RawPart& part, const ContentType& ct, bool attached) {
+    if (!IsTextual(ct.type) || view->parts.size() >= kMaxMimeParts) return;
+    std::string raw;
+    if (!TransferDecode(part.body, FindRaw(part, "content-transfer-encoding"), &raw)) {
+      failed = true;
+      return;
+    }
+    std::string text = ToUtf8(raw, ct.Param("charset"));
+    if (ct.type == "text/rfc822-headers" && !have_original && !attached) {
+      have_original = true;
+      view->original_headers = ParseHeaderBlock(text);
+    }
+    view->parts.push_back(MimeLeaf{ct.type, std::move(text), attached});
+  }
+
+  // One entity (a message's body part or a multipart's part), given its headers and body.
+  void Entity(const RawPart& part, int depth, bool attached, std::string_view default_type) {
+    if (failed || depth > kMaxMimeDepth || view->parts.size() >= kMaxMimeParts) return;
+    ContentType ct = ParseContentType(FindRaw(part, "content-type"), default_type);
+    if (!ct.ok) {
+      failed = true;
+      return;
+    }
+    if (depth == 0) {
+      view->content_type = ct.type;
+      view->report_type = Lower(ct.Param("report-type"));
+    }
+    if (ct.type.starts_with("multipart/")) {
+      Multipart(part.body, ct, depth, attached);
+      return;
+    }
+    if (ct.type == "message/rfc822" || ct.type == "message/global") {
+      std::string decoded;
+      std::string_view inner = part.body;
+      std::string_view cte = FindRaw(part, "content-transfer-encoding");
+      if (!TrimSpaceView(cte).empty()) {
+        if (!TransferDecode(part.body, cte, &decoded)) {
+          failed = true;
+          return;
+        }
+        inner = decoded;
+      }
+      RawPart msg = SplitHeaders(inner);
+      if (!msg.ok) {
+        failed = true;
+        return;
+      }
+      if (!have_original && !attached) {
+        have_original = true;
+        AddRawHeaders(msg, &view->original_headers);
+      }
+      Entity(msg, depth + 1, true, "text/plain");
+      return;
+    }
+    Leaf(part, ct, attached);
+  }
+
+  void Multipart(std::string_view body, const ContentType& ct, int depth, bool attached) {
+    std::string boundary = ct.Param("boundary");
+    if (boundary.empty()) {
+      failed = true;
+      return;
+    }
+    std::string delim = "--" + boundary;
+    std::string_view child_default =
+        ct.type == "multipart/digest" ? "message/rfc822" : "text/plain";
+    // Delimiter lines: "--boundary" (optionally followed by spaces) or the close "--boundary--".
+    size_t pos = 0;
+    size_t part_start = std::string_view::npos;
+    bool found = false;
+    bool closed = false;
+    while (pos <= body.size()) {
+      size_t end = body.find('\n', pos);
+      if (end == std::string_view::npos) end = body.size();
+      std::string_view line = body.substr(pos, end - pos);
+      if (line.starts_with(delim)) {
+        std::string_view rest = line.substr(delim.size());
+        bool close = rest.starts_with("--");
+        if (close) rest.remove_prefix(2);
+        if (TrimSpaceView(rest).empty()) {
+          if (part_start != std::string_view::npos) {
+            // The line end before a delimiter belongs to the delimiter.
+            size_t part_end = pos > part_start ? pos - 1 : part_start;
+            Child(body.substr(part_start, part_end - part_start), depth, attached, child_default);
+            if (failed) return;
+          }
+          found = true;
+          if (close) {
+            closed = true;
+            pos = end + 1;
+            break;
+          }
+          part_start = end + 1;
+        }
+      }
+      if (end >= body.size()) break;
+      pos = end + 1;
+    }
+    if (!found) {
+      failed = true;  // the boundary never occurs: GMime's recovery (and ours) applies
+      return;
+    }
+    if (!closed && part_start != std::string_view::npos && part_start < body.size()) {
+      Child(body.substr(part_start), depth, attached, child_default);  // truncated message
+    }
+    if (closed && depth == 0 && !attached && nested_ok && pos < body.size()) {
+      std::string_view epilogue = body.substr(pos);
+      if (epilogue.find("message/delivery-status") != std::string_view::npos) {
+        MimeView second = DecodeMimeNested(epilogue);
+        for (MimeLeaf& leaf : second.parts) {
+          if (view->parts.size() >= kMaxMimeParts) break;
+          view->parts.push_back(std::move(leaf));
+        }
+      }
+    }
+  }
+
+  void Child(std::string_view text, int depth, bool attached, std::string_view default_type) {
+    RawPart part = SplitHeaders(text);
+    if (!part.ok) {
+      failed = true;
+      return;
+    }
+    Entity(part, depth + 1, attached, default_type);
+  }
+};
+
+// Returns false when the message needs GMime's parser.
+bool FastDecode(std::string_view normalized, bool nested_ok, MimeView* view) {
+  // An mbox "From " separator line before the headers is not part of the message.
+  if (normalized.starts_with("From ")) {
+    size_t nl = normalized.find('\n');
+    if (nl == std::string_view::npos) return false;
+    normalized.remove_prefix(nl + 1);
+  }
+  RawPart top = SplitHeaders(normalized);
+  if (!top.ok || top.headers.empty()) return false;
+  AddRawHeaders(top, &view->headers);
+  FastWalker walker{view, nested_ok};
+  walker.Entity(top, 0, false, "text/plain");
+  if (walker.failed) return false;
+  // A multipart that parsed but produced no text (all binary) is fine; an empty body too.
+  return true;
+}
+
+MimeView DecodeMimeImpl(std::string_view message, bool nested_ok, bool fast_ok) {
   MimeView view;
   std::string normalized = NormalizeLineEnds(message);
+  if (fast_ok && FastDecode(normalized, nested_ok, &view)) return view;
+  view = MimeView();
   GMimeStream* stream = g_mime_stream_mem_new_with_buffer(normalized.data(), normalized.size());
   GMimeParser* parser = g_mime_parser_new_with_stream(stream);
   g_mime_parser_set_format(parser, GMIME_FORMAT_MESSAGE);
@@ -352,13 +693,13 @@ MimeView DecodeMimeImpl(std::string_view message, bool nested_ok) {
   return view;
 }
 
-MimeView DecodeMimeNested(std::string_view message) { return DecodeMimeImpl(message, false); }
+MimeView DecodeMimeNested(std::string_view message) { return DecodeMimeImpl(message, false, true); }
 
 }  // namespace
 
-MimeView DecodeMime(std::string_view message) {
+MimeView DecodeMime(std::string_view message, MimeDecoder decoder) {
   InitGMimeOnce();
-  return DecodeMimeImpl(message, true);
+  return DecodeMimeImpl(message, true, decoder == MimeDecoder::kAuto);
 }
 
 }  // namespace bounced::dsn

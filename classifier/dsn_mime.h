@@ -49,7 +49,11 @@ std::vector<Header> ParseHeaderBlock(std::string_view text);
 // that are not valid in the charset are replaced. Used for parts and for undeclared 8-bit text.
 std::string ToUtf8(std::string_view bytes, std::string_view charset);
 
+// kAuto splits well-formed messages itself (GMime's decoders, our boundary scan) and hands
+// anything unusual to GMime's parser; kGMime always uses GMime's parser (tests compare both).
+enum class MimeDecoder { kAuto, kGMime };
+
 // Decodes a message. `message` is cut at the caller's size cap already.
-MimeView DecodeMime(std::string_view message);
+MimeView DecodeMime(std::string_view message, MimeDecoder decoder = MimeDecoder::kAuto);
 
 }  // namespace bounced::dsn

@@ -1,0 +1,101 @@
+// dsn_mime_test.cc: the DSN parser's MIME layer (classifier/dsn_mime.h). The fast splitter must
+// read every well-formed test bounce exactly as GMime's own parser does, and hand everything
+// odd to GMime.
+#include "classifier/dsn_mime.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace bounced::dsn {
+namespace {
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string TrimEnd(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+TEST(DecodeMime, FastPathMatchesGMimeOnEveryTestBounce) {
+  int files = 0;
+  for (const char* dir : {"/dsn/postfix", "/dsn/corpus"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::string(BOUNCED_TEST_DATA) + dir)) {
+      if (entry.path().extension() != ".eml") continue;
+      std::string msg = ReadFile(entry.path());
+      MimeView fast = DecodeMime(msg, MimeDecoder::kAuto);
+      MimeView gmime = DecodeMime(msg, MimeDecoder::kGMime);
+      std::string name = entry.path().filename().string();
+      EXPECT_EQ(fast.content_type, gmime.content_type) << name;
+      EXPECT_EQ(fast.report_type, gmime.report_type) << name;
+      ASSERT_EQ(fast.headers.size(), gmime.headers.size()) << name;
+      for (size_t i = 0; i < fast.headers.size(); ++i) {
+        EXPECT_EQ(fast.headers[i].name, gmime.headers[i].name) << name;
+        EXPECT_EQ(fast.headers[i].value, gmime.headers[i].value) << name;
+      }
+      // The report's own parts; the returned message's body may differ in trailing bytes.
+      size_t unattached_fast = 0;
+      size_t unattached_gmime = 0;
+      for (const MimeLeaf& p : fast.parts) unattached_fast += p.attached ? 0 : 1;
+      for (const MimeLeaf& p : gmime.parts) unattached_gmime += p.attached ? 0 : 1;
+      ASSERT_EQ(unattached_fast, unattached_gmime) << name;
+      for (size_t i = 0; i < unattached_fast; ++i) {
+        EXPECT_EQ(fast.parts[i].type, gmime.parts[i].type) << name;
+        EXPECT_EQ(TrimEnd(fast.parts[i].text), TrimEnd(gmime.parts[i].text)) << name;
+      }
+      EXPECT_EQ(MimeView::Find(fast.original_headers, "message-id"),
+                MimeView::Find(gmime.original_headers, "message-id"))
+          << name;
+      ++files;
+    }
+  }
+  EXPECT_GT(files, 100);
+}
+
+TEST(DecodeMime, Rfc2047AndBase64) {
+  MimeView v = DecodeMime(
+      "From: =?ISO-8859-1?Q?Mail_Delivery_Syst=E8me?= <MAILER-DAEMON@example.fr>\r\n"
+      "Subject: =?UTF-8?B?VW5kZWxpdmVyZWQ=?=\r\n"
+      "Content-Type: text/plain; charset=\"iso-8859-1\"\r\n"
+      "Content-Transfer-Encoding: base64\r\n\r\n"
+      "RGVzdGluYXRhaXJlIGluY29ubnUg6Q==\r\n");
+  EXPECT_EQ(v.Get("subject"), "Undelivered");
+  EXPECT_EQ(v.Get("from"), "Mail Delivery Syst\xc3\xa8me <MAILER-DAEMON@example.fr>");
+  ASSERT_EQ(v.parts.size(), 1u);
+  EXPECT_EQ(v.parts[0].text, "Destinataire inconnu \xc3\xa9");
+}
+
+TEST(DecodeMime, Iso2022JpUndeclared) {
+  // "\x1b$B" ... "\x1b(B": ISO-2022-JP for the word "mail" (メール) with no charset given.
+  MimeView v = DecodeMime("From: a@b.example\nSubject: x\n\n\x1b$B%a!<%k\x1b(B\n");
+  ASSERT_EQ(v.parts.size(), 1u);
+  EXPECT_EQ(v.parts[0].text, "\xe3\x83\xa1\xe3\x83\xbc\xe3\x83\xab\n");
+}
+
+TEST(DecodeMime, NoHeadersIsPlainText) {
+  MimeView v = DecodeMime("just some text\nwith lines\n");
+  ASSERT_EQ(v.parts.size(), 1u);
+  EXPECT_EQ(v.parts[0].type, "text/plain");
+  EXPECT_NE(v.parts[0].text.find("with lines"), std::string::npos);
+}
+
+TEST(DecodeMime, MboxFromLineIsSkipped) {
+  MimeView v = DecodeMime(
+      "From MAILER-DAEMON Thu Apr 29 23:34:45 2010\nFrom: MAILER-DAEMON@x.example\n"
+      "Subject: Returned mail\n\nbody\n");
+  EXPECT_EQ(v.Get("subject"), "Returned mail");
+  ASSERT_EQ(v.parts.size(), 1u);
+  EXPECT_EQ(v.parts[0].text, "body\n");
+}
+
+}  // namespace
+}  // namespace bounced::dsn
