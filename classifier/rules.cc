@@ -32,6 +32,10 @@ constexpr size_t kMaxRulesFileBytes = 4 * 1024 * 1024;
 constexpr size_t kMaxPatternBytes = 4096;
 constexpr size_t kMaxPatterns = 20000;
 constexpr int64_t kRe2MaxMem = 256 << 20;  // the Set's DFA for a few thousand patterns
+// Caps on the short fields of a Result (bytes).
+constexpr size_t kMaxAddressBytes = 512;
+constexpr size_t kMaxHostBytes = 256;
+constexpr size_t kMaxWordBytes = 64;
 
 // Case-insensitive glob with '*' (any run) and '?' (one character); patterns are lower-case.
 bool GlobMatch(std::string_view pattern, std::string_view text) {
@@ -102,13 +106,15 @@ struct Rule {
   std::string id;
   Category category = Category::kUndetermined;
   bool has_patterns = false;
-  std::vector<std::string> providers;    // exact names; empty = any
-  std::vector<std::string> statuses;     // globs; empty = any
-  std::vector<std::string> reply_codes;  // globs; empty = any
-  std::vector<std::string> stages;       // exact names; empty = any
-  std::vector<std::string> dsn_actions;  // exact names; empty = any
-  std::string provider_code;             // fixed code, or
-  std::unique_ptr<RE2> code_pattern;     // a pattern whose first group is the code
+  std::vector<std::string> providers;        // exact names; empty = any
+  std::vector<std::string> statuses;         // globs; empty = any
+  std::vector<std::string> reply_codes;      // globs; empty = any
+  std::vector<std::string> stages;           // exact names; empty = any
+  std::vector<std::string> unless_statuses;  // globs that rule the rule out
+  std::vector<std::string> unless_stages;    // stages that rule the rule out
+  std::vector<std::string> dsn_actions;      // exact names; empty = any
+  std::string provider_code;                 // fixed code, or
+  std::unique_ptr<RE2> code_pattern;         // a pattern whose first group is the code
 };
 
 struct CodeExtractor {
@@ -461,11 +467,11 @@ class Loader {
 
   bool LoadRule(const toml::table& t, std::unordered_set<std::string>& file_ids,
                 std::string& error) {
-    if (!CheckKeys(
-            t,
-            {"id", "category", "pattern", "patterns", "exclude", "status", "reply_code", "stage",
-             "provider", "dsn_action", "provider_code", "code_pattern", "enabled", "note"},
-            "[[rule]]", error)) {
+    if (!CheckKeys(t,
+                   {"id", "category", "pattern", "patterns", "exclude", "status", "reply_code",
+                    "stage", "provider", "dsn_action", "provider_code", "code_pattern", "enabled",
+                    "note", "unless_status", "unless_stage"},
+                   "[[rule]]", error)) {
       return false;
     }
     const auto* id = t.get_as<std::string>("id");
@@ -484,7 +490,7 @@ class Loader {
     bool enabled = t["enabled"].value_or(true);
 
     Rule rule;
-    rule.id = id->get();
+    rule.id = Sanitize(id->get(), kMaxWordBytes);
     const auto* cat = t.get_as<std::string>("category");
     if (cat == nullptr) return Fail(t, "rule '" + rule.id + "' needs a string 'category'", error);
     auto category = CategoryFromName(cat->get());
@@ -499,12 +505,17 @@ class Loader {
         !ReadList(t, "status", true, rule.statuses, error) ||
         !ReadList(t, "reply_code", true, rule.reply_codes, error) ||
         !ReadList(t, "stage", true, rule.stages, error) ||
-        !ReadList(t, "dsn_action", true, rule.dsn_actions, error)) {
+        !ReadList(t, "dsn_action", true, rule.dsn_actions, error) ||
+        !ReadList(t, "unless_status", true, rule.unless_statuses, error) ||
+        !ReadList(t, "unless_stage", true, rule.unless_stages, error)) {
       return false;
     }
-    for (const auto& g : rule.statuses) {
-      if (!IsCodeGlob(g) || g[0] == '.') {
-        return Fail(*t.get("status"), "bad status glob '" + g + "' (e.g. \"5.7.*\")", error);
+    for (const auto* list : {&rule.statuses, &rule.unless_statuses}) {
+      for (const auto& g : *list) {
+        if (!IsCodeGlob(g) || g[0] == '.') {
+          const char* key = list == &rule.statuses ? "status" : "unless_status";
+          return Fail(*t.get(key), "bad status glob '" + g + "' (e.g. \"5.7.*\")", error);
+        }
       }
     }
     for (const auto& g : rule.reply_codes) {
@@ -512,8 +523,13 @@ class Loader {
         return Fail(*t.get("reply_code"), "bad reply code glob '" + g + "' (e.g. \"55?\")", error);
       }
     }
-    for (const auto& s : rule.stages) {
-      if (!IsKnownStage(s)) return Fail(*t.get("stage"), "unknown stage '" + s + "'", error);
+    for (const auto* list : {&rule.stages, &rule.unless_stages}) {
+      for (const auto& st : *list) {
+        if (!IsKnownStage(st)) {
+          const char* key = list == &rule.stages ? "stage" : "unless_stage";
+          return Fail(*t.get(key), "unknown stage '" + st + "'", error);
+        }
+      }
     }
     for (const auto& a : rule.dsn_actions) {
       if (!IsKnownDsnAction(a)) {
@@ -531,7 +547,7 @@ class Loader {
       if (!pc->is_string() || pc->as_string()->get().empty()) {
         return Fail(*pc, "'provider_code' must be a non-empty string", error);
       }
-      rule.provider_code = pc->as_string()->get();
+      rule.provider_code = Sanitize(pc->as_string()->get(), kMaxWordBytes);
     }
     if (const auto* cp = t.get("code_pattern")) {
       if (!cp->is_string()) return Fail(*cp, "'code_pattern' must be a string", error);
@@ -572,7 +588,7 @@ class Loader {
     if (name == nullptr || name->get().empty()) {
       return Fail(t, "[[provider]] needs a string 'name'", error);
     }
-    std::string n = AsciiLowerCopy(name->get());
+    std::string n = AsciiLowerCopy(Sanitize(name->get(), kMaxWordBytes));
     uint32_t index = 0;
     auto it = std::find_if(impl_.providers.begin(), impl_.providers.end(),
                            [&](const ProviderDef& p) { return p.name == n; });
@@ -755,9 +771,9 @@ Result RuleSet::Classify(const ReplyInput& in) const {
   const Impl& im = *impl_;
   Result r;
   r.diagnostic = Sanitize(in.diagnostic);
-  r.recipient = NormalizeAddress(in.recipient);
-  r.remote_mta = Sanitize(in.remote_mta, 256);
-  r.dsn_action = AsciiLowerCopy(TrimSpace(in.dsn_action));
+  r.recipient = Sanitize(NormalizeAddress(in.recipient), kMaxAddressBytes);
+  r.remote_mta = Sanitize(in.remote_mta, kMaxHostBytes);
+  r.dsn_action = AsciiLowerCopy(Sanitize(in.dsn_action, kMaxWordBytes));
   const std::string& text = r.diagnostic;
 
   r.status = NormalizeStatusField(in.status);
@@ -830,6 +846,8 @@ Result RuleSet::Classify(const ReplyInput& in) const {
     if (!rule.statuses.empty() && !AnyGlob(rule.statuses, r.status)) return false;
     if (!rule.reply_codes.empty() && !AnyGlob(rule.reply_codes, r.reply_code)) return false;
     if (!rule.stages.empty() && !AnyEqual(rule.stages, r.stage)) return false;
+    if (!rule.unless_statuses.empty() && AnyGlob(rule.unless_statuses, r.status)) return false;
+    if (!rule.unless_stages.empty() && AnyEqual(rule.unless_stages, r.stage)) return false;
     if (!rule.dsn_actions.empty() && !AnyEqual(rule.dsn_actions, r.dsn_action)) return false;
     return !std::binary_search(excluded.begin(), excluded.end(),
                                static_cast<uint32_t>(&rule - im.rules.data()));
@@ -858,7 +876,7 @@ Result RuleSet::Classify(const ReplyInput& in) const {
     } else if (winner->code_pattern) {
       std::string code;
       if (RE2::PartialMatch(match_text, *winner->code_pattern, &code))
-        r.provider_code = Sanitize(code, 64);
+        r.provider_code = Sanitize(code, kMaxWordBytes);
     }
   } else if (!r.status.empty()) {
     r.category = Rfc3463Category(r.status, r.stage);
@@ -878,7 +896,7 @@ Result RuleSet::Classify(const ReplyInput& in) const {
       if (!ce.providers.empty() && !AnyEqual(ce.providers, r.provider)) continue;
       std::string code;
       if (RE2::PartialMatch(match_text, *ce.pattern, &code) && !code.empty()) {
-        r.provider_code = Sanitize(code, 64);
+        r.provider_code = Sanitize(code, kMaxWordBytes);
         break;
       }
     }

@@ -127,7 +127,7 @@ struct StagePhrase {
 
 // Postfix's "(in reply to X)" and "while X" and Exim's "after X". Longer phrases that contain
 // shorter ones come first ("end of DATA" before "DATA").
-constexpr std::array<StagePhrase, 35> kStagePhrases = {{
+constexpr std::array<StagePhrase, 36> kStagePhrases = {{
     {"in reply to end of data command", "eom"},
     {"in reply to bdat command", "eom"},
     {"in reply to data command", "data"},
@@ -162,6 +162,7 @@ constexpr std::array<StagePhrase, 35> kStagePhrases = {{
     {"after lhlo", "helo"},
     {"after starttls", "helo"},
     {"after initial connection", "connect"},
+    {"smtp:rcpt", "rcpt"},
     {"after connection", "connect"},
 }};
 

@@ -154,7 +154,8 @@ const Case kCases[] = {
      "table",
      Category::kUserUnknown, "", ""},
     {"u@example.org", "550 5.1.1 <u@example.org>... User unknown", Category::kUserUnknown, "", ""},
-    {"u@example.org", "550 No such user here", Category::kUserUnknown, "", ""},
+    {"u@example.org", "said: 550 No such user here (in reply to RCPT TO command)",
+     Category::kUserUnknown, "", ""},
     {"u@example.org", "550 sorry, no mailbox here by that name. (#5.1.1)", Category::kUserUnknown,
      "", ""},
     {"u@example.org", "550 Unrouteable address", Category::kDomainUnknown, "", ""},
@@ -236,6 +237,23 @@ TEST(DefaultRules, ICloudCodesNeverSuppress) {
   Result unknown = Classify("550 5.1.1 <x@icloud.com>: user does not exist", "x@icloud.com");
   EXPECT_TRUE(unknown.hard_bounce());
   EXPECT_EQ(unknown.action(), Action::kSuppress);
+}
+
+TEST(DefaultRules, UserUnknownNeedsStatusOrStageToSuppress) {
+  // After DATA, "user unknown" comes from a filter and hits every recipient at once.
+  Result eom = Classify(
+      "SMTP error from remote mail server after end of data: 550 Unknown user u@example.org");
+  EXPECT_EQ(eom.category, Category::kFiltered);
+  EXPECT_FALSE(eom.hard_bounce());
+  // A bare code with neither x.1.x nor the RCPT stage is not proof either...
+  EXPECT_EQ(Classify("550 <u@example.org>: User unknown").category, Category::kFiltered);
+  // ... but either one is.
+  EXPECT_EQ(Classify("550 <u@example.org>: User unknown", "", "5.1.1").category,
+            Category::kUserUnknown);
+  EXPECT_EQ(Classify("550 <u@example.org>: User unknown", "", "", "rcpt").category,
+            Category::kUserUnknown);
+  EXPECT_EQ(Classify("550 5.1.1 <u@example.org>... User unknown", "", "", "data").category,
+            Category::kUserUnknown);
 }
 
 TEST(DefaultRules, FillsStatusCodeAndStage) {
