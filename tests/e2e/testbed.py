@@ -196,13 +196,21 @@ socket = "{sm}"
 [rules]
 files = ["{rules}"]
 [milter]
-socket = "inet:{milter}@127.0.0.1"
+socket = "{milter}"
+socket_group = "postfix"
 timeout = "2s"
 {extra}
 """.format(db=os.path.join(self.bounced_dir, "bounced.db"), maillog=self.maillog,
            query=self.query_sock, sm=self.socketmap_sock,
-           rules=os.path.join(self.src, "rules", "default.toml"), milter=self.ports["milter"],
+           rules=os.environ.get("E2E_RULES") or os.path.join(self.src, "rules", "default.toml"),
+           milter=self.bounced_milter_spec(),
            extra=extra)
+
+    def bounced_milter_spec(self):
+        # libmilter's spelling of the socket Postfix's milter_spec names.
+        if self.milter_spec and self.milter_spec.startswith("unix:"):
+            return self.milter_spec
+        return "inet:%d@127.0.0.1" % self.ports["milter"]
 
     def start_bounced(self, extra_config=""):
         cfg = os.path.join(self.bounced_dir, "bounced.toml")
@@ -215,9 +223,14 @@ timeout = "2s"
             if p.poll() is not None:
                 raise TestbedError("bounced exited early (rc %s): %s" % (
                     p.returncode, self.bounced_output()[-2000:]))
-            return (port_open(self.ports["milter"]) and os.path.exists(self.query_sock) and
+            return (self.milter_ready() and os.path.exists(self.query_sock) and
                     os.path.exists(self.socketmap_sock))
         wait_for("bounced milter and sockets", ready, timeout=30)
+
+    def milter_ready(self):
+        if self.milter_spec and self.milter_spec.startswith("unix:"):
+            return os.path.exists(self.milter_spec[5:])
+        return port_open(self.ports["milter"])
 
     def bounced_output(self):
         try:
