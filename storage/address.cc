@@ -2,8 +2,6 @@
 //
 // Postfix compares table keys case-insensitively (it lower-cases lookup keys), so the whole
 // address is lower-cased; recipient_delimiter extensions map to the base address.
-#include <cctype>
-
 #include "storage/store.h"
 
 namespace bounced {

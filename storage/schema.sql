@@ -47,7 +47,6 @@ CREATE TABLE events (
 );
 CREATE INDEX events_by_recipient ON events(recipient_key, time);
 CREATE INDEX events_by_day ON events(day);
-CREATE INDEX events_by_queue_id ON events(queue_id, recipient_key) WHERE queue_id <> '';
 -- A DSN (fed by ingest-dsn or seen by the milter) is recorded once per (Message-ID, recipient).
 CREATE UNIQUE INDEX events_dsn_once ON events(source_ref, recipient_key)
   WHERE source IN ('dsn', 'milter') AND source_ref <> '';

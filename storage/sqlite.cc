@@ -86,6 +86,11 @@ Stmt& Stmt::Bind(int i, std::string_view v) {
   return *this;
 }
 
+Stmt& Stmt::BindRef(int i, std::string_view v) {
+  sqlite3_bind_text64(st_, i, v.data() ? v.data() : "", v.size(), SQLITE_STATIC, SQLITE_UTF8);
+  return *this;
+}
+
 Expected<bool> Stmt::Step() {
   int rc = sqlite3_step(st_);
   if (rc == SQLITE_ROW) return true;

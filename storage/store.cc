@@ -7,10 +7,10 @@
 #include <ctime>
 #include <deque>
 #include <iterator>
-#include <map>
 #include <mutex>
 #include <thread>
-#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "storage/policy.h"
 #include "storage/sqlite.h"
@@ -33,6 +33,9 @@ static_assert(std::size(kMigrations) == kSchemaVersion);
 // A log bounce and the DSN Postfix sends for it are the same incident when their queue id and
 // recipient match within this window (longer than Postfix's default maximal_queue_lifetime).
 constexpr int64_t kSameBounceWindowSeconds = 7 * 86400;
+
+// Recipient states kept in the writer's memory (about 200 bytes each).
+constexpr size_t kStateCacheSize = 100000;
 
 int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
 
@@ -172,8 +175,9 @@ struct Job {
   std::vector<ViewChange> changes;
 };
 
-using CounterKey = std::tuple<std::string, std::string, std::string, std::string, std::string,
-                              std::string>;  // day, domain, provider, category, code, status
+// day, domain, provider, category, provider code, log status joined by kCounterSeparator.
+using Counters = std::unordered_map<std::string, int64_t>;
+constexpr char kCounterSeparator = '\x1f';
 
 class StoreImpl final : public Store {
  public:
@@ -217,13 +221,22 @@ class StoreImpl final : public Store {
   // Writer thread.
   void WriterLoop();
   void CommitGroup(std::vector<std::unique_ptr<Job>>& group);
+  // Runs the given jobs of `group` in one transaction; on error nothing of them holds and
+  // *failed_job names the job that failed (kNoJob: BEGIN or COMMIT failed).
+  static constexpr size_t kNoJob = static_cast<size_t>(-1);
+  Status RunTransaction(std::vector<std::unique_ptr<Job>>& group, const std::vector<size_t>& jobs,
+                        size_t* failed_job);
   Status ApplyBatch(Job& job);
-  Status ApplyEvent(const Event& ev, std::map<CounterKey, int64_t>& counters);
+  Status ApplyEvent(const Event& ev, Counters& counters);
   Status ApplyDecision(const std::string& key, const Event& ev, const PolicyDecision& d, int64_t t);
   Expected<std::optional<Suppression>> GetSuppressionW(const std::string& key);
   Status PutSuppressionW(const Suppression& s, std::string_view log_action, int64_t actor_uid);
   Status LogSuppressionW(const Suppression& s, std::string_view action, int64_t actor_uid);
   Expected<bool> AllowedW(std::string_view key);
+  // False only when no suppression row can exist for `key` (skips a pointless UPDATE).
+  bool MayHaveSuppressionW(const std::string& key) const {
+    return view_.HasKey(key) || txn_suppressed_.count(key) != 0;
+  }
   Status AuditW(const Actor& who, std::string_view action, std::string_view target,
                 std::string_view detail);
   Expected<RecipientState> GetStateW(const std::string& key);
@@ -247,7 +260,23 @@ class StoreImpl final : public Store {
   SuppressionPolicy policy_;
   SuppressionPolicy txn_policy_;  // the writer's copy for the current transaction
   int64_t txn_now_ = 0;
+  // DayOf(t) for the last day seen: most events of a batch fall on the same day.
+  int64_t cached_day_number_ = -1;
+  std::string cached_day_;
+  const std::string& DayCached(int64_t t) {
+    int64_t n = t >= 0 ? t / 86400 : (t - 86399) / 86400;
+    if (n != cached_day_number_) {
+      cached_day_number_ = n;
+      cached_day_ = DayOf(t);
+    }
+    return cached_day_;
+  }
   std::vector<ViewChange>* pending_ = nullptr;  // the running job's view changes
+  // Keys given a suppression row in the running transaction (not in the view yet).
+  std::unordered_set<std::string> txn_suppressed_;
+  // Recipient states as last written, so most events need no SELECT. Cleared when a
+  // transaction fails (its writes are gone) and when it grows past kStateCacheSize.
+  std::unordered_map<std::string, RecipientState> state_cache_;
 
   sql::Db wdb_;
   struct WriterStatements {
@@ -301,6 +330,9 @@ Status StoreImpl::OpenAll() {
       !s) {
     return s;
   }
+  // A big page cache keeps the random-key indexes (recipients) in memory across group commits;
+  // without it each transaction re-reads pages from the WAL through system calls.
+  if (Status s = wdb_.Exec("PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY"); !s) return s;
   if (Status s = Migrate(); !s) return s;
   if (Status s = PrepareWriter(); !s) return s;
   view_.SetDelimiters(policy_.recipient_delimiters);
@@ -537,6 +569,35 @@ void StoreImpl::WriterLoop() {
   }
 }
 
+Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
+                                 const std::vector<size_t>& jobs, size_t* failed_job) {
+  *failed_job = kNoJob;
+  auto discard = [&] {
+    if (!sqlite3_get_autocommit(wdb_.get())) wdb_.Exec("ROLLBACK");
+    for (size_t i : jobs) group[i]->changes.clear();
+    state_cache_.clear();
+  };
+  for (size_t i : jobs) group[i]->changes.clear();
+  txn_suppressed_.clear();
+  if (Status s = wdb_.Exec("BEGIN IMMEDIATE"); !s) return s;
+  for (size_t i : jobs) {
+    Job& job = *group[i];
+    pending_ = &job.changes;
+    Status s = job.call ? job.call(*this) : ApplyBatch(job);
+    pending_ = nullptr;
+    if (!s) {
+      discard();
+      *failed_job = i;
+      return s;
+    }
+  }
+  if (Status s = wdb_.Exec("COMMIT"); !s) {
+    discard();
+    return s;
+  }
+  return Status::Ok();
+}
+
 void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
   {
     std::lock_guard lock(policy_mu_);
@@ -544,40 +605,29 @@ void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
   }
   txn_now_ = Now();
   std::vector<Status> results(group.size());
-  Status txn = wdb_.Exec("BEGIN IMMEDIATE");
-  if (txn) {
+  std::vector<size_t> all(group.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::string write_error;
+  size_t failed = kNoJob;
+  Status txn = RunTransaction(group, all, &failed);
+  if (!txn && failed != kNoJob && group.size() > 1) {
+    // One job failed (bad input, or trouble that may be its alone): rerun each job in its own
+    // transaction so the others still commit. Jobs are functions of the database state, so a
+    // rerun gives what the first run would have. Rare, so its cost does not matter.
     for (size_t i = 0; i < group.size(); ++i) {
-      Job& job = *group[i];
-      if (Status s = wdb_.Exec("SAVEPOINT job"); !s) {
-        txn = s;
-        break;
-      }
-      pending_ = &job.changes;
-      Status s = job.call ? job.call(*this) : ApplyBatch(job);
-      pending_ = nullptr;
-      if (s) {
-        s = wdb_.Exec("RELEASE job");
-      }
-      if (!s) {
-        job.changes.clear();
-        if (sqlite3_get_autocommit(wdb_.get())) {
-          // SQLite rolled the whole transaction back (disk full, I/O error): nothing holds.
-          txn = s;
-          break;
-        }
-        wdb_.Exec("ROLLBACK TO job");
-        wdb_.Exec("RELEASE job");
+      Status s = RunTransaction(group, {i}, &failed);
+      if (!s && failed == kNoJob) {
+        write_error = s.message();
+        s = Status::Error("storage: commit failed: " + s.message());
       }
       results[i] = s;
     }
-    if (txn) txn = wdb_.Exec("COMMIT");
-  }
-  if (!txn) {
-    if (!sqlite3_get_autocommit(wdb_.get())) wdb_.Exec("ROLLBACK");
-    for (size_t i = 0; i < group.size(); ++i) {
-      group[i]->changes.clear();
-      if (results[i]) results[i] = Status::Error("storage: commit failed: " + txn.message());
+  } else if (!txn) {
+    if (failed == kNoJob) {
+      write_error = txn.message();
+      txn = Status::Error("storage: commit failed: " + txn.message());
     }
+    for (auto& r : results) r = txn;
   }
   for (size_t i = 0; i < group.size(); ++i) {
     for (const ViewChange& c : group[i]->changes) {
@@ -605,24 +655,26 @@ void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
   }
   {
     std::lock_guard lock(queue_mu_);
-    last_write_error_ = txn ? "" : txn.message();
+    last_write_error_ = write_error;
   }
   for (size_t i = 0; i < group.size(); ++i) group[i]->done.set_value(results[i]);
 }
 
 Status StoreImpl::ApplyBatch(Job& job) {
-  std::map<CounterKey, int64_t> counters;
+  Counters counters;
   for (const Event& ev : job.batch.events) {
     if (Status s = ApplyEvent(ev, counters); !s) return s;
   }
   for (const auto& [k, n] : counters) {
-    w_.counter.Bind(1, std::get<0>(k))
-        .Bind(2, std::get<1>(k))
-        .Bind(3, std::get<2>(k))
-        .Bind(4, std::get<3>(k))
-        .Bind(5, std::get<4>(k))
-        .Bind(6, std::get<5>(k))
-        .Bind(7, n);
+    std::string_view parts[6];
+    std::string_view rest = k;
+    for (int i = 0; i < 6; ++i) {
+      size_t sep = i < 5 ? rest.find(kCounterSeparator) : std::string_view::npos;
+      parts[i] = rest.substr(0, sep);
+      rest = sep == std::string_view::npos ? std::string_view() : rest.substr(sep + 1);
+    }
+    for (int i = 0; i < 6; ++i) w_.counter.BindRef(i + 1, parts[i]);
+    w_.counter.Bind(7, n);
     if (Status s = w_.counter.Run(); !s) return s;
   }
   if (const auto& p = job.batch.position) {
@@ -637,14 +689,14 @@ Status StoreImpl::ApplyBatch(Job& job) {
   return Status::Ok();
 }
 
-Status StoreImpl::ApplyEvent(const Event& ev, std::map<CounterKey, int64_t>& counters) {
+Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   const int64_t t = ev.unix_time ? ev.unix_time : txn_now_;
   const Result& r = ev.result;
   std::string key = NormalizeAddress(r.recipient, txn_policy_.recipient_delimiters);
   // Something that is not an address is still recorded (nothing is lost), under its own text.
   std::string_view stored_key = key.empty() ? std::string_view(r.recipient) : key;
   std::string_view domain = key.empty() ? std::string_view() : DomainOf(key);
-  std::string day = DayOf(t);
+  const std::string& day = DayCached(t);
 
   bool counted = true;
   if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty()) {
@@ -666,53 +718,59 @@ Status StoreImpl::ApplyEvent(const Event& ev, std::map<CounterKey, int64_t>& cou
   const CategoryInfo& info = Describe(r.category);
   sql::Stmt& in = w_.insert_event;
   in.Bind(1, t)
-      .Bind(2, day)
-      .Bind(3, ev.time_text)
-      .Bind(4, ToString(ev.source))
-      .Bind(5, ev.source_ref)
-      .Bind(6, ev.queue_id)
-      .Bind(7, ev.message_id)
-      .Bind(8, ev.sender)
-      .Bind(9, r.recipient)
-      .Bind(10, stored_key)
-      .Bind(11, domain)
-      .Bind(12, r.original_recipient)
-      .Bind(13, ev.log_status)
-      .Bind(14, ev.relay)
-      .Bind(15, ev.program)
-      .Bind(16, ev.bounce_queue_id)
-      .Bind(17, info.name)
-      .Bind(18, ToString(info.fault))
-      .Bind(19, ToString(info.action))
+      .BindRef(2, day)
+      .BindRef(3, ev.time_text)
+      .BindRef(4, ToString(ev.source))
+      .BindRef(5, ev.source_ref)
+      .BindRef(6, ev.queue_id)
+      .BindRef(7, ev.message_id)
+      .BindRef(8, ev.sender)
+      .BindRef(9, r.recipient)
+      .BindRef(10, stored_key)
+      .BindRef(11, domain)
+      .BindRef(12, r.original_recipient)
+      .BindRef(13, ev.log_status)
+      .BindRef(14, ev.relay)
+      .BindRef(15, ev.program)
+      .BindRef(16, ev.bounce_queue_id)
+      .BindRef(17, info.name)
+      .BindRef(18, ToString(info.fault))
+      .BindRef(19, ToString(info.action))
       .Bind(20, int64_t{info.hard_bounce})
-      .Bind(21, r.status)
-      .Bind(22, r.reply_code)
-      .Bind(23, r.stage)
-      .Bind(24, r.provider)
-      .Bind(25, r.provider_code)
-      .Bind(26, r.diagnostic)
-      .Bind(27, r.remote_mta)
-      .Bind(28, r.dsn_action)
-      .Bind(29, r.rule)
+      .BindRef(21, r.status)
+      .BindRef(22, r.reply_code)
+      .BindRef(23, r.stage)
+      .BindRef(24, r.provider)
+      .BindRef(25, r.provider_code)
+      .BindRef(26, r.diagnostic)
+      .BindRef(27, r.remote_mta)
+      .BindRef(28, r.dsn_action)
+      .BindRef(29, r.rule)
       .Bind(30, int64_t{counted});
   if (Status s = in.Run(); !s) return s;
   if (wdb_.changes() == 0) return Status::Ok();  // this DSN recipient was recorded before
 
   if (!counted) return Status::Ok();
-  counters[CounterKey{day, std::string(domain), r.provider, std::string(info.name), r.provider_code,
-                      ev.log_status}]++;
+  std::string ck = day;
+  for (std::string_view part :
+       {domain, std::string_view(r.provider), info.name, std::string_view(r.provider_code),
+        std::string_view(ev.log_status)}) {
+    ck.push_back(kCounterSeparator);
+    ck.append(part);
+  }
+  counters[ck]++;
   if (key.empty()) return Status::Ok();
 
   auto state = GetStateW(key);
   if (!state) return state.status();
   PolicyDecision d = bounced::ApplyEvent(txn_policy_, *state, ev, t);
   if (Status s = PutStateW(*state, r.recipient); !s) return s;
-  if (IsDelivery(ev)) {
+  if (IsDelivery(ev) && MayHaveSuppressionW(key)) {
     w_.delivered_after.Bind(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.delivered_after.Run(); !s) return s;
   }
   if (d.suppress) return ApplyDecision(key, ev, d, t);
-  if (IsFailure(ev)) {
+  if (IsFailure(ev) && MayHaveSuppressionW(key)) {
     w_.touch_suppression.Bind(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.touch_suppression.Run(); !s) return s;
   }
@@ -772,6 +830,7 @@ Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_act
       .Bind(13, txn_now_);
   if (Status st = w_.put_suppression.Run(); !st) return st;
   if (Status st = LogSuppressionW(s, log_action, actor_uid); !st) return st;
+  txn_suppressed_.insert(s.address);
   pending_->push_back(ViewChange{ViewChange::kPut, s.address, HitFor(s)});
   return Status::Ok();
 }
@@ -812,6 +871,7 @@ Status StoreImpl::AuditW(const Actor& who, std::string_view action, std::string_
 }
 
 Expected<RecipientState> StoreImpl::GetStateW(const std::string& key) {
+  if (auto it = state_cache_.find(key); it != state_cache_.end()) return it->second;
   w_.get_state.Bind(1, key);
   auto r = w_.get_state.Step();
   RecipientState s;
@@ -836,7 +896,10 @@ Status StoreImpl::PutStateW(const RecipientState& s, std::string_view display) {
       .Bind(11, s.last_incident)
       .Bind(12, s.manual_unsuppressed)
       .Bind(13, s.events);
-  return w_.put_state.Run();
+  if (Status st = w_.put_state.Run(); !st) return st;
+  if (state_cache_.size() >= kStateCacheSize) state_cache_.clear();
+  state_cache_[s.address] = s;
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -983,6 +1046,7 @@ Expected<ImportResult> StoreImpl::Import(ExportFormat format, std::string_view d
     return result;
   }
   Status st = RunOnWriter([&](StoreImpl& self) -> Status {
+    result.added = result.updated = 0;  // a rerun starts over
     for (const Suppression& s : parsed.entries) {
       auto existing = self.GetSuppressionW(s.address);
       if (!existing) return existing.status();

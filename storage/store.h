@@ -16,8 +16,8 @@
 //   error). A Batch is applied atomically: its events, the counters and suppressions they cause
 //   and its input position commit in one transaction, so after a crash (kill -9, power loss with
 //   the default synchronous=FULL) the stored position matches exactly the stored events.
-//   Batches queued together share one transaction (group commit); a batch that fails alone is
-//   rolled back alone (savepoint) and the others still commit.
+//   Batches queued together share one transaction (group commit); a batch that fails is
+//   rolled back alone (the group is retried one batch per transaction) and the others commit.
 // - Policy runs inside the writer: events change recipient state and may add a suppression.
 //   SuppressionPolicy below says how; the allowlist and manual decisions always win.
 // - The view (view()) is updated by the writer right after each commit, before the futures

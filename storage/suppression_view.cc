@@ -18,12 +18,13 @@ size_t MemorySuppressionView::KeyHeapBytes(const std::string& key) {
 
 std::optional<SuppressionHit> MemorySuppressionView::Lookup(std::string_view address,
                                                             int64_t now) const {
-  std::string delimiters;
-  {
-    std::shared_lock lock(allow_mu_);
-    delimiters = delimiters_;
+  uint64_t packed = delimiters_.load(std::memory_order_relaxed);
+  char delimiters[8];
+  size_t n = 0;
+  for (; n < 8 && (packed >> (8 * n)) & 0xff; ++n) {
+    delimiters[n] = static_cast<char>((packed >> (8 * n)) & 0xff);
   }
-  std::string key = NormalizeAddress(address, delimiters);
+  std::string key = NormalizeAddress(address, std::string_view(delimiters, n));
   if (key.empty()) return std::nullopt;
   return LookupKey(key, now);
 }
@@ -47,9 +48,16 @@ std::optional<SuppressionHit> MemorySuppressionView::LookupKey(std::string_view 
   return hit;
 }
 
+bool MemorySuppressionView::HasKey(std::string_view key) const {
+  size_t h = Hash{}(key);
+  Shard& shard = ShardFor(key, h);
+  std::shared_lock lock(shard.mu);
+  return shard.map.find(key) != shard.map.end();
+}
+
 bool MemorySuppressionView::Allowed(std::string_view key) const {
+  if (allow_entries_.load(std::memory_order_acquire) == 0) return false;
   std::shared_lock lock(allow_mu_);
-  if (allow_addresses_.empty() && allow_domains_.empty()) return false;
   if (allow_addresses_.find(key) != allow_addresses_.end()) return true;
   std::string_view domain = DomainOf(key);
   // A domain entry covers its subdomains too (example.com covers mx.example.com).
@@ -112,6 +120,7 @@ void MemorySuppressionView::AllowAddress(const std::string& key, bool allowed) {
   } else {
     allow_addresses_.erase(key);
   }
+  allow_entries_.store(allow_addresses_.size() + allow_domains_.size(), std::memory_order_release);
 }
 
 void MemorySuppressionView::AllowDomain(const std::string& domain, bool allowed) {
@@ -121,11 +130,15 @@ void MemorySuppressionView::AllowDomain(const std::string& domain, bool allowed)
   } else {
     allow_domains_.erase(domain);
   }
+  allow_entries_.store(allow_addresses_.size() + allow_domains_.size(), std::memory_order_release);
 }
 
 void MemorySuppressionView::SetDelimiters(const std::string& delimiters) {
-  std::unique_lock lock(allow_mu_);
-  delimiters_ = delimiters;
+  uint64_t packed = 0;
+  for (size_t i = 0; i < delimiters.size() && i < 8; ++i) {
+    packed |= static_cast<uint64_t>(static_cast<unsigned char>(delimiters[i])) << (8 * i);
+  }
+  delimiters_.store(packed, std::memory_order_relaxed);
 }
 
 void MemorySuppressionView::Reserve(size_t n) {

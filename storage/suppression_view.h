@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -29,6 +30,9 @@ class MemorySuppressionView final : public SuppressionView {
   void AllowAddress(const std::string& key, bool allowed);
   void AllowDomain(const std::string& domain, bool allowed);
   bool Allowed(std::string_view key) const;
+  // Whether an entry for `key` is held at all (expired or allowlisted ones included).
+  bool HasKey(std::string_view key) const;
+  // At most 8 characters are kept (Postfix's recipient_delimiter is one or a few).
   void SetDelimiters(const std::string& delimiters);
   void Reserve(size_t n);
 
@@ -51,7 +55,10 @@ class MemorySuppressionView final : public SuppressionView {
   mutable std::shared_mutex allow_mu_;
   std::unordered_set<std::string, Hash, std::equal_to<>> allow_addresses_;
   std::unordered_set<std::string, Hash, std::equal_to<>> allow_domains_;
-  std::string delimiters_ = "+";
+  // Up to 8 delimiter characters packed in one word, so lookups read them without a lock.
+  std::atomic<uint64_t> delimiters_{'+'};
+  // Allowlist entries held; lookups skip the allowlist lock while there are none.
+  std::atomic<size_t> allow_entries_{0};
 };
 
 }  // namespace bounced
