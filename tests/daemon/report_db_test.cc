@@ -1,0 +1,243 @@
+// report_db_test.cc: the daily report from a real database. The database is created by the
+// real Store (schema and migrations), then filled with tests/data/reports/fixture.sql; the text
+// and JSON renderings are compared with golden files in tests/data/reports/ (regenerate with
+// BOUNCED_UPDATE_GOLDEN=1 after a deliberate change, and read the diff).
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "daemon/report_db.h"
+#include "daemon/report_render.h"
+#include "storage/store.h"
+
+namespace bounced {
+namespace {
+
+const std::string kData = BOUNCED_TEST_DATA "/reports";
+constexpr int64_t kNow = 1795933200;  // 2026-11-29T06:20:00Z, the morning after
+
+std::string ReadFile(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/bounced-report-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void Exec(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  std::string msg = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
+
+// The real schema (Store::Open creates and migrates it), then the fixture rows.
+std::string BuildFixtureDb(const TempDir& dir) {
+  const std::string path = dir.path() + "/bounced.db";
+  {
+    StoreOptions o;
+    o.path = path;
+    auto store = Store::Open(o);
+    EXPECT_TRUE(store.ok()) << store.error();
+  }
+  Exec(path, ReadFile(kData + "/fixture.sql"));
+  return path;
+}
+
+AdviceBook Advice() {
+  auto book = AdviceBook::Load(BOUNCED_SOURCE_DIR "/packaging/advice.toml");
+  EXPECT_TRUE(book.ok()) << book.error();
+  return book.ok() ? *book : AdviceBook();
+}
+
+ReportRequest Request(const std::string& db) {
+  ReportRequest r;
+  r.db_path = db;
+  r.date = "2026-11-28";
+  r.now = kNow;
+  r.host = "mail.example.net";
+  return r;
+}
+
+void CompareGolden(const std::string& name, const std::string& got) {
+  const std::string path = kData + "/" + name;
+  if (getenv("BOUNCED_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary) << got;
+  }
+  EXPECT_EQ(got, ReadFile(path)) << "golden " << path << " differs (BOUNCED_UPDATE_GOLDEN=1)";
+}
+
+class ReportDbTest : public ::testing::Test {
+ protected:
+  void SetUp() override { db_ = BuildFixtureDb(dir_); }
+  TempDir dir_;
+  std::string db_;
+};
+
+TEST_F(ReportDbTest, TextAndJsonMatchTheGoldenFiles) {
+  auto data = ReadReportData(Request(db_));
+  ASSERT_TRUE(data.ok()) << data.error();
+  data->database = "bounced.db";  // the temp path differs per run
+  Report r = BuildReport(*data, Advice());
+  CompareGolden("2026-11-28.txt", RenderText(r));
+  CompareGolden("2026-11-28.json", RenderJson(r));
+}
+
+TEST_F(ReportDbTest, CountsTheDayAndComparesSenderSideProblemsWithThePreviousWeek) {
+  auto data = ReadReportData(Request(db_));
+  ASSERT_TRUE(data.ok()) << data.error();
+  Report r = BuildReport(*data, Advice());
+  EXPECT_EQ(r.first_day, "2026-11-28");
+  EXPECT_EQ(r.recipients.sent, 1720);
+  EXPECT_EQ(r.recipients.bounced, 58);  // the uncounted DSN copy is not in it
+  EXPECT_EQ(r.recipients.deferred, 13);
+  EXPECT_EQ(r.recipients.expired, 1);
+  EXPECT_EQ(r.recipients.complaint, 1);
+  // Two recipients per queue id in the fixture: messages are about half the recipients.
+  EXPECT_EQ(r.messages.sent, 300 / 2 + 100 / 2 + 800 / 2 + 250 / 2 + 50 / 2 + 200 / 2 + 20 / 2);
+
+  ASSERT_GE(r.sender_problems.size(), 5u);
+  const SenderProblem& first = r.sender_problems[0];  // the biggest, first
+  EXPECT_EQ(first.provider, "icloud");
+  EXPECT_EQ(first.provider_name, "iCloud");
+  EXPECT_EQ(first.code, "CS01");
+  EXPECT_EQ(first.count, 35);  // icloud.com and me.com together
+  EXPECT_DOUBLE_EQ(first.previous_daily_average, 2.0);
+  ASSERT_TRUE(first.change_percent.has_value());
+  EXPECT_DOUBLE_EQ(*first.change_percent, 1650.0);
+  ASSERT_EQ(first.samples.size(), 1u);
+  EXPECT_NE(first.samples[0].find("[CS01]"), std::string::npos);
+  EXPECT_NE(first.advice_title.find("CS01"), std::string::npos);
+  EXPECT_FALSE(first.advice_steps.empty());
+
+  auto find = [&](const std::string& provider, const std::string& code) -> const SenderProblem* {
+    for (const auto& p : r.sender_problems) {
+      if (p.provider == provider && p.code == code) return &p;
+    }
+    return nullptr;
+  };
+  const SenderProblem* gmail = find("gmail", "5.7.26");
+  ASSERT_NE(gmail, nullptr);
+  EXPECT_EQ(gmail->count, 8);
+  EXPECT_NEAR(gmail->previous_daily_average, 3.0 / 7, 1e-9);
+  EXPECT_NE(gmail->advice_title.find("unauthenticated"), std::string::npos);
+  const SenderProblem* aol = find("yahoo", "5.7.9");  // aol.com is reported with Yahoo
+  ASSERT_NE(aol, nullptr);
+  EXPECT_EQ(aol->provider_name, "Yahoo/AOL");
+  EXPECT_FALSE(aol->change_percent.has_value());  // new
+  ASSERT_NE(find("microsoft", "S3150"), nullptr);
+  ASSERT_NE(find("icloud", "HM08"), nullptr);
+  EXPECT_EQ(find("yahoo", "TSS04"), nullptr);  // rate limiting is transient, not sender-side
+
+  EXPECT_EQ(r.new_suppressions, 8);  // 5 user_unknown, 1 domain_unknown, complaint, manual
+  EXPECT_EQ(r.lifted_suppressions, 1);
+  EXPECT_EQ(r.manual_changes.size(), 2u);  // the allow of the day before is not in it
+
+  ASSERT_EQ(r.incidents.size(), 1u);  // the 09:00 CS01 burst
+  EXPECT_EQ(r.incidents[0].provider, "icloud");
+  EXPECT_EQ(r.incidents[0].code, "CS01");
+  EXPECT_EQ(FormatUtc(r.incidents[0].opened).substr(0, 13), "2026-11-28T09");
+
+  ASSERT_EQ(r.trend.days.size(), 14u);
+  EXPECT_EQ(r.trend.days.front(), "2026-11-15");
+  EXPECT_EQ(r.trend.days.back(), "2026-11-28");
+  ASSERT_FALSE(r.day_categories.empty());
+  EXPECT_EQ(r.day_categories[0].name, "policy_rejection");  // 35 CS01 + 2 from AOL
+  EXPECT_EQ(r.day_categories[0].count, 37);
+}
+
+TEST_F(ReportDbTest, DomainFilterKeepsOnlyThatDomain) {
+  ReportRequest req = Request(db_);
+  req.domain = "me.com";
+  auto data = ReadReportData(req);
+  ASSERT_TRUE(data.ok()) << data.error();
+  Report r = BuildReport(*data, Advice());
+  EXPECT_EQ(r.recipients.sent, 100);
+  ASSERT_EQ(r.sender_problems.size(), 1u);
+  EXPECT_EQ(r.sender_problems[0].count, 5);
+  ASSERT_EQ(r.domains.size(), 1u);
+  EXPECT_EQ(r.domains[0].id, "me.com");
+  EXPECT_EQ(r.new_suppressions, 0);
+  EXPECT_TRUE(r.incidents.empty());  // 5 in a day is not a spike
+}
+
+TEST_F(ReportDbTest, SeveralDaysAddUp) {
+  ReportRequest req = Request(db_);
+  req.days = 7;
+  auto data = ReadReportData(req);
+  ASSERT_TRUE(data.ok()) << data.error();
+  Report r = BuildReport(*data, Advice());
+  EXPECT_EQ(r.first_day, "2026-11-22");
+  EXPECT_EQ(r.recipients.sent, 7 * 1720);
+  ASSERT_FALSE(r.sender_problems.empty());
+  EXPECT_EQ(r.sender_problems[0].code, "CS01");
+  EXPECT_EQ(r.sender_problems[0].count, 6 * 2 + 35);
+}
+
+TEST_F(ReportDbTest, ReadsWhileAWriterHoldsATransaction) {
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &writer), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(writer,
+                         "BEGIN IMMEDIATE; INSERT INTO audit (time, actor_uid, action, target, "
+                         "reason) VALUES (1795867200, 0, 'suppress', 'x@y.z', 'pending');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  auto data = ReadReportData(Request(db_));
+  ASSERT_TRUE(data.ok()) << data.error();
+  EXPECT_EQ(data->manual_changes.size(), 2u);  // the uncommitted row is not seen
+  sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(writer);
+}
+
+TEST(ReportDbErrorsTest, SaysWhatIsWrongWithTheFile) {
+  TempDir dir;
+  ReportRequest req;
+  req.date = "2026-11-28";
+  req.db_path = dir.path() + "/missing.db";
+  auto missing = ReadReportData(req);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("cannot read"), std::string::npos);
+
+  req.db_path = dir.path() + "/empty.db";
+  Exec(req.db_path, "CREATE TABLE t (x)");
+  auto empty = ReadReportData(req);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().find("not a bounced database"), std::string::npos);
+
+  req.db_path = dir.path() + "/future.db";
+  Exec(req.db_path, "CREATE TABLE t (x); PRAGMA user_version = 99;");
+  auto future = ReadReportData(req);
+  ASSERT_FALSE(future.ok());
+  EXPECT_NE(future.error().find("newer"), std::string::npos);
+
+  req.date = "2026-13-45";
+  auto bad_date = ReadReportData(req);
+  ASSERT_FALSE(bad_date.ok());
+  EXPECT_NE(bad_date.error().find("bad date"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bounced
