@@ -654,10 +654,42 @@ bool FastDecode(std::string_view normalized, bool nested_ok, MimeView* view) {
   return true;
 }
 
+// Mailbox files hold several messages; a single-part bounce may have a second report glued
+// after it behind an mbox "From " line. Its parts are read too (multipart reports get the
+// same treatment from their epilogue).
+void AppendGluedMessage(std::string_view normalized, MimeView* view) {
+  if (view->content_type.starts_with("multipart/")) return;
+  // Past the first message's own header block only.
+  size_t pos = normalized.find("\n\n");
+  std::string_view rest;
+  while (pos != std::string_view::npos) {
+    pos = normalized.find("\nFrom ", pos);
+    if (pos == std::string_view::npos) return;
+    rest = normalized.substr(pos + 1);
+    size_t nl = rest.find('\n');
+    if (nl == std::string_view::npos) return;
+    std::string_view next = rest.substr(nl + 1, 80);
+    size_t colon = next.find(':');
+    if (colon != std::string_view::npos && colon > 0 &&
+        next.substr(0, colon).find_first_of(" \t\n") == std::string_view::npos)
+      break;  // "From sender date" followed by a header line: the next message
+    pos += 6;
+  }
+  if (pos == std::string_view::npos) return;
+  MimeView second = DecodeMimeNested(rest);
+  for (MimeLeaf& leaf : second.parts) {
+    if (view->parts.size() >= kMaxMimeParts) break;
+    view->parts.push_back(std::move(leaf));
+  }
+}
+
 MimeView DecodeMimeImpl(std::string_view message, bool nested_ok, bool fast_ok) {
   MimeView view;
   std::string normalized = NormalizeLineEnds(message);
-  if (fast_ok && FastDecode(normalized, nested_ok, &view)) return view;
+  if (fast_ok && FastDecode(normalized, nested_ok, &view)) {
+    if (nested_ok) AppendGluedMessage(normalized, &view);
+    return view;
+  }
   view = MimeView();
   GMimeStream* stream = g_mime_stream_mem_new_with_buffer(normalized.data(), normalized.size());
   GMimeParser* parser = g_mime_parser_new_with_stream(stream);
@@ -690,10 +722,16 @@ MimeView DecodeMimeImpl(std::string_view message, bool nested_ok, bool fast_ok) 
     view.content_type = "text/plain";
     view.parts.push_back(MimeLeaf{"text/plain", ToUtf8(normalized, ""), false});
   }
+  if (nested_ok) AppendGluedMessage(normalized, &view);
   return view;
 }
 
-MimeView DecodeMimeNested(std::string_view message) { return DecodeMimeImpl(message, false, true); }
+MimeView DecodeMimeNested(std::string_view message) {
+  // Glued-on messages start after blank lines, often with an mbox "From " line.
+  size_t start = message.find_first_not_of('\n');
+  message.remove_prefix(start == std::string_view::npos ? message.size() : start);
+  return DecodeMimeImpl(message, false, true);
+}
 
 }  // namespace
 

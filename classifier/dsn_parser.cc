@@ -155,8 +155,9 @@ bool BounceWording(std::string_view text) {
       "delivery attempts",
       "cannot be delivered",
   };
+  std::string lower = AsciiLowerCopy(text.substr(0, 16384));
   for (std::string_view w : kWords) {
-    if (ContainsNoCase(text, w)) return true;
+    if (lower.find(w) != std::string::npos) return true;
   }
   return false;
 }
@@ -218,10 +219,10 @@ bool HasWords(std::string_view s) {
 // Reply codes MTAs actually send; used to find one in text that ExtractReplyCode's strict
 // positions miss ("550: 5.2.2 ...", "ERROR_CODE :550", "[550 5.1.1 ...", "error 550-'5.2.2").
 bool IsKnownReplyCode(std::string_view c) {
-  static constexpr std::string_view kCodes[] = {"421", "450", "451", "452", "454", "455", "500",
-                                                "501", "502", "503", "504", "521", "523", "530",
-                                                "534", "535", "541", "550", "551", "552", "553",
-                                                "554", "555", "556", "571", "250", "251", "252"};
+  static constexpr std::string_view kCodes[] = {
+      "421", "432", "441", "442", "447", "450", "451", "452", "454", "455", "471", "500", "501",
+      "502", "503", "504", "510", "511", "512", "513", "521", "523", "530", "534", "535", "541",
+      "550", "551", "552", "553", "554", "555", "556", "557", "571", "250", "251", "252"};
   for (std::string_view k : kCodes) {
     if (c == k) return true;
   }
@@ -246,6 +247,54 @@ std::string LooseReplyCode(std::string_view text) {
   return {};
 }
 
+// A reply code with the enhanced status right after it ("550 5.1.1", "550-'5.2.2",
+// "[421 4.4.2"): the remote server's own words, in the order the text has them.
+struct ReplyPair {
+  std::string code;
+  std::string status;
+};
+
+std::vector<ReplyPair> ReplyPairs(std::string_view text) {
+  std::vector<ReplyPair> out;
+  auto digit = [&](size_t i) {
+    return i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+  };
+  for (size_t i = 0; i + 8 < text.size() && out.size() < 16; ++i) {
+    if (!digit(i) || !digit(i + 1) || !digit(i + 2) || digit(i + 3)) continue;
+    if (i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.'))
+      continue;
+    std::string_view code = text.substr(i, 3);
+    if (!IsKnownReplyCode(code)) continue;
+    size_t j = i + 3;
+    for (int k = 0; k < 3 && j < text.size() &&
+                    std::string_view(" -'\"#:").find(text[j]) != std::string_view::npos;
+         ++k)
+      ++j;
+    if (j == i + 3 || j >= text.size() || text[j] != code[0] || j + 1 >= text.size() ||
+        text[j + 1] != '.')
+      continue;
+    size_t k = j + 2;
+    size_t subject = k;
+    while (digit(k) && k - subject < 3) ++k;
+    if (k == subject || k >= text.size() || text[k] != '.') continue;
+    size_t detail = ++k;
+    while (digit(k) && k - detail < 3) ++k;
+    if (k == detail || digit(k) || (k < text.size() && text[k] == '.' && digit(k + 1))) continue;
+    out.push_back(ReplyPair{std::string(code), std::string(text.substr(j, k - j))});
+    i = k;
+  }
+  return out;
+}
+
+// The status and reply code a reason text states. An expiry notice ("554 4.4.7 Message
+// expired ... <421 4.4.2 Connection timed out>") carries the last real error inside it.
+ReplyPair StatedReply(std::string_view text) {
+  std::vector<ReplyPair> pairs = ReplyPairs(text);
+  if (pairs.empty()) return ReplyPair{"", ExtractEnhancedStatus(text)};
+  if (pairs.front().status.ends_with(".4.7") && pairs.size() > 1) return pairs.back();
+  return pairs.front();
+}
+
 // DSN fields written into a text part (some gateways paste them there instead of a
 // message/delivery-status part): from the first recipient field on.
 std::string EmbeddedDeliveryStatus(std::string_view text) {
@@ -267,8 +316,19 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
   std::vector<Finding> out;
   std::string message_remote =
       std::string(dsn::StripTypePrefix(MimeView::Find(ds.per_message, "remote-mta")));
+  // Each recipient's wording in the text part, found in one pass over it.
+  std::vector<std::string> addresses;
+  for (const std::vector<Header>& g : ds.per_recipient) {
+    std::string_view r = dsn::StripTypePrefix(MimeView::Find(g, "final-recipient"));
+    if (r.empty()) r = dsn::StripTypePrefix(MimeView::Find(g, "x-actual-recipient"));
+    if (r.empty()) r = dsn::StripTypePrefix(MimeView::Find(g, "original-recipient"));
+    addresses.push_back(NormalizeAddress(r));
+  }
+  std::vector<std::string> blocks = dsn::BlocksFor(explanation, addresses);
+  size_t group = 0;
   for (const std::vector<Header>& g : ds.per_recipient) {
     Finding f;
+    std::string block = std::move(blocks[group++]);
     std::string final_rcpt(dsn::StripTypePrefix(MimeView::Find(g, "final-recipient")));
     std::string original(dsn::StripTypePrefix(MimeView::Find(g, "original-recipient")));
     std::string actual(dsn::StripTypePrefix(MimeView::Find(g, "x-actual-recipient")));
@@ -290,20 +350,36 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
     f.diagnostic = std::string(dsn::StripTypePrefix(Field(g, "diagnostic-code")));
     f.remote_mta = std::string(dsn::StripTypePrefix(Field(g, "remote-mta")));
     if (f.remote_mta.empty()) f.remote_mta = message_remote;
-    std::string block =
-        f.recipient.empty() ? std::string() : dsn::BlockFor(explanation, f.recipient);
     // Local delivery agents report an exit code ("X-Unix; 77"); the text says why.
     if (!HasWords(f.diagnostic) && !block.empty()) {
       f.diagnostic = f.diagnostic.empty() ? block : block + "\n" + f.diagnostic;
     }
     // The remote reply's own enhanced code is more precise than a Status field that only
-    // gives the class ("5.0.0") or a relay's summary ("4.4.7" for an expired retry).
-    std::string reply_status = ExtractEnhancedStatus(f.diagnostic);
-    if (!reply_status.empty() && !(reply_status.ends_with(".0.0") && !f.status.empty())) {
-      f.status = reply_status;
+    // gives the class ("5.0.0") or a relay's summary ("4.4.7" for an expired retry); a reply
+    // that is itself only a class or an expiry summary does not override a precise field.
+    ReplyPair stated = StatedReply(f.diagnostic);
+    bool field_precise = !f.status.empty() && !f.status.ends_with(".0.0");
+    if (!stated.status.empty() && !(stated.status.ends_with(".0.0") && !f.status.empty()) &&
+        !(stated.status.ends_with(".4.7") && field_precise)) {
+      f.status = stated.status;
     }
-    f.stage = std::string(StageFromText(block));
-    if (f.stage.empty()) f.stage = std::string(StageFromText(f.diagnostic));
+    f.reply_code = stated.code;
+    // "Message expired" (x.4.7) only says the retries ran out; the text part often lists the
+    // replies of the attempts (Exchange: "returned '441 4.4.1 ...'"): the cause is there.
+    if (f.status.ends_with(".4.7") && !block.empty()) {
+      for (const ReplyPair& p : ReplyPairs(block)) {
+        if (!p.status.ends_with(".4.7") && p.status[0] == f.status[0]) {
+          f.status = p.status;
+          break;
+        }
+      }
+    }
+    f.stage =
+        std::string(StageFromText(std::string_view(block).substr(0, dsn::kMaxStageScanBytes)));
+    if (f.stage.empty()) {
+      f.stage = std::string(
+          StageFromText(std::string_view(f.diagnostic).substr(0, dsn::kMaxStageScanBytes)));
+    }
     if (f.recipient.empty() && f.diagnostic.empty() && f.status.empty()) continue;
     out.push_back(std::move(f));
     if (out.size() >= dsn::kMaxRecipientGroups) break;
@@ -387,12 +463,19 @@ constexpr size_t kMaxReasonBytes = 4 * kMaxDiagnosticBytes;
 Result Classify(const Finding& f, const RuleSet& rules) {
   std::string diagnostic =
       Sanitize(FoldWhitespace(std::string_view(f.diagnostic).substr(0, kMaxReasonBytes)));
-  std::string reply_code = ExtractReplyCode(diagnostic);
+  std::string reply_code = f.reply_code;
+  if (reply_code.empty()) reply_code = ExtractReplyCode(diagnostic);
   if (reply_code.empty()) reply_code = LooseReplyCode(diagnostic);
+  std::string status = f.status;
+  if (status.empty()) {
+    ReplyPair stated = StatedReply(diagnostic);
+    status = stated.status;
+    if (reply_code.empty()) reply_code = stated.code;
+  }
   std::string remote = Sanitize(f.remote_mta, 255);
   ReplyInput in;
   in.diagnostic = diagnostic;
-  in.status = f.status;
+  in.status = status;
   in.reply_code = reply_code;
   in.stage = f.stage;
   in.recipient = f.recipient;
@@ -404,7 +487,7 @@ Result Classify(const Finding& f, const RuleSet& rules) {
   r.diagnostic = diagnostic;
   r.remote_mta = remote;
   r.dsn_action = Sanitize(f.action, 32);
-  if (r.status.empty()) r.status = f.status;
+  if (r.status.empty()) r.status = status;
   if (r.reply_code.empty()) r.reply_code = reply_code;
   if (r.stage.empty()) r.stage = f.stage;
   return r;
@@ -492,7 +575,7 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
     {
       if (!findings.empty()) {
         out.kind = MessageKind::kDsn;
-        out.mta = ContainsNoCase(explanation, "This is the mail system at host") ||
+        out.mta = explanation.find("This is the mail system at host") != std::string::npos ||
                           !out.postfix_queue_id.empty()
                       ? "postfix"
                       : "rfc3464";
@@ -501,7 +584,7 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
   }
 
   // 3. Amazon SES notifications (JSON).
-  if (findings.empty() && ContainsNoCase(explanation, "notificationType")) {
+  if (findings.empty() && explanation.find("notificationType") != std::string::npos) {
     if (auto ses = dsn::ParseSesNotification(explanation)) {
       findings = std::move(ses->recipients);
       out.mta = "amazonses";
@@ -526,8 +609,10 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
     bool subject = BounceSubject(view.Get("subject"));
     bool wording = BounceWording(explanation);
     auto_reply = LooksLikeAutoReply(view) && !daemon;
-    if (!auto_reply && (daemon || subject || !view.Get("x-failed-recipients").empty()) &&
-        (wording || daemon || subject) && !TrimSpace(explanation).empty()) {
+    // A bounce announces itself (daemon sender, subject, X-Failed-Recipients); a few carriers
+    // send from a no-reply address with a bland subject, and only the wording tells.
+    bool announced = daemon || subject || !view.Get("x-failed-recipients").empty();
+    if (!auto_reply && (announced || wording) && !TrimSpace(explanation).empty()) {
       std::vector<std::string> hint;
       std::string_view failed = view.Get("x-failed-recipients");
       size_t pos = 0;
@@ -539,16 +624,19 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
         pos = comma + 1;
       }
       findings = dsn::ScanExplanation(explanation, dsn::ExcludedAddresses(view), hint);
-      if (findings.empty()) {
+      if (findings.empty() && announced) {
         Finding f;
         f.recipient = OriginalRecipient(view, AllText(view));
         f.diagnostic = explanation.substr(0, dsn::kMaxFallbackReasonBytes);
-        f.stage = std::string(StageFromText(explanation));
-        f.remote_mta = dsn::RemoteHostFromText(explanation);
+        std::string_view head = std::string_view(explanation).substr(0, dsn::kMaxStageScanBytes);
+        f.stage = std::string(StageFromText(head));
+        f.remote_mta = dsn::RemoteHostFromText(head);
         findings.push_back(std::move(f));
       }
-      out.kind = MessageKind::kNonStandardBounce;
-      out.mta = "text";
+      if (!findings.empty()) {
+        out.kind = MessageKind::kNonStandardBounce;
+        out.mta = "text";
+      }
     }
   }
 

@@ -72,7 +72,12 @@ bool IsSeparator(std::string_view line) {
 // Where an explanation ends and the returned message (or its headers) begins.
 bool IsReturnedMessageMarker(std::string_view line) {
   std::string_view t = TrimSpace(line);
-  if (t.empty() || t.size() > 100) return false;
+  if (t.size() < 8 || t.size() > 100) return false;
+  std::string lower = AsciiLowerCopy(t);
+  // Every marker phrase has one of these words: a cheap first test for the many other lines.
+  if (lower.find("messag") == std::string::npos && lower.find("mail") == std::string::npos &&
+      lower.find("original") == std::string::npos && lower.find("copy") == std::string::npos)
+    return false;
   static constexpr std::string_view kPhrases[] = {
       "original message",        "returned message",       "unsent message",
       "copy of the message",     "copy of your message",   "header of the original",
@@ -83,7 +88,10 @@ bool IsReturnedMessageMarker(std::string_view line) {
   };
   bool phrase = false;
   for (std::string_view p : kPhrases) {
-    if (ContainsNoCase(t, p)) phrase = true;
+    if (lower.find(p) != std::string::npos) {
+      phrase = true;
+      break;
+    }
   }
   if (!phrase) return false;
   // "The original message was received at ..." (Sendmail) and prose sentences mentioning the
@@ -92,11 +100,14 @@ bool IsReturnedMessageMarker(std::string_view line) {
   if (first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
       first == '<' || first == '|')
     return true;
-  return StartsWithNoCase(t, "original message") || StartsWithNoCase(t, "message headers") ||
-         StartsWithNoCase(t, "below ") || StartsWithNoCase(t, "returned mail") ||
-         StartsWithNoCase(t, "unsent message") || StartsWithNoCase(t, "original mail") ||
-         StartsWithNoCase(t, "rejected message") || StartsWithNoCase(t, "message text") ||
-         StartsWithNoCase(t, "returned message") || StartsWithNoCase(t, "original email");
+  static constexpr std::string_view kLeads[] = {
+      "original message", "message headers",  "below ",       "returned mail",    "unsent message",
+      "original mail",    "rejected message", "message text", "returned message", "original email",
+  };
+  for (std::string_view l : kLeads) {
+    if (lower.starts_with(l)) return true;
+  }
+  return false;
 }
 
 // A quoted header block of the returned message, when no marker announced it.
@@ -258,7 +269,8 @@ bool HasReasonText(std::string_view block) {
       letters += (std::isalpha(c) || c >= 0x80) ? 1 : 0;
     }
   }
-  return letters >= 12;
+  // "User Unknown" after an address and a reply code is a reason; a lone word is not.
+  return letters >= 12 || (letters >= 6 && HasCode(block));
 }
 
 }  // namespace
@@ -312,9 +324,13 @@ std::vector<std::string> ExcludedAddresses(const MimeView& view) {
   return out;
 }
 
-std::vector<Finding> ScanExplanation(std::string_view text,
-                                     const std::vector<std::string>& excluded,
-                                     const std::vector<std::string>& hint) {
+namespace {
+
+// ScanExplanation's work. `blocks_only`: the caller has the recipients already (an RFC 3464
+// report) and wants each one's own block: no whole-text fallback, no stage or host lookups,
+// and an empty diagnostic for an address the text never names.
+std::vector<Finding> Scan(std::string_view text, const std::vector<std::string>& excluded,
+                          const std::vector<std::string>& hint, bool blocks_only) {
   std::vector<std::string_view> lines = SplitLines(text);
   struct Occurrence {
     size_t line;
@@ -394,8 +410,10 @@ std::vector<Finding> ScanExplanation(std::string_view text,
     f.recipient = address;
     std::string diag;
     size_t last_end = 0;
+    bool named = false;
     for (const Occurrence& o : occ) {
       if (o.key != key || o.line < last_end) continue;
+      named = true;
       // Its block: to the next line naming another recipient, a separator, a blank line once
       // there is reason text, or the line limit.
       size_t j = o.line;
@@ -436,24 +454,53 @@ std::vector<Finding> ScanExplanation(std::string_view text,
       }
       diag += code_lines;
     }
+    if (blocks_only) {
+      if (!named) diag.clear();
+      f.diagnostic = std::move(diag);
+      out.push_back(std::move(f));
+      continue;
+    }
     if (!HasReasonText(diag)) diag = std::string(text.substr(0, kMaxFallbackReasonBytes));
     f.diagnostic = std::move(diag);
-    f.stage = std::string(StageFromText(f.diagnostic));
-    f.remote_mta = RemoteHostFromText(f.diagnostic);
+    std::string_view head = std::string_view(f.diagnostic).substr(0, kMaxStageScanBytes);
+    f.stage = std::string(StageFromText(head));
+    f.remote_mta = RemoteHostFromText(head);
     out.push_back(std::move(f));
   }
   return out;
 }
 
-std::string BlockFor(std::string_view text, std::string_view address) {
-  std::string key = AsciiLowerCopy(NormalizeAddress(address));
-  if (key.empty()) return {};
-  std::vector<std::string> hint{std::string(address)};
-  std::vector<Finding> f = ScanExplanation(text, {}, hint);
-  if (f.empty()) return {};
-  // Only when the address really occurs: ScanExplanation falls back to the whole text.
-  if (FindNoCase(text, key) == std::string_view::npos) return {};
-  return f.front().diagnostic;
+}  // namespace
+
+std::vector<Finding> ScanExplanation(std::string_view text,
+                                     const std::vector<std::string>& excluded,
+                                     const std::vector<std::string>& hint) {
+  return Scan(text, excluded, hint, false);
+}
+
+std::vector<std::string> BlocksFor(std::string_view text,
+                                   const std::vector<std::string>& addresses) {
+  std::vector<std::string> out(addresses.size());
+  std::vector<std::string> wanted;
+  std::vector<size_t> index;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if (addresses[i].find('@') == std::string::npos) continue;
+    wanted.push_back(addresses[i]);
+    index.push_back(i);
+  }
+  if (wanted.empty() || text.empty()) return out;
+  std::vector<Finding> found = Scan(text, {}, wanted, true);
+  // Scan returns one finding per distinct address, in hint order.
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    std::string key = AsciiLowerCopy(NormalizeAddress(wanted[i]));
+    for (const Finding& f : found) {
+      if (AsciiLowerCopy(f.recipient) == key) {
+        out[index[i]] = f.diagnostic;
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 std::string RemoteHostFromText(std::string_view text) {

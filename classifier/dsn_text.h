@@ -18,6 +18,8 @@ namespace bounced::dsn {
 inline constexpr size_t kMaxExplanationBytes = 128 * 1024;
 // When a recipient's own block says nothing, the start of the explanation stands in for it.
 inline constexpr size_t kMaxFallbackReasonBytes = 4096;
+// Stage and remote host are looked for in the first bytes of a reason only.
+inline constexpr size_t kMaxStageScanBytes = 2048;
 // Most recipients taken from one text bounce.
 inline constexpr size_t kMaxTextRecipients = 200;
 
@@ -27,6 +29,7 @@ struct Finding {
   std::string original_recipient;
   std::string action;      // DSN Action, lower-case, or ""
   std::string status;      // enhanced status when the bounce states one
+  std::string reply_code;  // SMTP reply code when known apart from the text, else ""
   std::string diagnostic;  // the reason, as the bounce words it (not yet folded)
   std::string remote_mta;
   std::string stage;  // from the text when it says ("in reply to RCPT TO command")
@@ -46,9 +49,10 @@ std::vector<Finding> ScanExplanation(std::string_view text,
                                      const std::vector<std::string>& excluded,
                                      const std::vector<std::string>& hint);
 
-// The part of `text` that talks about `address` (its reason block), or "" when the address
-// does not occur. Used to enrich RFC 3464 recipients with their text-part wording.
-std::string BlockFor(std::string_view text, std::string_view address);
+// For each address, the part of `text` that talks about it (its reason block), or "" when the
+// address does not occur. Used to enrich RFC 3464 recipients with their text-part wording.
+std::vector<std::string> BlocksFor(std::string_view text,
+                                   const std::vector<std::string>& addresses);
 
 // The host named in "host mx.example.org[192.0.2.1] said:" / "host mx.example.org [192.0.2.1]:"
 // style text, or "".
