@@ -106,10 +106,11 @@ struct Rule {
   std::string id;
   Category category = Category::kUndetermined;
   bool has_patterns = false;
-  std::vector<std::string> providers;        // exact names; empty = any
-  std::vector<std::string> statuses;         // globs; empty = any
-  std::vector<std::string> reply_codes;      // globs; empty = any
-  std::vector<std::string> stages;           // exact names; empty = any
+  bool keep_on_expiry = false;           // category stands even when the MTA gave up (see Classify)
+  std::vector<std::string> providers;    // exact names; empty = any
+  std::vector<std::string> statuses;     // globs; empty = any
+  std::vector<std::string> reply_codes;  // globs; empty = any
+  std::vector<std::string> stages;       // exact names; empty = any
   std::vector<std::string> unless_statuses;  // globs that rule the rule out
   std::vector<std::string> unless_stages;    // stages that rule the rule out
   std::vector<std::string> dsn_actions;      // exact names; empty = any
@@ -470,7 +471,7 @@ class Loader {
     if (!CheckKeys(t,
                    {"id", "category", "pattern", "patterns", "exclude", "status", "reply_code",
                     "stage", "provider", "dsn_action", "provider_code", "code_pattern", "enabled",
-                    "note", "unless_status", "unless_stage"},
+                    "note", "unless_status", "unless_stage", "keep_on_expiry"},
                    "[[rule]]", error)) {
       return false;
     }
@@ -481,6 +482,9 @@ class Loader {
     }
     if (const auto* en = t.get("enabled"); en != nullptr && !en->is_boolean()) {
       return Fail(*en, "'enabled' must be true or false", error);
+    }
+    if (const auto* k = t.get("keep_on_expiry"); k != nullptr && !k->is_boolean()) {
+      return Fail(*k, "'keep_on_expiry' must be true or false", error);
     }
     if (const auto* note = t.get("note"); note != nullptr && !note->is_string()) {
       return Fail(*note, "'note' must be a string", error);
@@ -496,6 +500,7 @@ class Loader {
     auto category = CategoryFromName(cat->get());
     if (!category) return Fail(*cat, "unknown category '" + cat->get() + "'", error);
     rule.category = *category;
+    rule.keep_on_expiry = t["keep_on_expiry"].value_or(false);
 
     std::vector<std::string> patterns, excludes;
     if (!ReadList(t, "pattern", false, patterns, error) ||
@@ -866,6 +871,9 @@ Result RuleSet::Classify(const ReplyInput& in) const {
     if (conditions_hold(im.rules[next])) winner = &im.rules[next];
   }
 
+  // The MTA gave up on a temporary failure: Postfix's status=expired, a DSN "failed" with a
+  // 4.x.x status, or a final failure whose only cause was reaching the host (SMTP connection
+  // failures are temporary by nature, so failing for good means the retry time ran out).
   bool gave_up = r.dsn_action == "expired" ||
                  (r.dsn_action == "failed" && !r.status.empty() && r.status[0] == '4');
   if (winner != nullptr) {
@@ -882,9 +890,11 @@ Result RuleSet::Classify(const ReplyInput& in) const {
     r.category = Rfc3463Category(r.status, r.stage);
     r.rule = r.category == Category::kUndetermined ? "" : "rfc3463";
   }
-  // A temporary failure the MTA gave up on (queue lifetime ran out) is "expired", unless the
-  // reply named a cause that is not itself transient (mailbox full, a block, a policy ...).
-  if (gave_up &&
+  if (r.dsn_action == "failed" && r.category == Category::kNetworkError) gave_up = true;
+  // Such a failure is "expired", unless the reply named a cause that is not itself transient
+  // (mailbox full, a block, a policy ...) or the deciding rule says its category stands.
+  bool keep = winner != nullptr && winner->keep_on_expiry;
+  if (gave_up && !keep &&
       (r.category == Category::kUndetermined || Describe(r.category).fault == Fault::kTransient)) {
     r.category = Category::kExpired;
     if (r.rule.empty() || r.rule == "rfc3463") r.rule = "expired";
