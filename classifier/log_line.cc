@@ -2,8 +2,8 @@
 // seconds (ParseLogTimestamp); see log_parser.h. Hand-written scanners over string_views: this
 // runs for every line of multi-million-line logs, so it allocates nothing and reads each byte
 // of the prefix once. Lines from other programs are rejected after the program name.
+#include <array>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 
 #include "classifier/log_parser.h"
@@ -13,23 +13,27 @@ namespace {
 
 using sv = std::string_view;
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsUpperHex(char c) { return IsDigit(c) || (c >= 'A' && c <= 'F'); }
-// Postfix's long queue ids use digits and consonants only (base 52, no vowels).
-bool IsBase52(char c) {
-  if (IsDigit(c)) return true;
-  switch (c | 0x20) {
-    case 'a':
-    case 'e':
-    case 'i':
-    case 'o':
-    case 'u':
-      return false;
-    default:
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+// Character classes, one table lookup per byte in the hot loops.
+constexpr uint8_t kClsDigit = 1, kClsAlnum = 2, kClsUpperHex = 4, kClsBase52 = 8, kClsStop = 16;
+constexpr std::array<uint8_t, 256> MakeClasses() {
+  std::array<uint8_t, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[c] = kClsDigit | kClsAlnum | kClsUpperHex | kClsBase52;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] = kClsAlnum | kClsBase52;
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = kClsAlnum | kClsBase52;
+  for (int c = 'A'; c <= 'F'; ++c) t[c] |= kClsUpperHex;
+  // Postfix's long queue ids use digits and consonants only (base 52, no vowels).
+  for (char c : {'A', 'E', 'I', 'O', 'U', 'a', 'e', 'i', 'o', 'u'}) {
+    t[static_cast<uint8_t>(c)] &= static_cast<uint8_t>(~kClsBase52);
   }
+  t['['] = kClsStop;  // the end of a program name
+  t[':'] = kClsStop;
+  t[' '] = kClsStop;
+  return t;
 }
+constexpr std::array<uint8_t, 256> kCls = MakeClasses();
+uint8_t Cls(char c) { return kCls[static_cast<uint8_t>(c)]; }
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 bool StartsWith(sv s, sv p) {
   return s.size() >= p.size() && memcmp(s.data(), p.data(), p.size()) == 0;
@@ -58,10 +62,36 @@ int Two(const char* p) {
 int MonthIndex(sv m) {
   if (m.size() < 3) return 0;
   static constexpr char kMonths[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-  for (int i = 0; i < 12; ++i) {
-    if (memcmp(kMonths + 3 * i, m.data(), 3) == 0) return i + 1;
+  int guess;
+  switch (m[0]) {
+    case 'J':
+      guess = m[1] == 'a' ? 1 : m[2] == 'n' ? 6 : 7;
+      break;
+    case 'F':
+      guess = 2;
+      break;
+    case 'M':
+      guess = m[2] == 'r' ? 3 : 5;
+      break;
+    case 'A':
+      guess = m[1] == 'p' ? 4 : 8;
+      break;
+    case 'S':
+      guess = 9;
+      break;
+    case 'O':
+      guess = 10;
+      break;
+    case 'N':
+      guess = 11;
+      break;
+    case 'D':
+      guess = 12;
+      break;
+    default:
+      return 0;
   }
-  return 0;
+  return memcmp(kMonths + 3 * (guess - 1), m.data(), 3) == 0 ? guess : 0;
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
@@ -124,23 +154,24 @@ size_t Rfc3339TimestampLength(sv s) {
   return i;  // no zone: the caller's offset applies
 }
 
-// A Postfix queue id: short (upper-case hex) or long (base 52, 'z' after 10 characters).
-bool IsQueueId(sv q) {
-  if (q.size() < 6 || q.size() > 23) return false;
-  bool hex = true;
-  for (char c : q) {
-    if (!IsUpperHex(c)) {
-      hex = false;
-      break;
-    }
+// Length of the queue id at the start of `m` when it is one, else 0: short (upper-case hex) or
+// long (base 52, 'z' after 10 characters), 6 to 23 characters.
+size_t QueueIdLength(sv m) {
+  size_t q = 0;
+  uint8_t all = 0xff;
+  while (q < m.size() && q < 24) {
+    uint8_t c = Cls(m[q]);
+    if (!(c & kClsAlnum)) break;
+    all &= c;
+    ++q;
   }
-  if (hex) return true;
-  if (q.size() < 12 || q[10] != 'z') return false;
-  for (char c : q) {
-    if (!IsBase52(c)) return false;
-  }
-  return true;
+  if (q < 6 || q > 23) return 0;
+  if (all & kClsUpperHex) return q;
+  if ((all & kClsBase52) && q >= 12 && m[10] == 'z') return q;
+  return 0;
 }
+
+bool IsQueueId(sv q) { return !q.empty() && QueueIdLength(q) == q.size(); }
 
 // "<addr>" starting at s[i] (s[i] == '<'): the address ends at the first '>' followed by ',',
 // ' ' or the end of the text (a '>' may appear inside a quoted local part). Sets *i past '>'.
@@ -273,6 +304,24 @@ LogLineKind ParseQueueMessage(sv m, ParsedLogLine* out) {
   return LogLineKind::kOther;
 }
 
+// Appends n digits of v, zero-padded.
+void PutDigits(std::string* out, int64_t v, int n) {
+  char d[20];
+  for (int i = n - 1; i >= 0; --i) {
+    d[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+  out->append(d, static_cast<size_t>(n));
+}
+
+void PutOffset(std::string* out, int offset_seconds) {
+  int a = offset_seconds < 0 ? -offset_seconds : offset_seconds;
+  out->push_back(offset_seconds < 0 ? '-' : '+');
+  PutDigits(out, (a / 3600) % 100, 2);
+  out->push_back(':');
+  PutDigits(out, (a / 60) % 60, 2);
+}
+
 }  // namespace
 
 std::string_view ToString(LogLineKind k) {
@@ -332,7 +381,7 @@ LogLineKind ParseLogLine(std::string_view line, ParsedLogLine* out) {
   size_t last_slash = sv::npos;
   while (j < s.size()) {
     char c = s[j];
-    if (c == '[' || c == ':' || c == ' ') break;
+    if (Cls(c) & kClsStop) break;
     if (c == '/') last_slash = j;
     ++j;
   }
@@ -355,9 +404,8 @@ LogLineKind ParseLogLine(std::string_view line, ParsedLogLine* out) {
   out->daemon = s.substr(last_slash + 1, p + out->program.size() - last_slash - 1);
   // "QUEUEID: ..."
   sv m = out->message;
-  size_t q = 0;
-  while (q < m.size() && q < 24 && IsAlnum(m[q])) ++q;
-  if (q + 1 >= m.size() || m[q] != ':' || m[q + 1] != ' ' || !IsQueueId(m.substr(0, q))) {
+  size_t q = QueueIdLength(m);
+  if (q == 0 || q + 1 >= m.size() || m[q] != ':' || m[q + 1] != ' ') {
     return out->kind = LogLineKind::kOther;
   }
   out->queue_id = m.substr(0, q);
@@ -366,7 +414,6 @@ LogLineKind ParseLogLine(std::string_view line, ParsedLogLine* out) {
 
 bool ParseLogTimestamp(std::string_view ts, int year, int utc_offset_seconds, int64_t* unix_time,
                        std::string* rfc3339) {
-  char buf[64];
   if (!ts.empty() && IsDigit(ts[0])) {
     size_t n = Rfc3339TimestampLength(ts);
     if (n == 0 || n != ts.size()) return false;
@@ -390,15 +437,8 @@ bool ParseLogTimestamp(std::string_view ts, int year, int utc_offset_seconds, in
     }
     *unix_time = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
                  hh * 3600 + mi * 60 + ss - offset;
-    if (has_zone) {
-      rfc3339->assign(ts);
-    } else {
-      int a = offset < 0 ? -offset : offset;
-      int len =
-          snprintf(buf, sizeof buf, "%c%02d:%02d", offset < 0 ? '-' : '+', a / 3600, (a / 60) % 60);
-      rfc3339->assign(ts);
-      rfc3339->append(buf, static_cast<size_t>(len));
-    }
+    rfc3339->assign(ts);
+    if (!has_zone) PutOffset(rfc3339, offset);
     return true;
   }
   size_t n = ClassicTimestampLength(ts);
@@ -415,13 +455,16 @@ bool ParseLogTimestamp(std::string_view ts, int year, int utc_offset_seconds, in
   sv frac = ts.substr(i + 9);  // "" or ".123456"
   *unix_time = DaysFromCivil(year, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
                hh * 3600 + mi * 60 + ss - utc_offset_seconds;
-  int a = utc_offset_seconds < 0 ? -utc_offset_seconds : utc_offset_seconds;
-  int len = snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d%.*s%c%02d:%02d", year, mo, d,
-                     hh, mi, ss, static_cast<int>(frac.size() > 10 ? 10 : frac.size()), frac.data(),
-                     utc_offset_seconds < 0 ? '-' : '+', (a / 3600) % 100, (a / 60) % 60);
-  if (len < 0) return false;
-  rfc3339->assign(
-      buf, static_cast<size_t>(len) < sizeof buf ? static_cast<size_t>(len) : sizeof buf - 1);
+  rfc3339->clear();
+  PutDigits(rfc3339, year, 4);
+  rfc3339->push_back('-');
+  PutDigits(rfc3339, mo, 2);
+  rfc3339->push_back('-');
+  PutDigits(rfc3339, d, 2);
+  rfc3339->push_back('T');
+  rfc3339->append(t, 8);  // HH:MM:SS, checked above
+  rfc3339->append(frac.substr(0, 10));
+  PutOffset(rfc3339, utc_offset_seconds);
   return true;
 }
 

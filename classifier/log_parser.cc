@@ -2,12 +2,16 @@
 // bounded per-queue-id table (sender, size, nrcpt, message-id, DSN queue id, recipients whose
 // last status was deferred) and turns delivery lines into classified DeliveryEvents. The event
 // object is reused between calls so a steady stream allocates almost nothing per line.
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <cstring>
 #include <ctime>
-#include <list>
-#include <unordered_map>
+#include <random>
 
 #include "classifier/log_parser.h"
+#include "classifier/log_queue_table.h"
 #include "classifier/log_reply.h"
 #include "classifier/text.h"
 
@@ -17,63 +21,95 @@ namespace {
 using sv = std::string_view;
 using log_internal::BoundedCache;
 using log_internal::CachedClass;
+using log_internal::PendingRecipient;
+using log_internal::QueueState;
+using log_internal::QueueTable;
 
 // Cache sizes: distinct reply shapes and (domain, remote host) pairs kept at once.
 constexpr size_t kReplyCacheSets = 4096;
 constexpr size_t kProviderCacheSets = 4096;
 
-struct QueueKey {
-  char id[24];
-  uint8_t len = 0;
-  explicit QueueKey(sv q) : len(static_cast<uint8_t>(q.size() < sizeof id ? q.size() : sizeof id)) {
-    memcpy(id, q.data(), len);
+// Scans `s` sixteen bytes at a time (SSE2, part of every x86-64; eight elsewhere). Returns false
+// when a byte is outside printable ASCII
+// (< 0x20 or > 0x7e); otherwise sets *single_spaced to whether it has neither a run of spaces
+// nor a space at either end (which Sanitize would fold or trim).
+#if defined(__SSE2__)
+bool IsPrintableAscii(sv s, bool* single_spaced) {
+  const char* p = s.data();
+  size_t n = s.size();
+  uint32_t adjacent = 0, carry = 0;
+  char tail[16];
+  while (n > 0) {
+    const char* block = p;
+    size_t k = 16;
+    if (n < 16) {
+      memset(tail, 'A', sizeof tail);  // 'A' pads the tail: printable, not a space
+      memcpy(tail, p, n);
+      block = tail;
+      k = n;
+    }
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+    // Signed compare: bytes >= 0x80 are negative, so "< 0x20" catches them too.
+    __m128i bad = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                               _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
+    if (_mm_movemask_epi8(bad) != 0) return false;
+    uint32_t sp = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))));
+    adjacent |= (sp & (sp >> 1)) | (sp & carry);
+    carry = (sp >> 15) & 1;
+    p += k;
+    n -= k;
   }
-  sv view() const { return sv(id, len); }
-  bool operator==(const QueueKey& o) const { return len == o.len && memcmp(id, o.id, len) == 0; }
-};
-struct QueueKeyHash {
-  size_t operator()(const QueueKey& k) const { return std::hash<sv>{}(k.view()); }
-};
-
-// A recipient whose latest status was deferred: what an expiry must report for it.
-struct Pending {
-  std::string recipient;
-  std::string orig_recipient;
-  std::string relay;
-  std::string dsn;
-  std::string program;
-  std::string reason;
-};
-
-struct QueueState {
-  explicit QueueState(sv q) : key(q) {}
-  QueueKey key;
-  bool sender_known = false;
-  std::string sender;
-  std::string message_id;
-  std::string bounce_queue_id;
-  int64_t size = -1;
-  int nrcpt = -1;
-  std::vector<Pending> pending;
-};
-
-// Printable ASCII with single inner spaces: already what Sanitize would return.
-bool IsClean(sv s) {
-  if (s.empty()) return true;
-  if (s.front() == ' ' || s.back() == ' ') return false;
-  char prev = 0;
-  for (char c : s) {
-    if (c < 0x20 || c > 0x7e || (c == ' ' && prev == ' ')) return false;
-    prev = c;
-  }
+  *single_spaced = adjacent == 0 && (s.empty() || (s.front() != ' ' && s.back() != ' '));
   return true;
 }
+#else
+bool IsPrintableAscii(sv s, bool* single_spaced) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7Full;
+  const char* p = s.data();
+  size_t n = s.size();
+  uint64_t adjacent = 0, carry = 0;
+  while (n > 0) {
+    uint64_t w = 0x4141414141414141ull;  // 'A' pads the tail: printable, not a space
+    size_t k = n < 8 ? n : 8;
+    memcpy(&w, p, k);
+    if ((((w - kOnes * 0x20) & ~w) | ((w + kOnes) | w)) & kHigh) return false;
+    uint64_t x = w ^ (kOnes * 0x20);  // a space becomes a zero byte
+    uint64_t sp = ~(((x & kLow7) + kLow7) | x) & kHigh;
+    adjacent |= (sp & (sp << 8)) | (sp & carry);
+    carry = sp >> 56;
+    p += k;
+    n -= k;
+  }
+  *single_spaced = adjacent == 0 && (s.empty() || (s.front() != ' ' && s.back() != ' '));
+  return true;
+}
+#endif
 
+// Sanitize's result without allocating in the common cases (printable ASCII, possibly with runs
+// of spaces to fold); anything else (controls, non-ASCII, too long) goes through Sanitize.
 void AssignClean(std::string* dst, sv src, size_t max_bytes = kMaxDiagnosticBytes) {
-  if (src.size() <= max_bytes && IsClean(src)) {
-    dst->assign(src);
-  } else {
+  bool single_spaced = false;
+  if (src.size() > max_bytes || !IsPrintableAscii(src, &single_spaced)) {
     *dst = Sanitize(src, max_bytes);
+    return;
+  }
+  if (single_spaced) {
+    dst->assign(src);
+    return;
+  }
+  while (!src.empty() && src.front() == ' ') src.remove_prefix(1);
+  while (!src.empty() && src.back() == ' ') src.remove_suffix(1);
+  dst->clear();
+  while (!src.empty()) {
+    size_t sp = src.find("  ");
+    if (sp == sv::npos) {
+      dst->append(src);
+      break;
+    }
+    dst->append(src.substr(0, sp + 1));
+    src.remove_prefix(sp);
+    while (!src.empty() && src.front() == ' ') src.remove_prefix(1);
   }
 }
 
@@ -83,6 +119,14 @@ void AssignAddress(std::string* dst, sv src) {
   size_t at = dst->rfind('@');
   if (at == std::string::npos) return;
   for (size_t i = at + 1; i < dst->size(); ++i) (*dst)[i] = AsciiLower((*dst)[i]);
+}
+
+// Cache keys are hashed with a per-process random seed, so reply texts chosen by a remote server
+// cannot be crafted to collide with another reply's cache entry.
+log_internal::KeyHash RandomSeed() {
+  std::random_device rd;
+  auto word = [&rd] { return (static_cast<uint64_t>(rd()) << 32) ^ rd(); };
+  return log_internal::KeyHash{word(), word()};
 }
 
 int CurrentYear() {
@@ -113,23 +157,34 @@ struct LogCorrelator::Impl {
   int year;
   int utc_offset = 0;
   int last_month = 0;
-  size_t max_tracked = kDefaultMaxTrackedQueueIds;
 
-  // Least recently seen first; the index points into the list (stable iterators).
-  std::list<QueueState> lru;
-  std::unordered_map<QueueKey, std::list<QueueState>::iterator, QueueKeyHash> index;
+  QueueTable queues{kDefaultMaxTrackedQueueIds};
 
-  BoundedCache<CachedClass> classes{kReplyCacheSets};
+  BoundedCache<CachedClass> exact{kReplyCacheSets};    // by exact reply text
+  BoundedCache<CachedClass> classes{kReplyCacheSets};  // by masked reply text
   BoundedCache<std::string> providers{kProviderCacheSets};
 
   ParsedLogLine line;
   DeliveryEvent event;
+  std::vector<PendingRecipient> expiring;  // reused buffer for OnExpired
+  std::string last_timestamp;              // the last timestamp converted, as written
+  std::string last_time;                   // ... as RFC 3339
+  int64_t last_unix_time = 0;
+  int last_year = 0;
   std::string key;
+  log_internal::KeyHash seed = RandomSeed();
 
   void Feed(sv text);
   QueueState* Find(sv qid);
   QueueState* FindOrCreate(sv qid);
   void Erase(sv qid);
+  void UpdateTableStats() {
+    stats.tracked_queue_ids = queues.size();
+    stats.evicted_queue_ids = queues.evicted();
+    if (stats.tracked_queue_ids > stats.max_tracked_queue_ids) {
+      stats.max_tracked_queue_ids = stats.tracked_queue_ids;
+    }
+  }
   void OnDelivery(const ParsedLogLine& p);
   void OnExpired(const ParsedLogLine& p);
   void FillCommon(const ParsedLogLine& p, const QueueState* st);
@@ -141,45 +196,23 @@ struct LogCorrelator::Impl {
   }
 };
 
-QueueState* LogCorrelator::Impl::Find(sv qid) {
-  auto it = index.find(QueueKey(qid));
-  if (it == index.end()) return nullptr;
-  lru.splice(lru.end(), lru, it->second);  // now the most recently seen
-  return &*it->second;
-}
+QueueState* LogCorrelator::Impl::Find(sv qid) { return queues.Find(qid); }
 
 QueueState* LogCorrelator::Impl::FindOrCreate(sv qid) {
-  if (QueueState* st = Find(qid)) return st;
-  lru.emplace_back(qid);
-  auto last = std::prev(lru.end());
-  index.emplace(last->key, last);
-  while (index.size() > max_tracked) {
-    index.erase(lru.front().key);
-    lru.pop_front();
-    ++stats.evicted_queue_ids;
-  }
-  stats.tracked_queue_ids = index.size();
-  if (stats.tracked_queue_ids > stats.max_tracked_queue_ids) {
-    stats.max_tracked_queue_ids = stats.tracked_queue_ids;
-  }
-  return &*last;
+  QueueState* st = queues.FindOrCreate(qid);
+  UpdateTableStats();
+  return st;
 }
 
 void LogCorrelator::Impl::Erase(sv qid) {
-  auto it = index.find(QueueKey(qid));
-  if (it == index.end()) return;
-  lru.erase(it->second);
-  index.erase(it);
-  stats.tracked_queue_ids = index.size();
+  queues.Erase(qid);
+  UpdateTableStats();
 }
 
 sv LogCorrelator::Impl::Provider(sv domain, sv remote) {
-  key.assign(domain);
-  key.push_back('\x1f');
-  key.append(remote);
-  uint64_t h = BoundedCache<std::string>::Hash(key);
-  if (std::string* hit = providers.Find(key, h)) return *hit;
-  std::string* slot = providers.Insert(key, h);
+  log_internal::KeyHash h = log_internal::HashParts({domain, remote}, seed);
+  if (std::string* hit = providers.Find(h)) return *hit;
+  std::string* slot = providers.Insert(h);
   slot->assign(ProviderFor(*rules, domain, remote));
   return *slot;
 }
@@ -206,30 +239,42 @@ void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv rea
     r.provider_code.clear();
     r.rule.assign("postfix-status");
   } else {
-    // `provider` points into the provider cache, which building the key does not touch.
-    log_internal::BuildReplyKey(provider, dsn, action, reason, &key);
-    uint64_t h = BoundedCache<CachedClass>::Hash(key);
-    CachedClass* c = classes.Find(key, h);
+    // Two levels: the exact text first (one fast pass; retries repeat their text verbatim),
+    // then the text with per-message noise masked (see BuildReplyKey). `provider` points into
+    // the provider cache, which neither touches.
+    log_internal::KeyHash exact_hash =
+        log_internal::HashParts({provider, dsn, action, reason}, seed);
+    CachedClass* c = exact.Find(exact_hash);
     if (c != nullptr) {
       ++stats.classify_cache_hits;
     } else {
-      ++stats.classify_calls;
-      ReplyInput in;
-      in.diagnostic = rp.reply;
-      in.status = dsn;
-      in.stage = rp.stage;
-      in.recipient = event.recipient;
-      in.remote_mta = remote;
-      in.dsn_action = action;
-      Result fresh = rules->Classify(in);
-      c = classes.Insert(key, h);
-      c->category = fresh.category;
-      c->status = std::move(fresh.status);
-      c->reply_code = std::move(fresh.reply_code);
-      c->stage = fresh.stage.empty() ? std::string(rp.stage) : std::move(fresh.stage);
-      c->provider = std::move(fresh.provider);
-      c->provider_code = std::move(fresh.provider_code);
-      c->rule = std::move(fresh.rule);
+      log_internal::BuildReplyKey(provider, dsn, action, reason, &key);
+      log_internal::KeyHash h = log_internal::HashKey(key, seed);
+      c = classes.Find(h);
+      if (c != nullptr) {
+        ++stats.classify_cache_hits;
+      } else {
+        ++stats.classify_calls;
+        ReplyInput in;
+        in.diagnostic = rp.reply;
+        in.status = dsn;
+        in.stage = rp.stage;
+        in.recipient = event.recipient;
+        in.remote_mta = remote;
+        in.dsn_action = action;
+        Result fresh = rules->Classify(in);
+        c = classes.Insert(h);
+        c->category = fresh.category;
+        c->status = std::move(fresh.status);
+        c->reply_code = std::move(fresh.reply_code);
+        c->stage = fresh.stage.empty() ? std::string(rp.stage) : std::move(fresh.stage);
+        c->provider = std::move(fresh.provider);
+        c->provider_code = std::move(fresh.provider_code);
+        c->rule = std::move(fresh.rule);
+      }
+      CachedClass* e = exact.Insert(exact_hash);
+      *e = *c;
+      c = e;
     }
     r.category = c->category;
     if (c->status.empty()) {
@@ -255,10 +300,17 @@ void LogCorrelator::Impl::FillCommon(const ParsedLogLine& p, const QueueState* s
     if (last_month != 0 && m + 6 < last_month) ++year;  // Dec -> Jan
     last_month = m;
   }
-  if (!ParseLogTimestamp(p.timestamp, year, utc_offset, &event.unix_time, &event.time)) {
-    AssignClean(&event.time, p.timestamp, 64);
-    event.unix_time = 0;
+  // Many lines share a second: reuse the last conversion when the text is the same.
+  if (p.timestamp != last_timestamp || year != last_year) {
+    if (!ParseLogTimestamp(p.timestamp, year, utc_offset, &last_unix_time, &last_time)) {
+      AssignClean(&last_time, p.timestamp, 64);
+      last_unix_time = 0;
+    }
+    last_timestamp.assign(p.timestamp);
+    last_year = year;
   }
+  event.time.assign(last_time);
+  event.unix_time = last_unix_time;
   event.queue_id.assign(p.queue_id);
   AssignClean(&event.program, p.program, 256);
   if (st != nullptr) {
@@ -309,7 +361,7 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
       if (it->recipient == event.recipient && it->orig_recipient == event.orig_recipient) break;
     }
     if (status == "deferred") {
-      Pending* pd = nullptr;
+      PendingRecipient* pd = nullptr;
       if (it != st->pending.end()) {
         pd = &*it;
       } else if (st->pending.size() < kMaxPendingPerQueueId) {
@@ -322,7 +374,6 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
       if (pd != nullptr) {
         pd->relay = event.relay;
         pd->dsn = event.dsn;
-        pd->program = event.program;
         pd->reason.assign(p.reason);
       }
     } else if (it != st->pending.end()) {
@@ -338,7 +389,8 @@ void LogCorrelator::Impl::OnExpired(const ParsedLogLine& p) {
   event.sender_known = true;
   AssignAddress(&event.sender, p.sender);
   event.log_status.assign("expired");
-  std::vector<Pending> pending;
+  std::vector<PendingRecipient>& pending = expiring;
+  pending.clear();
   if (st != nullptr) pending.swap(st->pending);
   if (pending.empty()) {
     // The recipients' deferrals were before this log began: report the expiry itself.
@@ -354,7 +406,7 @@ void LogCorrelator::Impl::OnExpired(const ParsedLogLine& p) {
     Emit();
     return;
   }
-  for (const Pending& pd : pending) {
+  for (const PendingRecipient& pd : pending) {
     event.recipient.assign(pd.recipient);
     event.orig_recipient.assign(pd.orig_recipient);
     event.dsn.assign(pd.dsn);
@@ -434,18 +486,17 @@ void LogCorrelator::set_year(int year) {
   impl_->year = year;
   impl_->last_month = 0;
 }
-void LogCorrelator::set_utc_offset(int seconds) { impl_->utc_offset = seconds; }
+void LogCorrelator::set_utc_offset(int seconds) {
+  impl_->utc_offset = seconds;
+  impl_->last_timestamp.clear();
+}
 void LogCorrelator::set_max_tracked_queue_ids(size_t n) {
-  impl_->max_tracked = n == 0 ? 1 : n;
-  while (impl_->index.size() > impl_->max_tracked) {
-    impl_->index.erase(impl_->lru.front().key);
-    impl_->lru.pop_front();
-    ++impl_->stats.evicted_queue_ids;
-  }
-  impl_->stats.tracked_queue_ids = impl_->index.size();
+  impl_->queues.set_max_entries(n);
+  impl_->UpdateTableStats();
 }
 void LogCorrelator::set_rules(std::shared_ptr<const RuleSet> rules) {
   impl_->rules = std::move(rules);
+  impl_->exact.Clear();
   impl_->classes.Clear();
   impl_->providers.Clear();
 }

@@ -1,6 +1,7 @@
 // log_reply.cc: see log_reply.h.
 #include "classifier/log_reply.h"
 
+#include <array>
 #include <cstring>
 
 #include "classifier/text.h"
@@ -87,6 +88,32 @@ std::string_view RelayHost(std::string_view relay) {
   return relay.substr(0, b);
 }
 
+namespace {
+
+// Character classes for the key scanner, one table lookup per byte.
+constexpr uint8_t kDigit = 1, kAlpha = 2, kAt = 4, kOpen = 8, kSpace = 16;
+constexpr std::array<uint8_t, 256> MakeClasses() {
+  std::array<uint8_t, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[c] = kDigit;
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = kAlpha;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] = kAlpha;
+  t['@'] = kAt;
+  t['['] = kOpen;
+  t[' '] = kSpace;
+  return t;
+}
+constexpr std::array<uint8_t, 256> kClass = MakeClasses();
+
+uint64_t Load64(const char* p, size_t n) {
+  uint64_t w = 0;
+  memcpy(&w, p, n < 8 ? n : 8);
+  return w;
+}
+
+uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+}  // namespace
+
 void BuildReplyKey(std::string_view provider, std::string_view dsn, std::string_view action,
                    std::string_view reason, std::string* key) {
   key->clear();
@@ -96,41 +123,90 @@ void BuildReplyKey(std::string_view provider, std::string_view dsn, std::string_
   key->push_back('\x1f');
   key->append(action);
   key->push_back('\x1f');
-  size_t i = 0;
-  const size_t n = reason.size();
-  while (i < n) {
-    if (reason[i] == ' ') {
-      key->push_back(' ');
-      ++i;
-      continue;
-    }
-    size_t start = i;
-    int digits = 0;
-    int digit_run = 0, max_digit_run = 0, letters = 0;
-    bool at = false, bracket_ip = false;
-    while (i < n && reason[i] != ' ') {
-      char c = reason[i];
-      if (c >= '0' && c <= '9') {
+  const char* p = reason.data();
+  const char* const end = p + reason.size();
+  while (p < end) {
+    const char* s = p;
+    while (p < end && *p == ' ') ++p;
+    const char* t = p;
+    int digits = 0, letters = 0, run = 0, max_run = 0;
+    bool mask = false;
+    while (p < end) {
+      uint8_t c = kClass[static_cast<uint8_t>(*p)];
+      if (c & kSpace) break;
+      if (c & kDigit) {
         ++digits;
-        if (++digit_run > max_digit_run) max_digit_run = digit_run;
+        if (++run > max_run) max_run = run;
       } else {
-        digit_run = 0;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) ++letters;
-        if (c == '@') {
-          at = true;
-        } else if (c == '[' && i + 1 < n && reason[i + 1] >= '0' && reason[i + 1] <= '9') {
-          bracket_ip = true;
+        run = 0;
+        letters += (c & kAlpha) != 0;
+        if (c & kAt) {
+          mask = true;
+        } else if ((c & kOpen) && p + 1 < end && (kClass[static_cast<uint8_t>(p[1])] & kDigit)) {
+          mask = true;  // host[ip]
         }
       }
-      ++i;
+      ++p;
     }
-    size_t len = i - start;
-    if (at || bracket_ip || (len >= 16 && digits >= 4) || (letters == 0 && max_digit_run >= 6)) {
+    size_t len = static_cast<size_t>(p - t);
+    mask = mask || (len >= 16 && digits >= 4) || (letters == 0 && max_run >= 6);
+    if (mask) {
+      key->append(s, static_cast<size_t>(t - s));
       key->push_back('\x01');
     } else {
-      key->append(reason.substr(start, len));
+      key->append(s, static_cast<size_t>(p - s));
     }
   }
+}
+
+namespace {
+
+// 128-bit multiply-xor hash over 8-byte words (two independent lanes).
+class Hasher {
+ public:
+  explicit Hasher(const KeyHash& seed) : a_(seed.lo), b_(seed.hi) {}
+  void Add(std::string_view s) {
+    const char* p = s.data();
+    size_t n = s.size();
+    while (n >= 8) {
+      Mix(Load64(p, 8));
+      p += 8;
+      n -= 8;
+    }
+    Mix(Load64(p, n) ^ (static_cast<uint64_t>(n + 1) << 59));  // tail and part boundary
+  }
+  KeyHash Finish() {
+    uint64_t a = a_ ^ Rotl(b_, 17);
+    a *= 0xFF51AFD7ED558CCDull;
+    a ^= a >> 33;
+    uint64_t b = b_ ^ a;
+    b *= 0xC4CEB9FE1A85EC53ull;
+    b ^= b >> 33;
+    return KeyHash{a, b};
+  }
+
+ private:
+  void Mix(uint64_t w) {
+    a_ = (a_ ^ w) * 0xD6E8FEB86659FD93ull;
+    a_ ^= a_ >> 32;
+    b_ = Rotl(b_ + w * 0xC2B2AE3D27D4EB4Full, 31) * 0x9E3779B97F4A7C15ull;
+  }
+  uint64_t a_;
+  uint64_t b_;
+};
+
+}  // namespace
+
+KeyHash HashKey(std::string_view key, const KeyHash& seed) {
+  Hasher h(seed);
+  h.Add(key);
+  return h.Finish();
+}
+
+KeyHash HashParts(std::initializer_list<std::string_view> parts, const KeyHash& seed) {
+  Hasher h(seed);
+  for (std::string_view p : parts) h.Add(p);
+  return h.Finish();
 }
 
 }  // namespace bounced::log_internal

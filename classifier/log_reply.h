@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,48 +50,56 @@ struct CachedClass {
   std::string rule;
 };
 
-// A bounded 2-way set-associative map from key to value: a lookup costs one hash and at most two
-// string compares; a miss replaces the less recently used entry of its set. Memory is fixed by
-// the number of sets (plus the strings held).
+// A 128-bit hash of a cache key. Keys are not stored: with 128 bits and a per-process random
+// seed, two different keys of one log colliding is not a practical concern, and comparing hashes
+// instead of strings keeps a lookup to one pass over the key.
+struct KeyHash {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  bool operator==(const KeyHash& o) const { return lo == o.lo && hi == o.hi; }
+};
+KeyHash HashKey(std::string_view key, const KeyHash& seed);
+// The same hash over several parts, as if they were joined with a separator byte.
+KeyHash HashParts(std::initializer_list<std::string_view> parts, const KeyHash& seed);
+
+// A bounded 2-way set-associative map from key hash to value: a lookup costs at most two hash
+// compares; a miss replaces the less recently used entry of its set. Memory is fixed by the
+// number of sets (plus what the values hold).
 template <typename Value>
 class BoundedCache {
  public:
   explicit BoundedCache(size_t sets) : entries_(RoundUpPow2(sets) * 2) {}
 
-  // The cached value for key, or nullptr. `hash` must be Hash(key).
-  Value* Find(std::string_view key, uint64_t hash) {
-    Entry* e = &entries_[Set(hash)];
+  // The cached value for the key with this hash, or nullptr.
+  Value* Find(const KeyHash& h) {
+    Entry* e = &entries_[Set(h)];
     for (int w = 0; w < 2; ++w) {
-      if (e[w].used && e[w].hash == hash && e[w].key == key) {
+      if (e[w].used && e[w].hash == h) {
         e[0].mru_is_second = (w == 1);
         return &e[w].value;
       }
     }
     return nullptr;
   }
-  // A slot for key (evicting if needed); the caller fills the value.
-  Value* Insert(std::string_view key, uint64_t hash) {
-    Entry* e = &entries_[Set(hash)];
+  // A slot for the key with this hash (evicting if needed); the caller fills the value.
+  Value* Insert(const KeyHash& h) {
+    Entry* e = &entries_[Set(h)];
     int w = !e[0].used ? 0 : !e[1].used ? 1 : (e[0].mru_is_second ? 0 : 1);
     e[w].used = true;
-    e[w].hash = hash;
-    e[w].key.assign(key);
+    e[w].hash = h;
     e[0].mru_is_second = (w == 1);
     return &e[w].value;
   }
   void Clear() {
     for (auto& e : entries_) {
       e.used = false;
-      e.key.clear();
       e.value = Value{};
     }
   }
-  static uint64_t Hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
 
  private:
   struct Entry {
-    uint64_t hash = 0;
-    std::string key;
+    KeyHash hash;
     Value value{};
     bool used = false;
     bool mru_is_second = false;  // meaningful in the first entry of a set
@@ -100,7 +109,7 @@ class BoundedCache {
     while (p < n) p <<= 1;
     return p;
   }
-  size_t Set(uint64_t hash) const { return (hash & (entries_.size() / 2 - 1)) * 2; }
+  size_t Set(const KeyHash& h) const { return (h.lo & (entries_.size() / 2 - 1)) * 2; }
   std::vector<Entry> entries_;
 };
 

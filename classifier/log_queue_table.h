@@ -1,0 +1,209 @@
+// log_queue_table.h: internals of the log parser (log_parser.h): the table of queue ids still in
+// Postfix's queue, with what earlier lines said about each. An open-addressing hash table
+// (linear probing, backward-shift deletion) whose slots hold the queue id inline, over a slab of
+// states whose strings keep their capacity when reused, so a steady log allocates almost nothing.
+// The table is capped: when it is full, the least recently seen tenth is evicted in one batch
+// (amortised O(1) per insert) and counted. Pure code, one thread.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bounced::log_internal {
+
+// A recipient whose latest status was deferred: what an expiry must report for it.
+struct PendingRecipient {
+  std::string recipient;
+  std::string orig_recipient;
+  std::string relay;
+  std::string dsn;
+  std::string reason;
+};
+
+struct QueueState {
+  bool sender_known = false;
+  std::string sender;
+  std::string message_id;
+  std::string bounce_queue_id;
+  int64_t size = -1;
+  int nrcpt = -1;
+  std::vector<PendingRecipient> pending;
+  uint64_t last_seen = 0;  // sequence number of the last line about this queue id
+};
+
+class QueueTable {
+ public:
+  // Longest queue id kept (Postfix's are at most 16 or so; longer ids are not queue ids).
+  static constexpr size_t kMaxIdBytes = 23;
+
+  explicit QueueTable(size_t max_entries) { set_max_entries(max_entries); }
+
+  // The state of `id`, or nullptr. Marks it as just seen.
+  QueueState* Find(std::string_view id) {
+    if (size_ == 0) return nullptr;
+    size_t i = Home(Hash(id));
+    for (;;) {
+      const Slot& s = slots_[i];
+      if (s.state == 0) return nullptr;
+      if (s.len == id.size() && memcmp(s.id, id.data(), id.size()) == 0) {
+        QueueState* st = &states_[s.state - 1];
+        st->last_seen = ++clock_;
+        return st;
+      }
+      i = (i + 1) & mask_;
+    }
+  }
+
+  // The state of `id`, created empty when missing (which may evict the oldest entries).
+  QueueState* FindOrCreate(std::string_view id) {
+    if (QueueState* st = Find(id)) return st;
+    if (id.size() > kMaxIdBytes) id = id.substr(0, kMaxIdBytes);
+    while (size_ >= max_entries_) EvictOldest();
+    if ((size_ + 1) * 2 > slots_.size()) Grow();
+    uint32_t index = AllocState();
+    Insert(id, index);
+    QueueState* st = &states_[index - 1];
+    st->last_seen = ++clock_;
+    return st;
+  }
+
+  void Erase(std::string_view id) {
+    if (size_ == 0) return;
+    size_t i = Home(Hash(id));
+    for (;;) {
+      Slot& s = slots_[i];
+      if (s.state == 0) return;
+      if (s.len == id.size() && memcmp(s.id, id.data(), id.size()) == 0) break;
+      i = (i + 1) & mask_;
+    }
+    RemoveAt(i);
+  }
+
+  size_t size() const { return size_; }
+  uint64_t evicted() const { return evicted_; }
+  void set_max_entries(size_t n) {
+    max_entries_ = n == 0 ? 1 : n;
+    while (size_ > max_entries_) EvictOldest();
+  }
+
+ private:
+  struct Slot {
+    char id[kMaxIdBytes];
+    uint8_t len = 0;
+    uint32_t state = 0;  // index into states_ + 1; 0 = empty slot
+  };
+
+  static uint64_t Hash(std::string_view id) {
+    uint64_t w[3] = {0, 0, 0};
+    memcpy(w, id.data(), id.size() < sizeof w ? id.size() : sizeof w);
+    uint64_t h = (w[0] * 0x9E3779B97F4A7C15ull) ^ (w[1] * 0xC2B2AE3D27D4EB4Full) ^
+                 (w[2] * 0x165667B19E3779F9ull) ^ id.size();
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
+    return h ^ (h >> 29);
+  }
+  size_t Home(uint64_t h) const { return static_cast<size_t>(h) & mask_; }
+
+  void Insert(std::string_view id, uint32_t state) {
+    size_t i = Home(Hash(id));
+    while (slots_[i].state != 0) i = (i + 1) & mask_;
+    Slot& s = slots_[i];
+    memcpy(s.id, id.data(), id.size());
+    s.len = static_cast<uint8_t>(id.size());
+    s.state = state;
+    ++size_;
+  }
+
+  // Backward-shift deletion keeps every probe chain unbroken without tombstones.
+  void RemoveAt(size_t i) {
+    FreeState(slots_[i].state);
+    slots_[i].state = 0;
+    --size_;
+    size_t j = i;
+    for (;;) {
+      j = (j + 1) & mask_;
+      if (slots_[j].state == 0) return;
+      size_t home = Home(Hash(std::string_view(slots_[j].id, slots_[j].len)));
+      // Move slot j back to i when i lies cyclically in [home, j).
+      bool movable = (j > i) ? (home <= i || home > j) : (home <= i && home > j);
+      if (movable) {
+        slots_[i] = slots_[j];
+        slots_[j].state = 0;
+        i = j;
+      }
+    }
+  }
+
+  void Grow() {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
+    mask_ = slots_.size() - 1;
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.state != 0) Insert(std::string_view(s.id, s.len), s.state);
+    }
+  }
+
+  uint32_t AllocState() {
+    if (!free_.empty()) {
+      uint32_t index = free_.back();
+      free_.pop_back();
+      return index;
+    }
+    states_.emplace_back();
+    return static_cast<uint32_t>(states_.size());
+  }
+
+  // Clears a state for reuse; its strings keep their capacity.
+  void FreeState(uint32_t index) {
+    QueueState& st = states_[index - 1];
+    st.sender_known = false;
+    st.sender.clear();
+    st.message_id.clear();
+    st.bounce_queue_id.clear();
+    st.size = -1;
+    st.nrcpt = -1;
+    st.pending.clear();
+    free_.push_back(index);
+  }
+
+  // Drops the least recently seen tenth of the cap (at least one entry).
+  void EvictOldest() {
+    size_t target = max_entries_ - max_entries_ / 10;
+    if (target >= size_) target = size_ - 1;
+    std::vector<uint64_t> seen;
+    seen.reserve(size_);
+    for (const Slot& s : slots_) {
+      if (s.state != 0) seen.push_back(states_[s.state - 1].last_seen);
+    }
+    size_t drop = size_ - target;
+    std::nth_element(seen.begin(), seen.begin() + static_cast<ptrdiff_t>(drop - 1), seen.end());
+    uint64_t cutoff = seen[drop - 1];
+    // Deleting shifts later slots back, so rescan until nothing at or below the cutoff is left.
+    for (size_t i = 0; i < slots_.size();) {
+      if (slots_[i].state != 0 && states_[slots_[i].state - 1].last_seen <= cutoff) {
+        RemoveAt(i);
+        ++evicted_;
+      } else {
+        ++i;
+      }
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+  size_t max_entries_ = 1;
+  std::vector<QueueState> states_;
+  std::vector<uint32_t> free_;
+  uint64_t clock_ = 0;
+  uint64_t evicted_ = 0;
+};
+
+}  // namespace bounced::log_internal
