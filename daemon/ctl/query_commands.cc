@@ -1,11 +1,522 @@
-// query_commands.cc: bouncectl's query command group (see commands.h).
+// query_commands.cc: bouncectl's commands that talk to a running bounced over its query socket
+// (--socket, default /run/bounced/query.sock): status, suppress, unsuppress, allow, disallow,
+// allowlist, list, export, import, stats, reload, health, ingest-dsn. One JSON request line
+// out, one JSON reply line back (protocol: daemon/query_handler.h). --json prints the reply's
+// result as is; otherwise readable text and tables. Exit 1 when the daemon refuses or is away.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/status.h"
+#include "daemon/base64.h"
 #include "daemon/ctl/commands.h"
 
 namespace bounced::ctl {
+namespace {
+
+using nlohmann::json;
+
+// Sends one request and reads one reply line. Errors say what to check.
+bool Call(const Context& ctx, const json& request, json* reply, std::string* error) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::string("socket: ") + std::strerror(errno);
+    return false;
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (ctx.socket_path.size() >= sizeof(addr.sun_path)) {
+    ::close(fd);
+    *error = "socket path too long: " + ctx.socket_path;
+    return false;
+  }
+  std::strncpy(addr.sun_path, ctx.socket_path.c_str(), sizeof(addr.sun_path) - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    *error = "cannot connect to bounced at " + ctx.socket_path + ": " + std::strerror(errno) +
+             " (is bounced running? use --socket PATH for another socket)";
+    ::close(fd);
+    return false;
+  }
+  std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  size_t sent = 0;
+  while (sent < line.size()) {
+    ssize_t n = ::send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = std::string("sending the request: ") + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    sent += static_cast<size_t>(n);
+  }
+  std::string in;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = std::string("reading the reply: ") + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    in.append(buf, static_cast<size_t>(n));
+    if (in.back() == '\n') break;
+  }
+  ::close(fd);
+  if (in.empty()) {
+    *error = "bounced closed the connection without a reply";
+    return false;
+  }
+  try {
+    *reply = json::parse(in);
+  } catch (const json::exception& e) {
+    *error = std::string("unreadable reply from bounced: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+// Runs a request; on success hands the result to `print` (or prints JSON with --json).
+void Run(Context& ctx, const json& request, const std::function<void(const json&)>& print) {
+  json reply;
+  std::string error;
+  if (!Call(ctx, request, &reply, &error)) {
+    std::fprintf(stderr, "bouncectl: %s\n", error.c_str());
+    ctx.exit_code = kExitFailed;
+    return;
+  }
+  if (!reply.value("ok", false)) {
+    std::fprintf(stderr, "bouncectl: %s: %s\n", request.value("cmd", "").c_str(),
+                 reply.value("error", std::string("failed")).c_str());
+    if (reply.contains("errors")) {
+      for (const auto& e : reply["errors"])
+        std::fprintf(stderr, "  %s\n", e.get<std::string>().c_str());
+    }
+    ctx.exit_code = kExitFailed;
+    return;
+  }
+  const json& result = reply["result"];
+  if (ctx.json) {
+    std::cout << result.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  } else {
+    print(result);
+  }
+}
+
+std::string Str(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+// "2026-11-29T17:09:53Z" -> "2026-11-29"; "" stays "".
+std::string Day(const std::string& t) { return t.substr(0, 10); }
+
+std::string StatusLine(const json& s) {
+  std::string addr = Str(s, "address");
+  const json& sup = s["suppression"];
+  if (s.value("allowlisted", false)) {
+    std::string line = addr + " is not suppressed: allowlisted (" + Str(s["allowed_by"], "kind") +
+                       " " + Str(s["allowed_by"], "entry") + ")";
+    if (!sup.is_null()) {
+      line += ", which overrides a " + Str(sup, "source") + " suppression since " +
+              Day(Str(sup, "created"));
+    }
+    return line;
+  }
+  if (s.value("suppressed", false)) {
+    std::string category = Str(s, "category");
+    std::string line = addr + " is SUPPRESSED since " + Day(Str(s, "since")) + " (" +
+                       Str(s, "reason") + (category.empty() ? "" : ", " + category) + ", " +
+                       Str(s, "source") + ")";
+    std::string detail = Str(sup, "detail");
+    if (!detail.empty()) line += ": \"" + detail.substr(0, 160) + "\"";
+    std::string expires = Str(s, "expires");
+    line += expires.empty() ? "; never expires" : "; expires " + Day(expires);
+    line += ". To lift it: bouncectl unsuppress " + addr + " --reason \"...\"";
+    return line;
+  }
+  std::string line = addr + " is not suppressed";
+  if (!sup.is_null()) line += " (suppression expired " + Day(Str(sup, "expires")) + ")";
+  const json& events = s["events"];
+  if (!events.is_array() || events.empty()) return line + "; no delivery events recorded";
+  const json& last = events.front();
+  line += "; last event " + Day(Str(last, "time")) + ": " + Str(last, "log_status") + " " +
+          Str(last, "category");
+  std::string status = Str(last, "status");
+  if (!status.empty()) line += " " + status;
+  const json& state = s["state"];
+  if (state.is_object() && state.value("incidents", 0) > 0) {
+    line += "; " + std::to_string(state.value("incidents", 0)) + " failure incident(s) since " +
+            Day(Str(state, "incidents_since")) + " count toward suppression";
+  }
+  return line;
+}
+
+void PrintTable(const std::vector<std::string>& header,
+                const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size());
+  for (size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], r[i].size());
+  }
+  auto print_row = [&](const std::vector<std::string>& r) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  };
+  print_row(header);
+  for (const auto& r : rows) print_row(r);
+}
+
+Expected<std::string> ReadInput(const std::string& file) {
+  if (file == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return Status::Error(file + ": " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct ListOptions {
+  std::string category, domain, since, source;
+  size_t limit = 0;
+  bool include_expired = false;
+};
+
+void AddListOptions(CLI::App* cmd, ListOptions& o) {
+  cmd->add_option("--category", o.category, "only this category (e.g. user_unknown)");
+  cmd->add_option("--domain", o.domain, "only addresses at this domain");
+  cmd->add_option("--since", o.since, "created since: 2026-11-01, 2026-11-01T12:00:00Z or 7d");
+  cmd->add_option("--source", o.source, "only this source: bounce, complaint, manual, import");
+  cmd->add_option("--limit", o.limit, "at most this many");
+  cmd->add_flag("--include-expired", o.include_expired, "also expired entries");
+}
+
+json ListRequest(const char* cmd, const ListOptions& o) {
+  json r{{"cmd", cmd}};
+  if (!o.category.empty()) r["category"] = o.category;
+  if (!o.domain.empty()) r["domain"] = o.domain;
+  if (!o.since.empty()) r["since"] = o.since;
+  if (!o.source.empty()) r["source"] = o.source;
+  if (o.limit > 0) r["limit"] = o.limit;
+  if (o.include_expired) r["include_expired"] = true;
+  return r;
+}
+
+}  // namespace
 
 void RegisterQueryCommands(CLI::App& app, Context& ctx) {
-  (void)app;
-  (void)ctx;
+  // status
+  {
+    auto* cmd = app.add_subcommand("status", "is ADDRESS suppressed, since when, why");
+    auto address = std::make_shared<std::string>();
+    auto verbose = std::make_shared<bool>(false);
+    cmd->add_option("address", *address, "email address")->required();
+    cmd->add_flag("-v,--events", *verbose, "also list the latest events");
+    cmd->callback([&ctx, address, verbose] {
+      Run(ctx, {{"cmd", "status"}, {"address", *address}}, [&](const json& r) {
+        std::cout << StatusLine(r) << "\n";
+        if (*verbose && r["events"].is_array() && !r["events"].empty()) {
+          std::vector<std::vector<std::string>> rows;
+          for (const auto& e : r["events"]) {
+            rows.push_back({Str(e, "time"), Str(e, "source"), Str(e, "log_status"),
+                            Str(e, "category"), Str(e, "status"), Str(e, "provider_code"),
+                            Str(e, "diagnostic").substr(0, 80)});
+          }
+          PrintTable({"TIME", "SOURCE", "STATUS", "CATEGORY", "DSN", "CODE", "DIAGNOSTIC"}, rows);
+        }
+      });
+    });
+  }
+  // suppress / unsuppress
+  {
+    auto* cmd = app.add_subcommand("suppress", "suppress ADDRESS by hand (audited)");
+    auto address = std::make_shared<std::string>();
+    auto reason = std::make_shared<std::string>();
+    auto category = std::make_shared<std::string>();
+    auto expires = std::make_shared<std::string>();
+    cmd->add_option("address", *address, "email address")->required();
+    cmd->add_option("--reason", *reason, "why (recorded in the audit log)")->required();
+    cmd->add_option("--category", *category, "category to record, e.g. user_unknown");
+    cmd->add_option("--expires", *expires, "when it ends: a date, 30d, or never (default)");
+    cmd->callback([&ctx, address, reason, category, expires] {
+      json req{{"cmd", "suppress"}, {"address", *address}, {"reason", *reason}};
+      if (!category->empty()) req["category"] = *category;
+      if (!expires->empty()) req["expires"] = *expires;
+      Run(ctx, req, [&](const json& r) {
+        std::cout << Str(r, "address") << " suppressed (" << Str(r, "reason") << ")"
+                  << (Str(r, "expires").empty() ? "" : ", expires " + Str(r, "expires")) << "\n";
+      });
+    });
+  }
+  {
+    auto* cmd = app.add_subcommand("unsuppress", "lift the suppression of ADDRESS (audited)");
+    auto address = std::make_shared<std::string>();
+    auto reason = std::make_shared<std::string>();
+    cmd->add_option("address", *address, "email address")->required();
+    cmd->add_option("--reason", *reason, "why (recorded in the audit log)")->required();
+    cmd->callback([&ctx, address, reason] {
+      Run(ctx, {{"cmd", "unsuppress"}, {"address", *address}, {"reason", *reason}},
+          [&](const json&) { std::cout << *address << " is no longer suppressed\n"; });
+    });
+  }
+  // allow / disallow / allowlist
+  for (const char* name : {"allow", "disallow"}) {
+    bool allow = std::string(name) == "allow";
+    auto* cmd = app.add_subcommand(name, allow ? "never suppress this address or domain (audited)"
+                                               : "remove an allowlist entry (audited)");
+    auto entry = std::make_shared<std::string>();
+    auto reason = std::make_shared<std::string>();
+    cmd->add_option("entry", *entry, "address, or domain (example.com)")->required();
+    cmd->add_option("--reason", *reason, "why (recorded in the audit log)")->required();
+    cmd->callback([&ctx, entry, reason, allow, name] {
+      Run(ctx, {{"cmd", name}, {"entry", *entry}, {"reason", *reason}}, [&](const json&) {
+        std::cout << *entry << (allow ? " is allowlisted\n" : " is no longer allowlisted\n");
+      });
+    });
+  }
+  {
+    auto* cmd = app.add_subcommand("allowlist", "show the allowlist");
+    cmd->callback([&ctx] {
+      Run(ctx, {{"cmd", "allowlist"}}, [&](const json& r) {
+        std::vector<std::vector<std::string>> rows;
+        for (const auto& a : r) {
+          rows.push_back({Str(a, "entry"), Str(a, "kind"), Str(a, "created"),
+                          std::to_string(a.value("uid", -1)), Str(a, "reason")});
+        }
+        PrintTable({"ENTRY", "KIND", "CREATED", "UID", "REASON"}, rows);
+      });
+    });
+  }
+  // list / export / import
+  {
+    auto* cmd = app.add_subcommand("list", "list suppressed addresses");
+    auto opts = std::make_shared<ListOptions>();
+    AddListOptions(cmd, *opts);
+    cmd->callback([&ctx, opts] {
+      Run(ctx, ListRequest("list", *opts), [&](const json& r) {
+        std::vector<std::vector<std::string>> rows;
+        for (const auto& s : r) {
+          rows.push_back({Str(s, "address"), Str(s, "reason"), Str(s, "category"), Str(s, "source"),
+                          Str(s, "created"),
+                          Str(s, "expires").empty() ? "never" : Str(s, "expires")});
+        }
+        PrintTable({"ADDRESS", "REASON", "CATEGORY", "SOURCE", "SINCE", "EXPIRES"}, rows);
+        std::cout << rows.size() << " suppressed\n";
+      });
+    });
+  }
+  {
+    auto* cmd = app.add_subcommand("export", "write the suppression list (CSV or JSONL)");
+    auto opts = std::make_shared<ListOptions>();
+    auto format = std::make_shared<std::string>("csv");
+    auto output = std::make_shared<std::string>("-");
+    AddListOptions(cmd, *opts);
+    cmd->add_option("--format", *format, "csv (default) or jsonl")
+        ->check(CLI::IsMember({"csv", "jsonl"}));
+    cmd->add_option("-o,--output", *output, "file to write (- = stdout)");
+    cmd->callback([&ctx, opts, format, output] {
+      json req = ListRequest("export", *opts);
+      req["format"] = *format;
+      bool json_flag = ctx.json;
+      ctx.json = false;  // the data itself is the output
+      Run(ctx, req, [&](const json& r) {
+        std::string data = Str(r, "data");
+        if (*output == "-") {
+          std::cout << data;
+        } else {
+          std::ofstream out(*output, std::ios::binary);
+          out << data;
+          if (!out) {
+            std::fprintf(stderr, "bouncectl: export: cannot write %s\n", output->c_str());
+            ctx.exit_code = kExitFailed;
+            return;
+          }
+          std::fprintf(stderr, "%zu suppressions written to %s\n", r.value("count", size_t{0}),
+                       output->c_str());
+        }
+      });
+      ctx.json = json_flag;
+    });
+  }
+  {
+    auto* cmd = app.add_subcommand(
+        "import", "add suppressions from a CSV or JSONL file; all or nothing (audited)");
+    auto file = std::make_shared<std::string>();
+    auto format = std::make_shared<std::string>();
+    auto reason = std::make_shared<std::string>();
+    cmd->add_option("file", *file, "file to read (- = stdin)")->required();
+    cmd->add_option("--format", *format, "csv or jsonl (default: from the file name, else csv)")
+        ->check(CLI::IsMember({"csv", "jsonl"}));
+    cmd->add_option("--reason", *reason, "why (recorded in the audit log)");
+    cmd->callback([&ctx, file, format, reason] {
+      auto data = ReadInput(*file);
+      if (!data) {
+        std::fprintf(stderr, "bouncectl: import: %s\n", data.error().c_str());
+        ctx.exit_code = kExitFailed;
+        return;
+      }
+      std::string fmt = *format;
+      if (fmt.empty()) {
+        bool jsonl = file->size() > 6 && (file->ends_with(".jsonl") || file->ends_with(".json"));
+        fmt = jsonl ? "jsonl" : "csv";
+      }
+      json req{{"cmd", "import"}, {"format", fmt}, {"data", std::move(*data)}};
+      if (!reason->empty()) req["reason"] = *reason;
+      Run(ctx, req, [&](const json& r) {
+        std::cout << "imported: " << r.value("added", 0) << " added, " << r.value("updated", 0)
+                  << " updated\n";
+      });
+    });
+  }
+  // stats
+  {
+    auto* cmd = app.add_subcommand("stats", "delivery results per recipient domain or provider");
+    auto domain = std::make_shared<std::string>();
+    auto provider = std::make_shared<std::string>();
+    auto days = std::make_shared<int>(7);
+    auto per_day = std::make_shared<bool>(false);
+    auto* d = cmd->add_option("--domain", *domain, "per domain (default); a value: only it")
+                  ->expected(0, 1);
+    auto* p =
+        cmd->add_option("--provider", *provider, "per provider; a value: only it")->expected(0, 1);
+    d->excludes(p);
+    cmd->add_option("--days", *days, "today and the days before (default 7)")
+        ->check(CLI::Range(1, 3660));
+    cmd->add_flag("--per-day", *per_day, "one row per day");
+    cmd->callback([&ctx, domain, provider, days, per_day, p] {
+      bool by_provider = p->count() > 0;
+      json req{{"cmd", "stats"}, {"by", by_provider ? "provider" : "domain"}, {"days", *days}};
+      const std::string& only = by_provider ? *provider : *domain;
+      if (!only.empty()) req["only"] = only;
+      if (*per_day) req["per_day"] = true;
+      Run(ctx, req, [&](const json& r) {
+        std::vector<std::vector<std::string>> rows;
+        for (const auto& row : r["rows"]) {
+          std::vector<std::string> cols;
+          if (*per_day) cols.push_back(Str(row, "day"));
+          cols.push_back(Str(row, "key").empty() ? "(unknown)" : Str(row, "key"));
+          cols.push_back(Str(row, "log_status"));
+          cols.push_back(Str(row, "category"));
+          cols.push_back(Str(row, "provider_code"));
+          cols.push_back(std::to_string(row.value("count", 0)));
+          rows.push_back(std::move(cols));
+        }
+        std::vector<std::string> header;
+        if (*per_day) header.push_back("DAY");
+        for (const char* h :
+             {by_provider ? "PROVIDER" : "DOMAIN", "STATUS", "CATEGORY", "CODE", "COUNT"}) {
+          header.push_back(h);
+        }
+        std::cout << "last " << r.value("days", 0) << " day(s)\n";
+        PrintTable(header, rows);
+        if (r.contains("alerts") && r["alerts"].contains("open") && !r["alerts"]["open"].empty()) {
+          std::cout << r["alerts"]["open"].size()
+                    << " open alert(s): " << r["alerts"]["open"].dump() << "\n";
+        }
+      });
+    });
+  }
+  // reload / health
+  {
+    auto* cmd = app.add_subcommand("reload", "reload the configuration and rules");
+    cmd->callback([&ctx] {
+      Run(ctx, {{"cmd", "reload"}}, [&](const json& r) {
+        std::cout << "reloaded: " << r.value("rules", 0) << " rules from " << r["rule_files"].size()
+                  << " file(s)";
+        if (!r["restart_needed"].empty()) {
+          std::cout << "; needs a restart to change: " << r["restart_needed"].dump();
+        }
+        std::cout << "\n";
+      });
+    });
+  }
+  {
+    auto* cmd = app.add_subcommand("health", "is bounced well: storage, input, sockets, milter");
+    cmd->callback([&ctx] {
+      Run(ctx, {{"cmd", "health"}}, [&](const json& r) {
+        const json& st = r["storage"];
+        const json& in = r.value("input", json::object());
+        // The exit status follows the verdict, for scripts and monitoring.
+        if (!r.value("healthy", false)) ctx.exit_code = kExitFailed;
+        std::cout << (r.value("healthy", false) ? "healthy" : "UNHEALTHY") << ": bounced "
+                  << Str(r, "version") << ", up " << r.value("uptime_seconds", 0) << " s\n";
+        if (st.contains("error")) {
+          std::cout << "storage: " << Str(st, "error") << "\n";
+        } else {
+          std::cout << "storage: " << Str(st, "path") << " (schema "
+                    << st.value("schema_version", 0) << ", integrity " << Str(st, "integrity")
+                    << "), " << st.value("events", 0) << " events, " << st.value("suppressions", 0)
+                    << " suppressions, " << st.value("allowlist", 0) << " allowlisted\n";
+          if (!Str(st, "last_write_error").empty()) {
+            std::cout << "storage: last write failed: " << Str(st, "last_write_error") << "\n";
+          }
+        }
+        std::cout << "input: " << Str(in, "input") << ", " << in.value("lines", 0) << " lines, "
+                  << in.value("events_committed", 0) << " events committed, "
+                  << in.value("skipped_garbage", 0) << " garbage and "
+                  << in.value("skipped_too_long", 0) << " too-long lines skipped";
+        if (!Str(in, "problem").empty()) std::cout << "; PROBLEM: " << Str(in, "problem");
+        std::cout << "\n";
+        std::cout << "rules: " << r["rules"].value("count", 0) << " rules from "
+                  << r["rules"]["files"].dump() << "\n";
+        const json& sm = r.value("socketmap", json::object());
+        if (sm.value("enabled", false)) {
+          std::cout << "socketmap: " << Str(sm, "path") << ", " << sm.value("lookups", 0)
+                    << " lookups, " << sm.value("found", 0) << " suppressed answers, "
+                    << sm.value("malformed", 0) << " malformed requests\n";
+        }
+        const json& m = r.value("milter", json::object());
+        if (m.value("enabled", false)) {
+          std::cout << "milter: " << (m.value("running", false) ? "running" : "NOT running")
+                    << (Str(m, "error").empty() ? "" : " (" + Str(m, "error") + ")") << "\n";
+        }
+      });
+    });
+  }
+  // ingest-dsn
+  {
+    auto* cmd = app.add_subcommand(
+        "ingest-dsn", "hand a bounce message (DSN, ARF, auto-reply) to bounced to record it");
+    auto file = std::make_shared<std::string>("-");
+    cmd->add_option("file", *file, "the raw message (- = stdin, the default)");
+    cmd->callback([&ctx, file] {
+      auto data = ReadInput(*file);
+      if (!data) {
+        std::fprintf(stderr, "bouncectl: ingest-dsn: %s\n", data.error().c_str());
+        ctx.exit_code = kExitFailed;
+        return;
+      }
+      Run(ctx, {{"cmd", "ingest-dsn"}, {"message_base64", Base64Encode(*data)}},
+          [&](const json& r) {
+            std::cout << Str(r, "kind") << " with " << r["recipients"].size()
+                      << " recipient(s) recorded";
+            for (const auto& rc : r["recipients"]) {
+              std::cout << "\n  " << Str(rc, "recipient") << ": " << Str(rc, "category") << " "
+                        << Str(rc, "status");
+            }
+            std::cout << "\n";
+          });
+    });
+  }
 }
 
 }  // namespace bounced::ctl

@@ -1,0 +1,366 @@
+// daemon.cc: the bounced process (see daemon.h).
+#include "daemon/daemon.h"
+
+#include <utility>  // before Boost.Asio under C++20
+
+#include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
+
+#include <boost/asio.hpp>
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "daemon/alert_monitor.h"
+#include "daemon/log_input.h"
+#include "daemon/query_handler.h"
+#include "daemon/services.h"
+#include "daemon/socketmap.h"
+#include "daemon/stream_server.h"
+#include "milter/milter.h"
+#include "milter/store_dependencies.h"
+#include "storage/store.h"
+
+namespace bounced {
+namespace {
+
+constexpr std::chrono::seconds kStoreRetryInterval{5};
+constexpr std::chrono::seconds kAlertTickInterval{60};
+
+// Feeds committed events to the reports engineer's alert monitor.
+class AlertObserver : public CommitObserver {
+ public:
+  explicit AlertObserver(std::shared_ptr<AlertMonitor> monitor) : monitor_(std::move(monitor)) {}
+  void OnCommitted(const std::vector<Event>& events) override {
+    for (const Event& e : events) {
+      monitor_->OnEvent(e.result, e.unix_time != 0 ? e.unix_time : std::time(nullptr));
+    }
+  }
+
+ private:
+  std::shared_ptr<AlertMonitor> monitor_;
+};
+
+nlohmann::json ServerStats(const StreamServer* s) {
+  if (s == nullptr) return {{"enabled", false}};
+  const StreamServerStats& st = s->stats();
+  return {{"enabled", true},
+          {"path", s->path()},
+          {"accepted", st.accepted.load()},
+          {"active", st.active.load()},
+          {"refused_busy", st.refused_busy.load()},
+          {"idle_closed", st.idle_closed.load()}};
+}
+
+}  // namespace
+
+void ApplyLogLevel(const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); }
+
+struct Daemon::Impl {
+  Impl(Config c, LoadedRules r, DaemonOptions o)
+      : config(std::move(c)), options(std::move(o)), store_retry(io), watchdog(io), alert_tick(io) {
+    services.SetConfig(config);
+    services.SetRules(r.rules, r.sources);
+    alerts = std::make_shared<AlertMonitor>(config.alerts);
+    services.AddObserver(std::make_shared<AlertObserver>(alerts));
+    services.alerts_json = [a = alerts] { return a->ToJson(); };
+    input = std::make_unique<LogInput>(services, config.input);
+    services.reload = [this] { return Reload(); };
+    services.health_details = [this] { return HealthDetails(); };
+  }
+
+  bool OpenStore() {
+    StoreOptions so;
+    so.path = config.storage.path;
+    so.policy = config.policy.Effective();
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::path(so.path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    auto store = Store::Open(so);
+    if (!store) {
+      if (store.error() != last_store_error) {
+        spdlog::error("storage: {} (retrying every {} s; lookups answer 'unavailable')",
+                      store.error(), kStoreRetryInterval.count());
+        last_store_error = store.error();
+      }
+      services.SetStoreProblem(store.error());
+      return false;
+    }
+    std::shared_ptr<Store> shared(std::move(*store));
+    spdlog::info("storage: {} open, {} suppressed addresses in memory", so.path,
+                 shared->view().size());
+    services.SetStore(shared);
+    last_store_error.clear();
+    StartMilterIfConfigured();
+    return true;
+  }
+
+  void RetryStoreLater() {
+    store_retry.expires_after(kStoreRetryInterval);
+    store_retry.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopping) return;
+      if (!OpenStore()) RetryStoreLater();
+    });
+  }
+
+  void StartMilterIfConfigured() {
+    if (options.once || config.milter.socket.empty() || milter_started) return;
+    std::shared_ptr<Store> store = services.store();
+    if (!store) return;
+    MilterDependencies deps = MilterDependenciesForStore(
+        *store, [this] { return services.rules(); }, config.milter.callback_timeout);
+    Status s = StartMilter(config.milter, std::move(deps));
+    if (!s.ok()) {
+      spdlog::error("milter: {}", s.message());
+      milter_failed = s.message();
+      return;
+    }
+    milter_started = true;
+    spdlog::info("milter: listening on {}", config.milter.socket);
+  }
+
+  Status StartServers() {
+    StreamServerOptions q;
+    q.name = "query";
+    q.path = config.query.socket;
+    q.mode = config.query.mode;
+    q.group = config.query.group;
+    q.max_connections = config.query.max_connections;
+    q.idle_timeout = config.query.idle_timeout;
+    q.busy_reply =
+        ReplyLine({{"ok", false},
+                   {"error", "too many connections ([query] max_connections = " +
+                                 std::to_string(config.query.max_connections) + "); try again"}});
+    auto qs = StreamServer::Listen(io, q, [this](const PeerCred& peer) {
+      Config c = services.config();
+      return MakeQuerySession(services, peer, c.query.max_request_bytes, c.query.group);
+    });
+    if (!qs) return qs.status();
+    query = std::move(*qs);
+    query->Start();
+    spdlog::info("query: listening on {}", config.query.socket);
+    if (!config.socketmap.socket.empty()) {
+      StreamServerOptions m;
+      m.name = "socketmap";
+      m.path = config.socketmap.socket;
+      m.mode = config.socketmap.mode;
+      m.max_connections = config.socketmap.max_connections;
+      m.idle_timeout = config.socketmap.idle_timeout;
+      m.busy_reply = "23:TEMP too many connections,";
+      auto ms = StreamServer::Listen(io, m, [this](const PeerCred&) {
+        return MakeSocketmapSession(services, services.config().socketmap, socketmap_stats);
+      });
+      if (!ms) return ms.status();
+      socketmap = std::move(*ms);
+      socketmap->Start();
+      spdlog::info("socketmap: listening on {} (maps recipient_access, transport)",
+                   config.socketmap.socket);
+    }
+    return Status::Ok();
+  }
+
+  Expected<nlohmann::json> Reload() {
+    std::lock_guard lock(reload_mu);
+    auto fresh = LoadConfig(options.config_path);
+    if (!fresh) {
+      spdlog::error("reload: {}; keeping the running configuration and rules", fresh.error());
+      return fresh.status();
+    }
+    auto rules = LoadRules(fresh->rules.files);
+    if (!rules) {
+      spdlog::error("reload: rules: {}; keeping the running configuration and rules",
+                    rules.error());
+      return rules.status();
+    }
+    Config next = std::move(*fresh);
+    std::vector<std::string> restart;
+    auto keep = [&](bool changed, const char* what) {
+      if (changed) restart.push_back(what);
+    };
+    keep(next.storage.path != config.storage.path, "storage.path");
+    keep(next.input.path != config.input.path ||
+             next.input.journal_files != config.input.journal_files,
+         "input.log");
+    keep(next.query.socket != config.query.socket, "query.socket");
+    keep(next.socketmap.socket != config.socketmap.socket, "socketmap.socket");
+    keep(next.milter.socket != config.milter.socket, "milter.socket");
+    // What cannot change in a running process stays as it was; everything else applies now.
+    next.storage = config.storage;
+    next.input = config.input;
+    next.query.socket = config.query.socket;
+    next.query.max_connections = config.query.max_connections;
+    next.query.idle_timeout = config.query.idle_timeout;
+    next.socketmap.socket = config.socketmap.socket;
+    next.socketmap.max_connections = config.socketmap.max_connections;
+    next.socketmap.idle_timeout = config.socketmap.idle_timeout;
+    next.milter = config.milter;  // libmilter cannot be restarted in-process
+    config = next;
+    services.SetConfig(next);
+    services.SetRules(rules->rules, rules->sources);
+    if (auto store = services.store()) store->SetPolicy(next.policy.Effective());
+    alerts->Reconfigure(next.alerts);
+    ApplyLogLevel(next.log.level);
+    for (const auto& r : restart) {
+      spdlog::warn("reload: {} changed; it takes effect at the next restart", r);
+    }
+    spdlog::info("reload: configuration {} and {} rules from {} file(s) in force", next.source,
+                 rules->rules->rule_count(), rules->sources.size());
+    return nlohmann::json{{"config", next.source},
+                          {"rules", rules->rules->rule_count()},
+                          {"rule_files", rules->sources},
+                          {"restart_needed", restart}};
+  }
+
+  nlohmann::json HealthDetails() {
+    std::lock_guard lock(reload_mu);
+    nlohmann::json milter_json = {{"enabled", !config.milter.socket.empty()},
+                                  {"running", MilterRunning()}};
+    if (!milter_failed.empty()) milter_json["error"] = milter_failed;
+    if (MilterRunning()) {
+      MilterStats ms = GetMilterStats();
+      milter_json["rcpt_checked"] = ms.rcpt_checked;
+      milter_json["rcpt_rejected"] = ms.rcpt_rejected;
+      milter_json["bounces_seen"] = ms.bounces_seen;
+      milter_json["storage_errors"] = ms.storage_errors;
+    }
+    nlohmann::json sm = ServerStats(socketmap.get());
+    if (socketmap) {
+      sm["lookups"] = socketmap_stats->lookups.load();
+      sm["found"] = socketmap_stats->found.load();
+      sm["temp"] = socketmap_stats->temp.load();
+      sm["malformed"] = socketmap_stats->malformed.load();
+    }
+    return {{"config", config.source},  {"uptime_seconds", std::time(nullptr) - started},
+            {"input", input->Health()}, {"query_socket", ServerStats(query.get())},
+            {"socketmap", sm},          {"milter", milter_json}};
+  }
+
+  void WatchSignals() {
+    signals->async_wait([this](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        spdlog::info("SIGHUP: reloading {}", options.config_path);
+        (void)Reload();
+        return WatchSignals();
+      }
+      spdlog::info("{}: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      Shutdown();
+    });
+  }
+
+  void Shutdown() {
+    if (stopping.exchange(true)) return;
+    sd_notify(0, "STOPPING=1");
+    input->Stop();
+    if (query) query->Stop();
+    if (socketmap) socketmap->Stop();
+    store_retry.cancel();
+    watchdog.cancel();
+    alert_tick.cancel();
+    if (signals) signals->cancel();
+    io.stop();
+  }
+
+  void ArmWatchdog(std::chrono::microseconds interval) {
+    watchdog.expires_after(interval / 2);
+    watchdog.async_wait([this, interval](const boost::system::error_code& ec) {
+      if (ec || stopping) return;
+      sd_notify(0, "WATCHDOG=1");
+      ArmWatchdog(interval);
+    });
+  }
+
+  void ArmAlertTick() {
+    alert_tick.expires_after(kAlertTickInterval);
+    alert_tick.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopping) return;
+      alerts->Tick(std::time(nullptr));
+      ArmAlertTick();
+    });
+  }
+
+  int RunOnce() {
+    if (!OpenStore()) {
+      spdlog::error("--once: storage unavailable, nothing read");
+      return 1;
+    }
+    input->Run(true);
+    nlohmann::json h = input->Health();
+    Status s = services.store()->Flush();
+    if (!s.ok()) {
+      spdlog::error("--once: final commit failed: {}", s.message());
+      return 1;
+    }
+    spdlog::info(
+        "--once: read {} lines, committed {} events ({} garbage lines skipped, {} too "
+        "long)",
+        h.value("lines", 0), h.value("events_committed", 0), h.value("skipped_garbage", 0),
+        h.value("skipped_too_long", 0));
+    services.SetStore(nullptr);
+    return 0;
+  }
+
+  int RunService() {
+    Status s = StartServers();
+    if (!s.ok()) {
+      spdlog::critical("{}", s.message());
+      return 1;
+    }
+    if (!OpenStore()) RetryStoreLater();
+    signals = std::make_unique<boost::asio::signal_set>(io, SIGTERM, SIGINT, SIGHUP);
+    WatchSignals();
+    ArmAlertTick();
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) > 0) ArmWatchdog(std::chrono::microseconds(usec));
+    input_thread = std::thread([this] { input->Run(false); });
+    sd_notifyf(0, "READY=1\nSTATUS=serving %s", config.query.socket.c_str());
+    spdlog::info("bounced {} ready (config: {})", BOUNCED_VERSION, config.source);
+    std::vector<std::thread> extra;
+    for (int i = 1; i < options.io_threads; ++i) extra.emplace_back([this] { io.run(); });
+    io.run();
+    for (auto& t : extra) t.join();
+    // Shutdown: the input commits what it read, then the milter detaches, then the writer drains.
+    input->Stop();
+    if (input_thread.joinable()) input_thread.join();
+    StopMilter();
+    if (auto store = services.store()) {
+      Status f = store->Flush();
+      if (!f.ok()) spdlog::error("shutdown: final commit failed: {}", f.message());
+    }
+    services.SetStore(nullptr);
+    spdlog::info("bounced stopped");
+    return 0;
+  }
+
+  Config config;
+  DaemonOptions options;
+  Services services;
+  boost::asio::io_context io;
+  boost::asio::steady_timer store_retry;
+  boost::asio::steady_timer watchdog;
+  boost::asio::steady_timer alert_tick;
+  std::unique_ptr<boost::asio::signal_set> signals;  // service mode only
+  std::unique_ptr<StreamServer> query;
+  std::unique_ptr<StreamServer> socketmap;
+  std::shared_ptr<SocketmapStats> socketmap_stats = std::make_shared<SocketmapStats>();
+  std::unique_ptr<LogInput> input;
+  std::thread input_thread;
+  std::shared_ptr<AlertMonitor> alerts;
+  std::mutex reload_mu;
+  std::atomic<bool> stopping{false};
+  bool milter_started = false;
+  std::string milter_failed;
+  std::string last_store_error;
+  int64_t started = std::time(nullptr);
+};
+
+Daemon::Daemon(Config config, LoadedRules rules, DaemonOptions options)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(rules), std::move(options))) {}
+
+Daemon::~Daemon() = default;
+
+int Daemon::Run() { return impl_->options.once ? impl_->RunOnce() : impl_->RunService(); }
+
+}  // namespace bounced

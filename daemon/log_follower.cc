@@ -1,0 +1,252 @@
+// log_follower.cc: tail -F with exact positions (see log_follower.h).
+#include "daemon/log_follower.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace bounced {
+namespace {
+
+constexpr size_t kReadChunkBytes = 256 * 1024;
+// One Poll() reads at most this much so the caller can commit and look at its stop flag.
+constexpr uint64_t kMaxBytesPerPoll = 16 * 1024 * 1024;
+
+}  // namespace
+
+LogFollower::LogFollower(Options options, LogPosition start, LineSink sink)
+    : options_(std::move(options)), sink_(std::move(sink)), position_(start) {
+  if (options_.path == "-") position_ = {};
+}
+
+LogFollower::~LogFollower() { CloseCurrent(); }
+
+void LogFollower::CloseCurrent() {
+  if (fd_ > 0) ::close(fd_);  // never close standard input (fd 0)
+  fd_ = -1;
+}
+
+void LogFollower::SetProblem(const std::string& problem) {
+  if (problem == problem_) return;
+  if (problem.empty()) {
+    spdlog::info("log input: reading {} again", options_.path);
+  } else {
+    ++stats_.open_failures;
+    spdlog::warn("log input: {} (retrying until it works)", problem);
+  }
+  problem_ = problem;
+}
+
+bool LogFollower::Open() {
+  if (options_.path == "-") {
+    fd_ = 0;
+    inode_ = 0;
+    read_offset_ = 0;
+    return true;
+  }
+  int fd = ::open(options_.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    SetProblem("cannot open " + options_.path + ": " + std::strerror(errno));
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    SetProblem("cannot stat " + options_.path + ": " + std::strerror(errno));
+    ::close(fd);
+    return false;
+  }
+  const uint64_t ino = st.st_ino;
+  uint64_t offset = 0;
+  if (position_.inode == ino) {
+    offset = position_.offset;
+    if (static_cast<uint64_t>(st.st_size) < offset) {
+      spdlog::warn(
+          "log input: {} is shorter ({} bytes) than the stored offset {}: it was "
+          "truncated, reading it from the start",
+          options_.path, st.st_size, offset);
+      ++stats_.truncations;
+      offset = 0;
+    }
+  } else if (position_.inode != 0) {
+    // Rotated while we were not reading: finish the old file first if it is still next door.
+    std::string rotated = options_.path + ".1";
+    int old_fd = ::open(rotated.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat old_st {};
+    if (old_fd >= 0 && ::fstat(old_fd, &old_st) == 0 && old_st.st_ino == position_.inode &&
+        static_cast<uint64_t>(old_st.st_size) >= position_.offset) {
+      spdlog::info("log input: {} was rotated; finishing {} from offset {} first", options_.path,
+                   rotated, position_.offset);
+      uint64_t old_offset = position_.offset;
+      ::lseek(old_fd, static_cast<off_t>(old_offset), SEEK_SET);
+      partial_.clear();
+      skipping_ = false;
+      do {
+        ReadAvailable(old_fd, position_.inode, &old_offset, true);
+      } while (!at_eof_);
+      ++stats_.rotations;
+    } else {
+      spdlog::warn(
+          "log input: the stored position (inode {}, offset {}) is in neither {} nor "
+          "{}; reading {} from its start",
+          position_.inode, position_.offset, options_.path, rotated, options_.path);
+    }
+    if (old_fd >= 0) ::close(old_fd);
+  }
+  if (::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0) {
+    SetProblem("cannot seek in " + options_.path + ": " + std::strerror(errno));
+    ::close(fd);
+    return false;
+  }
+  fd_ = fd;
+  inode_ = ino;
+  read_offset_ = offset;
+  partial_.clear();
+  skipping_ = false;
+  if (position_.inode != ino) position_ = {ino, offset};
+  SetProblem("");
+  spdlog::info("log input: following {} (inode {}) from offset {}", options_.path, ino, offset);
+  return true;
+}
+
+void LogFollower::Consume(const char* data, size_t n, uint64_t inode, uint64_t start_offset) {
+  size_t i = 0;
+  while (i < n) {
+    const char* nl = static_cast<const char*>(std::memchr(data + i, '\n', n - i));
+    size_t end = nl != nullptr ? static_cast<size_t>(nl - data) : n;
+    size_t seg = end - i;
+    if (skipping_) {
+      if (nl != nullptr) {
+        skipping_ = false;
+        position_ = {inode, start_offset + end + 1};
+      }
+    } else if (partial_.size() + seg > options_.max_line_bytes) {
+      ++stats_.skipped_too_long;
+      spdlog::warn(
+          "log input: skipped a line longer than {} bytes at offset {} of {} ({} such "
+          "lines so far)",
+          options_.max_line_bytes, start_offset + i - partial_.size(), options_.path,
+          stats_.skipped_too_long);
+      partial_.clear();
+      if (nl != nullptr) {
+        position_ = {inode, start_offset + end + 1};
+      } else {
+        skipping_ = true;
+      }
+    } else if (nl != nullptr) {
+      position_ = {inode, start_offset + end + 1};
+      ++stats_.lines;
+      if (partial_.empty()) {
+        sink_(std::string_view(data + i, seg), position_);
+      } else {
+        partial_.append(data + i, seg);
+        sink_(partial_, position_);
+        partial_.clear();
+      }
+    } else {
+      partial_.append(data + i, seg);
+    }
+    i = nl != nullptr ? end + 1 : n;
+  }
+}
+
+void LogFollower::EmitPartial(uint64_t inode, uint64_t offset) {
+  if (skipping_) {
+    skipping_ = false;
+    position_ = {inode, offset};
+    return;
+  }
+  if (partial_.empty()) return;
+  position_ = {inode, offset};
+  ++stats_.lines;
+  sink_(partial_, position_);
+  partial_.clear();
+}
+
+// Reads until end of file or the per-poll budget. Returns true when it read anything.
+bool LogFollower::ReadAvailable(int fd, uint64_t inode, uint64_t* offset,
+                                bool flush_partial_at_eof) {
+  static thread_local std::vector<char> buf(kReadChunkBytes);
+  bool progress = false;
+  uint64_t budget = kMaxBytesPerPoll;
+  while (budget > 0) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      SetProblem("read error on " + options_.path + ": " + std::strerror(errno));
+      at_eof_ = true;  // as far as this poll goes
+      return progress;
+    }
+    if (n == 0) {
+      if (flush_partial_at_eof) EmitPartial(inode, *offset);
+      at_eof_ = true;
+      return progress;
+    }
+    Consume(buf.data(), static_cast<size_t>(n), inode, *offset);
+    *offset += static_cast<uint64_t>(n);
+    stats_.bytes += static_cast<uint64_t>(n);
+    budget -= std::min<uint64_t>(budget, static_cast<uint64_t>(n));
+    progress = true;
+  }
+  at_eof_ = false;
+  return progress;
+}
+
+bool LogFollower::CheckRotation() {
+  struct stat st {};
+  if (::stat(options_.path.c_str(), &st) != 0) {
+    // Renamed away and the new file is not there yet: keep reading the old one meanwhile.
+    return false;
+  }
+  if (static_cast<uint64_t>(st.st_ino) != inode_) {
+    // The writer may have appended to the old file after our last read: drain it, then its
+    // last line even without a newline, then switch.
+    do {
+      ReadAvailable(fd_, inode_, &read_offset_, true);
+    } while (!at_eof_);
+    spdlog::info("log input: {} was rotated (inode {} -> {}); old file read to its end at {}",
+                 options_.path, inode_, st.st_ino, read_offset_);
+    ++stats_.rotations;
+    CloseCurrent();
+    position_ = {static_cast<uint64_t>(st.st_ino), 0};
+    Open();
+    return true;
+  }
+  if (static_cast<uint64_t>(st.st_size) < read_offset_) {
+    spdlog::info(
+        "log input: {} shrank from {} to {} bytes (copytruncate); reading it from the "
+        "start",
+        options_.path, read_offset_, st.st_size);
+    ++stats_.truncations;
+    ::lseek(fd_, 0, SEEK_SET);
+    read_offset_ = 0;
+    partial_.clear();
+    skipping_ = false;
+    position_ = {inode_, 0};
+    return true;
+  }
+  return false;
+}
+
+bool LogFollower::Poll() {
+  if (finished_) return false;
+  bool progress = false;
+  if (fd_ < 0) {
+    if (!Open()) return false;
+    progress = true;
+  }
+  const bool is_stdin = options_.path == "-";
+  progress |= ReadAvailable(fd_, inode_, &read_offset_, is_stdin);
+  if (!at_eof_) return true;
+  if (is_stdin) {
+    finished_ = true;
+    return progress;
+  }
+  return CheckRotation() || progress;
+}
+
+}  // namespace bounced

@@ -1,0 +1,305 @@
+// log_input.cc: log lines -> correlated delivery events -> batches with positions (see
+// log_input.h).
+#include "daemon/log_input.h"
+
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <future>
+
+#include "classifier/log_parser.h"
+#include "daemon/journal_reader.h"
+#include "daemon/log_follower.h"
+
+namespace bounced {
+namespace {
+
+constexpr std::chrono::milliseconds kRetryDelay{1000};
+
+// Batches events with the input position after them and keeps commits pipelined.
+class Pipeline {
+ public:
+  Pipeline(Services& services, std::shared_ptr<Store> store)
+      : services_(services), store_(std::move(store)) {}
+
+  void Add(Event e) { batch_.events.push_back(std::move(e)); }
+  void SetPosition(InputPosition p) {
+    batch_.position = std::move(p);
+    ++lines_;
+  }
+  bool Full() const { return batch_.events.size() >= kBatchEvents || lines_ >= kBatchLines; }
+
+  // Submits what is pending (events or just a newer position).
+  void Submit() {
+    if (batch_.events.empty() && !batch_.position) return;
+    Pending p;
+    if (services_.has_observers()) p.events = batch_.events;
+    if (batch_.position) p.position = *batch_.position;
+    p.count = batch_.events.size();
+    p.future = store_->Submit(std::move(batch_));
+    pending_.push_back(std::move(p));
+    batch_ = Batch();
+    lines_ = 0;
+  }
+
+  // Collects finished commits (all of them when wait). False when one failed: the caller must
+  // resume from the stored position. error() says why.
+  bool Reap(bool wait) {
+    bool ok = true;
+    while (!pending_.empty()) {
+      Pending& p = pending_.front();
+      if (!wait && p.future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) break;
+      Status s = p.future.get();
+      if (s.ok()) {
+        committed_events_ += p.count;
+        if (p.position) committed_ = *p.position;
+        services_.NotifyCommitted(p.events);
+      } else if (ok) {
+        ok = false;
+        error_ = s.message();
+        wait = true;  // drain the rest: they were built on top of the failed batch
+      }
+      pending_.pop_front();
+    }
+    return ok;
+  }
+  // Drops what was not submitted (after a failure, it is re-read).
+  void Discard() {
+    batch_ = Batch();
+    lines_ = 0;
+  }
+  uint64_t committed_events() const { return committed_events_; }
+  // The input position of the last committed batch.
+  const InputPosition& committed() const { return committed_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Pending {
+    std::future<Status> future;
+    std::vector<Event> events;  // kept only when someone observes commits
+    size_t count = 0;
+    std::optional<InputPosition> position;
+  };
+  Services& services_;
+  std::shared_ptr<Store> store_;
+  Batch batch_;
+  size_t lines_ = 0;
+  std::deque<Pending> pending_;
+  uint64_t committed_events_ = 0;
+  InputPosition committed_;
+  std::string error_;
+};
+
+std::string PositionText(const LogPosition& p) {
+  return "ino=" + std::to_string(p.inode) + " off=" + std::to_string(p.offset);
+}
+
+}  // namespace
+
+std::string LogInput::InputName(const LogInputConfig& config) {
+  if (config.path == "-") return "stdin";
+  if (config.path == "journal") return "journal";
+  return "log:" + config.path;
+}
+
+void LogInput::Stop() {
+  stop_ = true;
+  cv_.notify_all();
+}
+
+void LogInput::SleepFor(std::chrono::milliseconds d) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, d, [&] { return stop_.load(); });
+}
+
+std::shared_ptr<Store> LogInput::WaitForStore() {
+  for (;;) {
+    std::shared_ptr<Store> s = services_.store();
+    if (s || stop_) return s;
+    SleepFor(kRetryDelay);
+  }
+}
+
+nlohmann::json LogInput::Health() const {
+  std::lock_guard lock(health_mu_);
+  return health_;
+}
+
+void LogInput::Run(bool once) {
+  if (config_.path == "journal") {
+    RunJournal(once);
+  } else {
+    RunFile(once);
+  }
+}
+
+void LogInput::RunFile(bool once) {
+  const std::string name = InputName(config_);
+  const bool is_stdin = config_.path == "-";
+  while (!stop_) {
+    std::shared_ptr<Store> store = WaitForStore();
+    if (!store) return;
+    LogPosition start;
+    if (!is_stdin) {
+      auto stored = store->LoadPosition(name);
+      if (!stored) {
+        spdlog::error("log input: cannot read the stored position: {}; retrying", stored.error());
+        SleepFor(kRetryDelay);
+        continue;
+      }
+      if (*stored) start = {(*stored)->inode, (*stored)->offset};
+    }
+    Pipeline pipeline(services_, store);
+    std::shared_ptr<const RuleSet> rules = services_.rules();
+    std::string ref;
+    auto make_correlator = [&] {
+      return std::make_unique<LogCorrelator>(rules, [&](const DeliveryEvent& e) {
+        pipeline.Add(EventFromLog(e, EventSource::kLog, ref));
+      });
+    };
+    std::unique_ptr<LogCorrelator> correlator = make_correlator();
+    LogFollower follower({config_.path, config_.max_line_bytes}, start,
+                         [&](std::string_view line, const LogPosition& after) {
+                           ref = PositionText(after);
+                           correlator->Feed(line);
+                           pipeline.SetPosition({name, after.inode, after.offset, ""});
+                           if (pipeline.Full()) pipeline.Submit();
+                         });
+    bool failed = false;
+    auto update_health = [&] {
+      std::lock_guard lock(health_mu_);
+      const LogFollowerStats& fs = follower.stats();
+      const LogStats& ls = correlator->stats();
+      health_ = {{"input", name},
+                 {"position",
+                  {{"inode", follower.position().inode}, {"offset", follower.position().offset}}},
+                 {"committed",
+                  {{"inode", pipeline.committed().inode}, {"offset", pipeline.committed().offset}}},
+                 {"lines", fs.lines},
+                 {"bytes", fs.bytes},
+                 {"skipped_too_long", fs.skipped_too_long},
+                 {"skipped_garbage", ls.skipped_garbage + ls.skipped_truncated},
+                 {"rotations", fs.rotations},
+                 {"truncations", fs.truncations},
+                 {"events_committed", pipeline.committed_events()},
+                 {"problem", follower.problem()}};
+    };
+    while (!stop_) {
+      if (services_.rules() != rules) {
+        rules = services_.rules();
+        correlator->set_rules(rules);
+        spdlog::info("log input: now classifying with the reloaded rules");
+      }
+      bool progress = follower.Poll();
+      pipeline.Submit();
+      if (!pipeline.Reap(false)) {
+        failed = true;
+        break;
+      }
+      update_health();
+      if (once && !progress && (is_stdin ? follower.finished() : follower.problem().empty())) {
+        break;
+      }
+      if (once && !follower.problem().empty()) {
+        spdlog::error("log input: {}; nothing to read in --once mode", follower.problem());
+        break;
+      }
+      if (!progress) SleepFor(config_.poll_interval);
+      if (is_stdin && follower.finished()) {
+        spdlog::info("log input: standard input ended");
+        break;
+      }
+    }
+    if (!failed) {
+      pipeline.Submit();
+      failed = !pipeline.Reap(true);
+      update_health();
+    }
+    if (!failed) return;
+    pipeline.Discard();
+    spdlog::error(
+        "log input: commit failed: {}; resuming from the last committed position in "
+        "{} ms",
+        pipeline.error(), kRetryDelay.count());
+    if (is_stdin) {
+      spdlog::error(
+          "log input: standard input cannot be re-read; events since the last commit "
+          "are lost");
+      return;
+    }
+    SleepFor(kRetryDelay);
+  }
+}
+
+void LogInput::RunJournal(bool once) {
+  const std::string name = InputName(config_);
+  while (!stop_) {
+    std::shared_ptr<Store> store = WaitForStore();
+    if (!store) return;
+    auto stored = store->LoadPosition(name);
+    if (!stored) {
+      spdlog::error("journal input: cannot read the stored cursor: {}; retrying", stored.error());
+      SleepFor(kRetryDelay);
+      continue;
+    }
+    std::string cursor = *stored ? (*stored)->cursor : "";
+    auto reader = JournalReader::Open(config_.journal_files, cursor);
+    if (!reader) {
+      spdlog::error("journal input: {}; retrying", reader.error());
+      if (once) return;
+      SleepFor(kRetryDelay * 5);
+      continue;
+    }
+    Pipeline pipeline(services_, store);
+    std::shared_ptr<const RuleSet> rules = services_.rules();
+    std::string ref;
+    LogCorrelator correlator(rules, [&](const DeliveryEvent& e) {
+      pipeline.Add(EventFromLog(e, EventSource::kJournal, ref));
+    });
+    uint64_t lines = 0;
+    bool failed = false;
+    while (!stop_) {
+      if (services_.rules() != rules) {
+        rules = services_.rules();
+        correlator.set_rules(rules);
+      }
+      size_t n = (*reader)->Poll([&](std::string_view line, const std::string& c) {
+        ref = c;
+        ++lines;
+        correlator.Feed(line);
+        pipeline.SetPosition({name, 0, 0, c});
+        if (pipeline.Full()) pipeline.Submit();
+      });
+      if (n > 0) pipeline.SetPosition({name, 0, 0, (*reader)->cursor()});
+      pipeline.Submit();
+      if (!pipeline.Reap(false)) {
+        failed = true;
+        break;
+      }
+      {
+        std::lock_guard lock(health_mu_);
+        health_ = {{"input", name},
+                   {"cursor", (*reader)->cursor()},
+                   {"committed_cursor", pipeline.committed().cursor},
+                   {"lines", lines},
+                   {"skipped_garbage", correlator.stats().skipped_garbage},
+                   {"events_committed", pipeline.committed_events()}};
+      }
+      if (n == 0) {
+        if (once) break;
+        (*reader)->Wait(static_cast<int>(config_.poll_interval.count()));
+      }
+    }
+    if (!failed) {
+      pipeline.Submit();
+      failed = !pipeline.Reap(true);
+    }
+    if (!failed) return;
+    pipeline.Discard();
+    spdlog::error("journal input: commit failed: {}; resuming from the last committed cursor",
+                  pipeline.error());
+    SleepFor(kRetryDelay);
+  }
+}
+
+}  // namespace bounced

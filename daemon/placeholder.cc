@@ -1,1 +1,0 @@
-// daemon placeholder until the daemon component lands.

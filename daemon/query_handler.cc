@@ -1,0 +1,502 @@
+// query_handler.cc: the query socket's commands (see query_handler.h). Each handler reads and
+// validates its request, then executes it against the store; errors become {"ok": false}.
+#include "daemon/query_handler.h"
+
+#include <grp.h>
+#include <pwd.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <ctime>
+#include <vector>
+
+#include "classifier/dsn_parser.h"
+#include "classifier/result_json.h"
+#include "daemon/base64.h"
+#include "storage/store_json.h"
+
+namespace bounced {
+namespace {
+
+using nlohmann::json;
+
+// A request error: reported to the client as {"ok": false, "error": message}.
+struct RequestError {
+  std::string message;
+};
+
+json Ok(json result) { return json{{"ok", true}, {"result", std::move(result)}}; }
+json Fail(std::string message) { return json{{"ok", false}, {"error", std::move(message)}}; }
+
+// Printable form of client text for our own log lines.
+std::string Printable(std::string_view s, size_t max = 200) {
+  std::string out;
+  for (char c : s.substr(0, max)) {
+    auto u = static_cast<unsigned char>(c);
+    out += (u < 0x20 || u == 0x7f) ? '?' : c;
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+std::string StringField(const json& req, const char* key, bool required) {
+  auto it = req.find(key);
+  if (it == req.end() || it->is_null()) {
+    if (required) throw RequestError{std::string("missing \"") + key + "\""};
+    return "";
+  }
+  if (!it->is_string()) throw RequestError{std::string("\"") + key + "\" must be a string"};
+  return it->get<std::string>();
+}
+
+int64_t IntField(const json& req, const char* key, int64_t def, int64_t min, int64_t max) {
+  auto it = req.find(key);
+  if (it == req.end() || it->is_null()) return def;
+  if (!it->is_number_integer())
+    throw RequestError{std::string("\"") + key + "\" must be an integer"};
+  int64_t v = it->get<int64_t>();
+  if (v < min || v > max) {
+    throw RequestError{std::string("\"") + key + "\" must be between " + std::to_string(min) +
+                       " and " + std::to_string(max)};
+  }
+  return v;
+}
+
+bool BoolField(const json& req, const char* key) {
+  auto it = req.find(key);
+  if (it == req.end() || it->is_null()) return false;
+  if (!it->is_boolean()) throw RequestError{std::string("\"") + key + "\" must be true or false"};
+  return it->get<bool>();
+}
+
+// "7d", "12h", "30m", "90s" -> seconds; nullopt when not of that form.
+std::optional<int64_t> RelativeSeconds(std::string_view s) {
+  if (s.size() < 2) return std::nullopt;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size() - 1, v);
+  if (ec != std::errc() || p != s.data() + s.size() - 1 || v < 0) return std::nullopt;
+  switch (s.back()) {
+    case 's':
+      return v;
+    case 'm':
+      return v * 60;
+    case 'h':
+      return v * 3600;
+    case 'd':
+      return v * 86400;
+    case 'w':
+      return v * 7 * 86400;
+    default:
+      return std::nullopt;
+  }
+}
+
+// "2026-11-29" or "2026-11-29T17:09:53Z" (UTC) -> unix seconds.
+std::optional<int64_t> ParseUtcTime(const std::string& s) {
+  std::tm tm{};
+  const char* end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr) {
+    tm = {};
+    end = strptime(s.c_str(), "%Y-%m-%d", &tm);
+  }
+  if (end == nullptr || (*end != '\0' && std::string_view(end) != "Z")) return std::nullopt;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+// `since`: unix seconds, an RFC 3339 UTC date/time, or relative to now ("7d").
+int64_t SinceField(const json& req, const char* key) {
+  auto it = req.find(key);
+  if (it == req.end() || it->is_null()) return 0;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_string()) {
+    std::string s = it->get<std::string>();
+    if (auto rel = RelativeSeconds(s)) return static_cast<int64_t>(std::time(nullptr)) - *rel;
+    if (auto abs = ParseUtcTime(s)) return *abs;
+  }
+  throw RequestError{std::string("\"") + key +
+                     "\" must be unix seconds, a date like 2026-11-01 or a span like 7d"};
+}
+
+// `expires`: unix seconds, an RFC 3339 UTC date/time, or a span from now ("30d"); 0 = never.
+int64_t ExpiresField(const json& req) {
+  auto it = req.find("expires");
+  if (it == req.end() || it->is_null()) return 0;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_string()) {
+    std::string s = it->get<std::string>();
+    if (s == "never") return 0;
+    if (auto rel = RelativeSeconds(s)) return static_cast<int64_t>(std::time(nullptr)) + *rel;
+    if (auto abs = ParseUtcTime(s)) return *abs;
+  }
+  throw RequestError{"\"expires\" must be unix seconds, a date, a span like 30d, or \"never\""};
+}
+
+ListFilter FilterFrom(const json& req) {
+  ListFilter f;
+  f.category = StringField(req, "category", false);
+  if (!f.category.empty() && !CategoryFromName(f.category)) {
+    throw RequestError{"unknown category '" + Printable(f.category) + "'"};
+  }
+  f.domain = StringField(req, "domain", false);
+  for (char& c : f.domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!f.domain.empty() && f.domain[0] == '@') f.domain.erase(0, 1);
+  f.source = StringField(req, "source", false);
+  f.since = SinceField(req, "since");
+  f.after = StringField(req, "after", false);
+  f.limit = static_cast<size_t>(IntField(req, "limit", 0, 0, int64_t{1} << 40));
+  f.include_expired = BoolField(req, "include_expired");
+  return f;
+}
+
+ExportFormat FormatFrom(const json& req) {
+  std::string name = StringField(req, "format", false);
+  if (name.empty()) return ExportFormat::kCsv;
+  auto f = ExportFormatFromName(name);
+  if (!f) throw RequestError{"\"format\" must be \"csv\" or \"jsonl\""};
+  return *f;
+}
+
+std::string ReasonFrom(const json& req) {
+  std::string reason = StringField(req, "reason", false);
+  if (reason.empty()) throw RequestError{"a reason is required for manual changes (--reason)"};
+  if (reason.size() > 1000) throw RequestError{"reason longer than 1000 bytes"};
+  return reason;
+}
+
+std::shared_ptr<Store> RequireStore(Services& services) {
+  std::shared_ptr<Store> s = services.store();
+  if (!s) throw RequestError{"storage unavailable: " + services.store_problem()};
+  return s;
+}
+
+template <typename T>
+T Unwrap(Expected<T> e) {
+  if (!e) throw RequestError{e.error()};
+  return std::move(e).value();
+}
+
+void Check(const Status& s) {
+  if (!s.ok()) throw RequestError{s.message()};
+}
+
+json CmdStatus(Services& services, const json& req) {
+  std::string address = StringField(req, "address", true);
+  AddressStatus st = Unwrap(RequireStore(services)->GetStatus(address, 10));
+  if (st.key.empty()) throw RequestError{"'" + Printable(address) + "' is not an email address"};
+  return ToJson(st);
+}
+
+// The in-memory answer only (what Postfix and the milter see), without SQLite: for scripts
+// that check many addresses.
+json CmdLookup(Services& services, const json& req) {
+  std::string address = StringField(req, "address", true);
+  std::optional<SuppressionHit> hit = RequireStore(services)->view().Lookup(address);
+  json out{{"address", address}, {"suppressed", hit.has_value()}};
+  if (hit) {
+    out["since"] = FormatTime(hit->since);
+    out["expires"] = hit->expires == 0 ? json(nullptr) : json(FormatTime(hit->expires));
+    out["category"] =
+        hit->category == Category::kUndetermined ? json(nullptr) : json(ToString(hit->category));
+    out["manual"] = hit->manual;
+  }
+  return out;
+}
+
+json CmdList(Services& services, const json& req) {
+  ListFilter f = FilterFrom(req);
+  json rows = json::array();
+  Check(RequireStore(services)->List(f, [&](const Suppression& s) {
+    rows.push_back(ToJson(s));
+    return true;
+  }));
+  return rows;
+}
+
+json CmdExport(Services& services, const json& req) {
+  ListFilter f = FilterFrom(req);
+  ExportFormat format = FormatFrom(req);
+  std::string data;
+  size_t lines = 0;
+  Check(RequireStore(services)->Export(format, f, [&](std::string_view line) {
+    data.append(line);
+    ++lines;
+    return true;
+  }));
+  size_t count = format == ExportFormat::kCsv && lines > 0 ? lines - 1 : lines;
+  return json{{"format", format == ExportFormat::kCsv ? "csv" : "jsonl"},
+              {"count", count},
+              {"data", std::move(data)}};
+}
+
+json CmdStats(Services& services, const json& req) {
+  StatsQuery q;
+  std::string by = StringField(req, "by", false);
+  if (by.empty() || by == "domain") {
+    q.by = StatsQuery::By::kDomain;
+  } else if (by == "provider") {
+    q.by = StatsQuery::By::kProvider;
+  } else {
+    throw RequestError{"\"by\" must be \"domain\" or \"provider\""};
+  }
+  q.only = StringField(req, "only", false);
+  q.days = static_cast<int>(IntField(req, "days", 7, 1, 3660));
+  q.per_day = BoolField(req, "per_day");
+  std::vector<StatsRow> rows = Unwrap(RequireStore(services)->Stats(q));
+  json out = json::array();
+  for (const auto& r : rows) out.push_back(ToJson(r));
+  json result{{"by", by.empty() ? "domain" : by}, {"days", q.days}, {"rows", std::move(out)}};
+  if (services.alerts_json) result["alerts"] = services.alerts_json();
+  return result;
+}
+
+json CmdAllowlist(Services& services) {
+  std::vector<AllowEntry> entries = Unwrap(RequireStore(services)->AllowList());
+  json out = json::array();
+  for (const auto& a : entries) out.push_back(ToJson(a));
+  return out;
+}
+
+json CmdHealth(Services& services) {
+  json out;
+  out["version"] = BOUNCED_VERSION;
+  out["protocol"] = kQueryProtocolVersion;
+  std::shared_ptr<Store> store = services.store();
+  if (store) {
+    Expected<Health> h = store->GetHealth();
+    out["storage"] = h ? ToJson(*h) : json{{"error", h.error()}};
+    out["suppressed_in_memory"] = store->view().size();
+    out["view_memory_bytes"] = store->view().memory_bytes();
+  } else {
+    out["storage"] = json{{"error", "unavailable: " + services.store_problem()}};
+  }
+  std::shared_ptr<const RuleSet> rules = services.rules();
+  out["rules"] =
+      json{{"count", rules ? rules->rule_count() : 0}, {"files", services.rules_sources()}};
+  if (services.health_details) out.update(services.health_details());
+  bool healthy = store != nullptr && out["storage"].value("integrity_ok", false) &&
+                 out["storage"].value("last_write_error", std::string()).empty();
+  out["healthy"] = healthy;
+  return out;
+}
+
+json CmdSuppress(Services& services, const PeerCred& peer, const json& req) {
+  ManualSuppression m;
+  m.address = StringField(req, "address", true);
+  m.category = StringField(req, "category", false);
+  if (!m.category.empty() && !CategoryFromName(m.category)) {
+    throw RequestError{"unknown category '" + Printable(m.category) + "'"};
+  }
+  m.expires = ExpiresField(req);
+  Actor who{static_cast<int64_t>(peer.uid), ReasonFrom(req)};
+  Suppression s = Unwrap(RequireStore(services)->Suppress(m, who));
+  spdlog::info("query: uid {} suppressed {} ({})", peer.uid, Printable(s.address),
+               Printable(who.reason));
+  return ToJson(s);
+}
+
+json CmdUnsuppress(Services& services, const PeerCred& peer, const json& req) {
+  std::string address = StringField(req, "address", true);
+  Actor who{static_cast<int64_t>(peer.uid), ReasonFrom(req)};
+  Check(RequireStore(services)->Unsuppress(address, who));
+  spdlog::info("query: uid {} unsuppressed {} ({})", peer.uid, Printable(address),
+               Printable(who.reason));
+  return json{{"address", address}, {"suppressed", false}};
+}
+
+json CmdAllow(Services& services, const PeerCred& peer, const json& req, bool allow) {
+  std::string entry = StringField(req, "entry", false);
+  if (entry.empty()) entry = StringField(req, "address", true);
+  Actor who{static_cast<int64_t>(peer.uid), ReasonFrom(req)};
+  std::shared_ptr<Store> store = RequireStore(services);
+  spdlog::info("query: uid {} {} {} ({})", peer.uid,
+               allow ? "allowlisted" : "removed from the allowlist", Printable(entry),
+               Printable(who.reason));
+  if (allow) return ToJson(Unwrap(store->Allow(entry, who)));
+  Check(store->Disallow(entry, who));
+  return json{{"entry", entry}, {"allowed", false}};
+}
+
+json CmdImport(Services& services, const PeerCred& peer, const json& req, json* error_details) {
+  ExportFormat format = FormatFrom(req);
+  std::string data = StringField(req, "data", true);
+  std::string reason = StringField(req, "reason", false);
+  Actor who{static_cast<int64_t>(peer.uid), reason.empty() ? "import" : reason};
+  ImportResult r = Unwrap(RequireStore(services)->Import(format, data, who));
+  if (!r.errors.empty()) {
+    *error_details = r.errors;
+    throw RequestError{"import refused, nothing imported: " + std::to_string(r.errors.size()) +
+                       " bad line(s), first: " + r.errors.front()};
+  }
+  spdlog::info("query: uid {} imported {} new and {} updated suppressions", peer.uid, r.added,
+               r.updated);
+  return json{{"added", r.added}, {"updated", r.updated}};
+}
+
+json CmdIngestDsn(Services& services, const json& req) {
+  std::string message;
+  if (req.contains("message_base64")) {
+    auto decoded = Base64Decode(StringField(req, "message_base64", true));
+    if (!decoded) throw RequestError{"\"message_base64\" is not valid base64"};
+    message = std::move(*decoded);
+  } else {
+    message = StringField(req, "message", true);
+  }
+  if (message.empty()) throw RequestError{"the message is empty"};
+  std::shared_ptr<const RuleSet> rules = services.rules();
+  ParsedBounce parsed = ParseBounce(message, *rules);
+  json recipients = json::array();
+  for (const auto& r : parsed.recipients) recipients.push_back(ToJson(r));
+  json out{{"kind", ToString(parsed.kind)},
+           {"message_id", parsed.message_id},
+           {"recipients", std::move(recipients)}};
+  if (parsed.recipients.empty()) {
+    throw RequestError{"not a bounce: " +
+                       (parsed.error.empty() ? std::string("no recipient results") : parsed.error)};
+  }
+  std::vector<Event> events = EventsFromBounce(parsed, message, EventSource::kDsn,
+                                               static_cast<int64_t>(std::time(nullptr)));
+  out["events"] = events.size();
+  Check(services.Record(std::move(events)));
+  return out;
+}
+
+bool IsWriteCommand(const std::string& cmd) {
+  return cmd == "suppress" || cmd == "unsuppress" || cmd == "allow" || cmd == "disallow" ||
+         cmd == "import" || cmd == "reload" || cmd == "ingest-dsn";
+}
+
+class QuerySession : public Session {
+ public:
+  QuerySession(Services& services, PeerCred peer, size_t max_request_bytes, std::string group)
+      : services_(services),
+        peer_(peer),
+        max_request_bytes_(max_request_bytes),
+        group_(std::move(group)) {}
+
+  bool OnData(std::string_view bytes, std::string* reply) override {
+    size_t start = 0;
+    while (start < bytes.size()) {
+      size_t nl = bytes.find('\n', start);
+      std::string_view piece =
+          bytes.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+      if (pending_.size() + piece.size() > max_request_bytes_) {
+        spdlog::warn("query: request from uid {} larger than {} bytes refused; connection closed",
+                     peer_.uid, max_request_bytes_);
+        reply->append(
+            ReplyLine(Fail("request too large: more than " + std::to_string(max_request_bytes_) +
+                           " bytes ([query] max_request_bytes); connection closed")));
+        return false;
+      }
+      pending_.append(piece);
+      if (nl == std::string_view::npos) break;
+      std::string line = std::move(pending_);
+      pending_.clear();
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) reply->append(ReplyLine(Handle(line)));
+      start = nl + 1;
+    }
+    return true;
+  }
+
+ private:
+  json Handle(const std::string& line) {
+    json request;
+    try {
+      request = json::parse(line);
+    } catch (const json::exception& e) {
+      return Fail(std::string("invalid JSON request: ") + e.what());
+    }
+    if (!may_write_) may_write_ = PeerMayWrite(peer_, group_);
+    return HandleQuery(services_, peer_, *may_write_, request);
+  }
+
+  Services& services_;
+  PeerCred peer_;
+  size_t max_request_bytes_;
+  std::string group_;
+  std::optional<bool> may_write_;
+  std::string pending_;
+};
+
+}  // namespace
+
+std::string ReplyLine(const json& reply) {
+  std::string s = reply.dump(-1, ' ', false, json::error_handler_t::replace);
+  s += '\n';
+  return s;
+}
+
+bool PeerMayWrite(const PeerCred& peer, const std::string& group) {
+  if (peer.uid == 0 || peer.uid == ::geteuid()) return true;
+  if (group.empty()) return false;
+  struct group* g = ::getgrnam(group.c_str());
+  if (g == nullptr) return false;
+  gid_t gid = g->gr_gid;
+  if (peer.gid == gid) return true;
+  struct passwd* pw = ::getpwuid(peer.uid);
+  if (pw == nullptr) return false;
+  int n = 64;
+  std::vector<gid_t> groups(static_cast<size_t>(n));
+  if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) {
+    groups.resize(static_cast<size_t>(n));
+    if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) return false;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (groups[static_cast<size_t>(i)] == gid) return true;
+  }
+  return false;
+}
+
+json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
+                 const json& request) {
+  json error_details;
+  try {
+    if (!request.is_object()) throw RequestError{"the request must be a JSON object"};
+    std::string cmd = StringField(request, "cmd", true);
+    if (IsWriteCommand(cmd) && !peer_may_write) {
+      spdlog::warn("query: refused '{}' from uid {} (not root nor in the write group)", cmd,
+                   peer.uid);
+      throw RequestError{"permission denied: '" + cmd +
+                         "' changes state; it needs root or membership in the bounced admin "
+                         "group ([query] group); your uid is " +
+                         std::to_string(peer.uid)};
+    }
+    if (cmd == "status") return Ok(CmdStatus(services, request));
+    if (cmd == "lookup") return Ok(CmdLookup(services, request));
+    if (cmd == "list") return Ok(CmdList(services, request));
+    if (cmd == "export") return Ok(CmdExport(services, request));
+    if (cmd == "stats") return Ok(CmdStats(services, request));
+    if (cmd == "allowlist") return Ok(CmdAllowlist(services));
+    if (cmd == "health") return Ok(CmdHealth(services));
+    if (cmd == "suppress") return Ok(CmdSuppress(services, peer, request));
+    if (cmd == "unsuppress") return Ok(CmdUnsuppress(services, peer, request));
+    if (cmd == "allow") return Ok(CmdAllow(services, peer, request, true));
+    if (cmd == "disallow") return Ok(CmdAllow(services, peer, request, false));
+    if (cmd == "import") return Ok(CmdImport(services, peer, request, &error_details));
+    if (cmd == "ingest-dsn") return Ok(CmdIngestDsn(services, request));
+    if (cmd == "reload") {
+      if (!services.reload) throw RequestError{"reload is not available"};
+      Expected<json> r = services.reload();
+      if (!r) throw RequestError{"reload failed, previous configuration kept: " + r.error()};
+      return Ok(*r);
+    }
+    throw RequestError{
+        "unknown command '" + Printable(cmd) +
+        "' (status, lookup, list, export, stats, allowlist, health, suppress, unsuppress, "
+        "allow, disallow, import, ingest-dsn, reload)"};
+  } catch (const RequestError& e) {
+    json reply = Fail(e.message);
+    if (!error_details.is_null()) reply["errors"] = std::move(error_details);
+    return reply;
+  } catch (const std::exception& e) {
+    return Fail(std::string("internal error: ") + e.what());
+  }
+}
+
+std::unique_ptr<Session> MakeQuerySession(Services& services, const PeerCred& peer,
+                                          size_t max_request_bytes, const std::string& group) {
+  return std::make_unique<QuerySession>(services, peer, max_request_bytes, group);
+}
+
+}  // namespace bounced

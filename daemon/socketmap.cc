@@ -1,0 +1,151 @@
+// socketmap.cc: Postfix socketmap server sessions (see socketmap.h).
+#include "daemon/socketmap.h"
+
+#include <spdlog/spdlog.h>
+
+#include <ctime>
+
+#include "daemon/netstring.h"
+
+namespace bounced {
+namespace {
+
+std::string Day(int64_t unix_time) {
+  if (unix_time <= 0) return "an unknown date";
+  std::time_t t = static_cast<std::time_t>(unix_time);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d", &tm);
+  return buf;
+}
+
+std::string_view ReasonWords(const SuppressionHit& hit) {
+  if (hit.manual) return "manual request";
+  if (hit.category == Category::kComplaint) return "complaint";
+  if (Describe(hit.category).hard_bounce) return "hard bounce";
+  if (Describe(hit.category).action == Action::kCount) return "repeated failures";
+  return "bounce";
+}
+
+// Only printable ASCII goes back into an SMTP reply or a transport result.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    out += (u < 0x20 || u >= 0x7f) ? '?' : c;
+  }
+  return out;
+}
+
+class SocketmapSession : public Session {
+ public:
+  SocketmapSession(Services& services, SocketmapConfig config,
+                   std::shared_ptr<SocketmapStats> stats)
+      : services_(services),
+        config_(std::move(config)),
+        stats_(std::move(stats)),
+        reader_(kMaxSocketmapRequestBytes) {}
+
+  bool OnData(std::string_view bytes, std::string* reply) override {
+    reader_.Append(bytes);
+    std::string request;
+    for (;;) {
+      switch (reader_.Next(&request)) {
+        case NetstringReader::Result::kNeedMore:
+          return true;
+        case NetstringReader::Result::kComplete:
+          reply->append(EncodeNetstring(SocketmapAnswer(services_, config_, request, *stats_)));
+          break;
+        case NetstringReader::Result::kError:
+          ++stats_->malformed;
+          spdlog::warn("socketmap: malformed request ({}); connection closed ({} so far)",
+                       reader_.error(), stats_->malformed.load());
+          return false;
+      }
+    }
+  }
+
+ private:
+  Services& services_;
+  SocketmapConfig config_;
+  std::shared_ptr<SocketmapStats> stats_;
+  NetstringReader reader_;
+};
+
+}  // namespace
+
+std::string FillTemplate(
+    std::string_view tmpl,
+    std::initializer_list<std::pair<std::string_view, std::string_view>> values) {
+  std::string out;
+  size_t i = 0;
+  while (i < tmpl.size()) {
+    if (tmpl[i] == '{') {
+      size_t close = tmpl.find('}', i);
+      if (close != std::string_view::npos) {
+        std::string_view name = tmpl.substr(i + 1, close - i - 1);
+        bool replaced = false;
+        for (const auto& [k, v] : values) {
+          if (k == name) {
+            out.append(v);
+            replaced = true;
+            break;
+          }
+        }
+        if (replaced) {
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += tmpl[i++];
+  }
+  return out;
+}
+
+std::string SocketmapAnswer(Services& services, const SocketmapConfig& config,
+                            std::string_view request, SocketmapStats& stats) {
+  ++stats.lookups;
+  size_t sp = request.find(' ');
+  if (sp == std::string_view::npos || sp == 0) {
+    ++stats.perm;
+    return "PERM request is not \"name key\"";
+  }
+  std::string_view name = request.substr(0, sp);
+  std::string_view key = request.substr(sp + 1);
+  const bool access = name == "recipient_access";
+  if (!access && name != "transport") {
+    ++stats.perm;
+    return "PERM unknown map '" + Printable(name.substr(0, 64)) +
+           "' (bounced serves recipient_access and transport)";
+  }
+  std::shared_ptr<Store> store = services.store();
+  if (!store) {
+    ++stats.temp;
+    return "TEMP bounced storage unavailable";
+  }
+  // Domains, ".domain" and "user@" partial keys: we only suppress whole addresses.
+  size_t at = key.find('@');
+  if (at == std::string_view::npos || at == 0 || at + 1 >= key.size()) return "NOTFOUND ";
+  std::optional<SuppressionHit> hit = store->view().Lookup(key);
+  if (!hit) return "NOTFOUND ";
+  ++stats.found;
+  std::string address = Printable(key);
+  std::string date = Day(hit->since);
+  std::string_view category = hit->category == Category::kUndetermined ? std::string_view("manual")
+                                                                       : ToString(hit->category);
+  std::string_view reason = ReasonWords(*hit);
+  const std::string& tmpl = access ? config.access_action : config.transport_action;
+  return "OK " +
+         FillTemplate(
+             tmpl,
+             {{"address", address}, {"date", date}, {"reason", reason}, {"category", category}});
+}
+
+std::unique_ptr<Session> MakeSocketmapSession(Services& services, SocketmapConfig config,
+                                              std::shared_ptr<SocketmapStats> stats) {
+  return std::make_unique<SocketmapSession>(services, std::move(config), std::move(stats));
+}
+
+}  // namespace bounced

@@ -1,0 +1,50 @@
+// socketmap.h: Postfix's socketmap protocol (socketmap_table(5)) over the suppression view.
+//
+// Request: netstring "NAME KEY"; reply: netstring "OK DATA", "NOTFOUND ", "TEMP REASON" or
+// "PERM REASON". Maps:
+//   recipient_access  for check_recipient_access: a suppressed address gets an access(5) action
+//                     ([socketmap] access_action, "550 5.1.1 <addr>: recipient suppressed after
+//                     hard bounce on 2026-11-29 (user_unknown)"); anything else NOTFOUND.
+//   transport         for transport_maps: a suppressed address gets a transport(5) result
+//                     ([socketmap] transport_action, "error:5.1.1 ..."), so mail submitted with
+//                     sendmail(1) is stopped too; anything else NOTFOUND.
+// Postfix also asks for domains and "user@" partial keys; those are NOTFOUND (we suppress whole
+// addresses). Keys arrive lower-cased. An unknown map name is PERM; no storage is TEMP. A
+// malformed netstring (or one over kMaxSocketmapRequestBytes) closes the connection with a
+// counted warning, as Postfix's own servers do.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "daemon/config.h"
+#include "daemon/services.h"
+#include "daemon/stream_server.h"
+
+namespace bounced {
+
+inline constexpr size_t kMaxSocketmapRequestBytes = 4096;
+
+struct SocketmapStats {
+  std::atomic<uint64_t> lookups{0};
+  std::atomic<uint64_t> found{0};
+  std::atomic<uint64_t> temp{0};
+  std::atomic<uint64_t> perm{0};
+  std::atomic<uint64_t> malformed{0};
+};
+
+// The reply payload (not yet a netstring) for one request payload.
+std::string SocketmapAnswer(Services& services, const SocketmapConfig& config,
+                            std::string_view request, SocketmapStats& stats);
+
+std::unique_ptr<Session> MakeSocketmapSession(Services& services, SocketmapConfig config,
+                                              std::shared_ptr<SocketmapStats> stats);
+
+// "{address}" style placeholders filled from `values` (name, value) pairs.
+std::string FillTemplate(
+    std::string_view tmpl,
+    std::initializer_list<std::pair<std::string_view, std::string_view>> values);
+
+}  // namespace bounced

@@ -1,0 +1,210 @@
+// stream_server.cc: Unix socket listener, connection limit, idle timeout (see stream_server.h).
+#include "daemon/stream_server.h"
+
+#include <grp.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace bounced {
+namespace {
+
+using boost::asio::local::stream_protocol;
+constexpr size_t kReadChunkBytes = 64 * 1024;
+
+// True when something accepts connections at `path` (another bounced already running).
+bool SomeoneListens(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return live;
+}
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(stream_protocol::socket socket, std::unique_ptr<Session> session,
+             std::chrono::milliseconds idle_timeout, std::shared_ptr<StreamServerStats> stats)
+      : socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        session_(std::move(session)),
+        idle_timeout_(idle_timeout),
+        stats_(std::move(stats)) {
+    ++stats_->active;
+  }
+  ~Connection() { --stats_->active; }
+
+  void Start() {
+    ArmTimer();
+    Read();
+  }
+
+ private:
+  void ArmTimer() {
+    timer_.expires_after(idle_timeout_);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec) return;  // cancelled: there was activity
+      ++self->stats_->idle_closed;
+      boost::system::error_code ignored;
+      self->socket_.shutdown(stream_protocol::socket::shutdown_both, ignored);
+      self->socket_.close(ignored);
+    });
+  }
+
+  void Read() {
+    socket_.async_read_some(
+        boost::asio::buffer(buf_),
+        [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+          if (ec) {
+            self->timer_.cancel();
+            return;
+          }
+          self->ArmTimer();
+          self->reply_.clear();
+          bool keep = self->session_->OnData(std::string_view(self->buf_.data(), n), &self->reply_);
+          self->WriteThen(keep);
+        });
+  }
+
+  void WriteThen(bool keep) {
+    if (reply_.empty()) {
+      if (keep) return Read();
+      return Close();
+    }
+    boost::asio::async_write(
+        socket_, boost::asio::buffer(reply_),
+        [self = shared_from_this(), keep](const boost::system::error_code& ec, size_t) {
+          if (ec) {
+            self->timer_.cancel();
+            return;
+          }
+          if (keep) return self->Read();
+          self->Close();
+        });
+  }
+
+  void Close() {
+    timer_.cancel();
+    boost::system::error_code ignored;
+    socket_.shutdown(stream_protocol::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  stream_protocol::socket socket_;
+  boost::asio::steady_timer timer_;
+  std::unique_ptr<Session> session_;
+  std::chrono::milliseconds idle_timeout_;
+  std::shared_ptr<StreamServerStats> stats_;
+  std::array<char, kReadChunkBytes> buf_{};
+  std::string reply_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<StreamServer>> StreamServer::Listen(boost::asio::io_context& io,
+                                                             StreamServerOptions options,
+                                                             SessionFactory factory) {
+  const std::string& path = options.path;
+  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return Status::Error(options.name + " socket " + path + ": path too long for a Unix socket");
+  }
+  std::error_code fec;
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, fec);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return Status::Error(options.name + " socket " + path + ": exists and is not a socket");
+    }
+    if (SomeoneListens(path)) {
+      return Status::Error(options.name + " socket " + path +
+                           ": another process is serving it (is bounced already running?)");
+    }
+    ::unlink(path.c_str());
+  }
+  boost::system::error_code ec;
+  stream_protocol::acceptor acceptor(io);
+  acceptor.open(stream_protocol(), ec);
+  if (!ec) acceptor.bind(stream_protocol::endpoint(path), ec);
+  if (!ec) acceptor.listen(boost::asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::Error(options.name + " socket " + path + ": " + ec.message());
+  if (::chmod(path.c_str(), options.mode) != 0) {
+    return Status::Error(options.name + " socket " + path + ": chmod: " + std::strerror(errno));
+  }
+  if (!options.group.empty()) {
+    struct group* g = ::getgrnam(options.group.c_str());
+    if (g == nullptr) {
+      spdlog::warn("{} socket {}: group '{}' does not exist; only root may write", options.name,
+                   path, options.group);
+    } else if (::chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
+      spdlog::warn("{} socket {}: chown to group '{}': {}", options.name, path, options.group,
+                   std::strerror(errno));
+    }
+  }
+  return std::unique_ptr<StreamServer>(
+      new StreamServer(io, std::move(options), std::move(factory), std::move(acceptor)));
+}
+
+StreamServer::StreamServer(boost::asio::io_context& io, StreamServerOptions options,
+                           SessionFactory factory,
+                           boost::asio::local::stream_protocol::acceptor acceptor)
+    : io_(io),
+      options_(std::move(options)),
+      factory_(std::move(factory)),
+      acceptor_(std::move(acceptor)),
+      stats_(std::make_shared<StreamServerStats>()) {}
+
+StreamServer::~StreamServer() { Stop(); }
+
+void StreamServer::Start() { Accept(); }
+
+void StreamServer::Stop() {
+  if (stopped_.exchange(true)) return;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  ::unlink(options_.path.c_str());
+}
+
+void StreamServer::Accept() {
+  acceptor_.async_accept(boost::asio::make_strand(io_), [this](const boost::system::error_code& ec,
+                                                               stream_protocol::socket socket) {
+    if (stopped_) return;
+    if (ec) {
+      if (ec == boost::asio::error::operation_aborted) return;
+      // EMFILE and friends: log and keep accepting rather than stop serving.
+      spdlog::warn("{} socket: accept failed: {}", options_.name, ec.message());
+      return Accept();
+    }
+    ++stats_->accepted;
+    if (stats_->active >= options_.max_connections) {
+      ++stats_->refused_busy;
+      boost::system::error_code ignored;
+      boost::asio::write(socket, boost::asio::buffer(options_.busy_reply), ignored);
+      socket.close(ignored);
+      return Accept();
+    }
+    PeerCred cred;
+    ucred uc{};
+    socklen_t len = sizeof(uc);
+    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0) {
+      cred.pid = uc.pid;
+      cred.uid = uc.uid;
+      cred.gid = uc.gid;
+    }
+    std::make_shared<Connection>(std::move(socket), factory_(cred), options_.idle_timeout, stats_)
+        ->Start();
+    Accept();
+  });
+}
+
+}  // namespace bounced

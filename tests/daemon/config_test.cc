@@ -1,0 +1,118 @@
+// config_test.cc: bounced.toml parsing: defaults, exact key names, refusals with file:line.
+#include "daemon/config.h"
+
+#include <gtest/gtest.h>
+
+namespace bounced {
+namespace {
+
+TEST(Config, EmptyFileMeansEveryDefault) {
+  auto c = ParseConfig("", "bounced.toml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->storage.path, "/var/lib/bounced/bounced.db");
+  EXPECT_EQ(c->input.path, "/var/log/mail.log");
+  EXPECT_EQ(c->query.socket, "/run/bounced/query.sock");
+  EXPECT_EQ(c->query.mode, 0660u);
+  EXPECT_EQ(c->query.group, "bounced");
+  EXPECT_EQ(c->socketmap.socket, "/run/bounced/socketmap.sock");
+  EXPECT_EQ(c->rules.files.size(), 2u);
+  EXPECT_EQ(c->policy.suppression.count_threshold, 3);
+  EXPECT_EQ(c->policy.suppression.count_min_span_seconds, 7 * 86400);
+  EXPECT_EQ(c->policy.suppression.hard_bounce_expiry_seconds, 0);
+  EXPECT_EQ(c->policy.Effective().recipient_delimiters, "+");
+  EXPECT_TRUE(c->milter.socket.empty());
+}
+
+TEST(Config, MissingFileMeansEmbeddedDefaults) {
+  auto c = LoadConfig("/nonexistent/bounced.toml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_NE(c->source.find("embedded defaults"), std::string::npos);
+}
+
+TEST(Config, ThePrintedDefaultConfigParsesToTheDefaults) {
+  auto c = ParseConfig(DefaultConfigToml(), "default");
+  ASSERT_TRUE(c.ok()) << c.error();
+  Config d;
+  EXPECT_EQ(c->query.max_request_bytes, d.query.max_request_bytes);
+  EXPECT_EQ(c->socketmap.access_action, d.socketmap.access_action);
+  EXPECT_EQ(c->milter.reject_reply, d.milter.reject_reply);
+  EXPECT_EQ(c->policy.suppression.incident_merge_seconds,
+            d.policy.suppression.incident_merge_seconds);
+  EXPECT_EQ(c->input.poll_interval, d.input.poll_interval);
+}
+
+TEST(Config, ReadsEveryDocumentedKey) {
+  auto c = ParseConfig(R"(
+[storage]
+path = "/tmp/b.db"
+[input.log]
+path = "journal"
+journal_files = ["/tmp/a.journal"]
+[query]
+socket = "/tmp/q.sock"
+group = "mailadm"
+mode = "0600"
+[socketmap]
+socket = ""
+[rules]
+files = ["/tmp/r.toml"]
+[policy]
+hard_bounce_expiry = "365d"
+soft_threshold = 5
+soft_window_days = 14
+complaint_expiry = 86400
+plus_extension = false
+[milter]
+socket = "inet:8895@127.0.0.1"
+action = "log"
+actions = { mailbox_full = "tempfail" }
+bounces = "quarantine"
+on_storage_error = "tempfail"
+timeout = "500ms"
+)",
+                       "t.toml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->input.journal_files, std::vector<std::string>{"/tmp/a.journal"});
+  EXPECT_EQ(c->query.mode, 0600u);
+  EXPECT_TRUE(c->socketmap.socket.empty());
+  EXPECT_EQ(c->policy.suppression.hard_bounce_expiry_seconds, 365 * 86400);
+  EXPECT_EQ(c->policy.suppression.count_threshold, 5);
+  EXPECT_EQ(c->policy.suppression.count_min_span_seconds, 14 * 86400);
+  EXPECT_EQ(c->policy.suppression.complaint_expiry_seconds, 86400);
+  EXPECT_EQ(c->policy.Effective().recipient_delimiters, "");
+  EXPECT_EQ(c->milter.default_action, RcptAction::kLog);
+  EXPECT_EQ(c->milter.ActionFor(Category::kMailboxFull), RcptAction::kTempfail);
+  EXPECT_EQ(c->milter.ActionFor(Category::kUserUnknown), RcptAction::kLog);
+  EXPECT_EQ(c->milter.bounces, BounceDisposition::kQuarantine);
+  EXPECT_EQ(c->milter.on_storage_error, StorageErrorPolicy::kTempfail);
+  EXPECT_EQ(c->milter.callback_timeout, std::chrono::milliseconds(500));
+}
+
+void ExpectRefused(const std::string& text, const std::string& expected) {
+  auto c = ParseConfig(text, "b.toml");
+  ASSERT_FALSE(c.ok()) << text;
+  EXPECT_NE(c.error().find(expected), std::string::npos) << c.error();
+}
+
+TEST(Config, RefusesUnknownKeysAndBadValuesWithFileLineKeyAndReason) {
+  ExpectRefused("[storage]\npaht = \"x\"\n", "b.toml:2: storage.paht: unknown key");
+  ExpectRefused("[storgae]\n", "b.toml:1: storgae: unknown key");
+  ExpectRefused("[policy]\nsoft_threshold = 0\n",
+                "b.toml:2: policy.soft_threshold: must be between 1");
+  ExpectRefused("[policy]\nsoft_threshold = \"3\"\n", "policy.soft_threshold: must be an integer");
+  ExpectRefused("[policy]\nhard_bounce_expiry = \"soon\"\n",
+                "policy.hard_bounce_expiry: bad duration");
+  ExpectRefused("[query]\nmode = \"0999\"\n", "query.mode: must be a file mode");
+  ExpectRefused("[milter]\nsocket = \"/run/m.sock\"\n", "milter.socket: must be");
+  ExpectRefused("[milter]\nactions = { no_such_category = \"reject\" }\n",
+                "milter.actions.no_such_category: unknown category");
+  ExpectRefused("[milter]\nreject_reply = \"450 4.1.1 x\"\n",
+                "milter.reject_reply: must start with a 5xx");
+  ExpectRefused("[input.log]\npath = \"\"\n", "input.log.path");
+  ExpectRefused("[input.log]\nmax_line_bytes = 10\n", "input.log.max_line_bytes");
+  ExpectRefused("[log]\nlevel = \"loud\"\n", "log.level");
+  ExpectRefused("[storage\n", "b.toml:1:");
+}
+
+}  // namespace
+}  // namespace bounced

@@ -1,0 +1,461 @@
+// daemon_process_test.cc: the real bounced process on temp paths: log input into SQLite,
+// status through bouncectl, the Postfix socketmap, crash safety (kill -9 mid-ingest), log
+// rotation both ways, hostile input (garbage, a 10 MB line, broken netstrings, invalid JSON,
+// oversized requests, unauthorised writes), SIGHUP with broken rules, journald input, DSNs fed
+// with bouncectl ingest-dsn, --once and --check-config.
+#include <algorithm>
+#include <cstdio>
+
+#include "tests/daemon/daemon_harness.h"
+
+namespace bounced::testing {
+namespace {
+
+// A Postfix status line for a unique queue id (one delivery event each).
+std::string StatusLine(int i, const std::string& rcpt, bool bounce) {
+  char qid[16];
+  std::snprintf(qid, sizeof(qid), "%05X%06X", 0xA1B2C, i & 0xFFFFFF);
+  std::string line = std::string("Nov 29 17:09:54 mta postfix/smtp[101]: ") + qid + ": to=<" +
+                     rcpt + ">, relay=mx.example.com[192.0.2.1]:25, delay=0.05, " +
+                     "delays=0.05/0/0/0, ";
+  if (bounce) {
+    line += "dsn=5.1.1, status=bounced (host mx.example.com[192.0.2.1] said: 550 5.1.1 <" + rcpt +
+            ">: Recipient address rejected: User unknown in local recipient table (in reply to "
+            "RCPT TO command))\n";
+  } else {
+    line += "dsn=2.0.0, status=sent (250 2.0.0 Ok: queued as 4AB12C)\n";
+  }
+  return line;
+}
+
+std::string Lines(int from, int to, bool bounce_every_tenth = true) {
+  std::string out;
+  for (int i = from; i < to; ++i) {
+    bool bounce = bounce_every_tenth && i % 10 == 0;
+    out += StatusLine(i, "user" + std::to_string(i) + "@example.com", bounce);
+  }
+  return out;
+}
+
+std::string SocketmapAsk(const std::string& socket, const std::string& request) {
+  int fd = ConnectUnix(socket);
+  if (fd < 0) return "connect failed";
+  std::string ns = std::to_string(request.size()) + ":" + request + ",";
+  SendAll(fd, ns);
+  std::string reply =
+      RecvUntil(fd, [](const std::string& s) { return !s.empty() && s.back() == ','; });
+  ::close(fd);
+  size_t colon = reply.find(':');
+  if (colon == std::string::npos || reply.back() != ',') return "bad reply: " + reply;
+  return reply.substr(colon + 1, reply.size() - colon - 2);
+}
+
+uint64_t FileSize(const std::string& path) {
+  std::error_code ec;
+  auto n = fs::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+// Waits until the input has committed everything up to `offset` of the current file.
+bool WaitForInputAt(const BouncedProcess& d, uint64_t offset) {
+  return WaitUntil([&] {
+    json h = d.Health();
+    return h.contains("input") && h["input"].contains("committed") &&
+           h["input"]["committed"]["offset"].get<uint64_t>() == offset;
+  });
+}
+
+TEST(DaemonProcess, RecordsHardBounceFromLogAndAnswersStatusAndSocketmap) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), ReadFile(kTestData + "/postfix/icloud-unknown.log"));
+  ASSERT_TRUE(WaitUntil([&] {
+    return d.Query({{"cmd", "status"}, {"address", "icloud-unknown@icloud.com"}})["result"].value(
+        "suppressed", false);
+  })) << ReadFile(d.stderr_path());
+
+  int rc = -1;
+  std::string line = d.Ctl("status icloud-unknown@icloud.com", &rc);
+  EXPECT_EQ(rc, 0) << line;
+  EXPECT_NE(line.find("icloud-unknown@icloud.com is SUPPRESSED since"), std::string::npos) << line;
+  EXPECT_NE(line.find("user_unknown"), std::string::npos) << line;
+  EXPECT_NE(line.find("bouncectl unsuppress"), std::string::npos) << line;
+  EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << "one line: " << line;
+
+  json s = json::parse(d.Ctl("--json status ICLOUD-UNKNOWN@icloud.com", &rc));
+  EXPECT_EQ(rc, 0);
+  for (const char* key :
+       {"address", "suppressed", "reason", "category", "since", "expires", "events"}) {
+    EXPECT_TRUE(s.contains(key)) << key;
+  }
+  EXPECT_TRUE(s["suppressed"].get<bool>());
+  EXPECT_EQ(s["category"], "user_unknown");
+  EXPECT_TRUE(s["expires"].is_null());
+  ASSERT_FALSE(s["events"].empty());
+  EXPECT_EQ(s["events"][0]["log_status"], "bounced");
+
+  std::string access =
+      SocketmapAsk(d.socketmap_socket(), "recipient_access icloud-unknown@icloud.com");
+  EXPECT_EQ(
+      access.rfind(
+          "OK 550 5.1.1 <icloud-unknown@icloud.com>: recipient suppressed after hard bounce on ",
+          0),
+      0u)
+      << access;
+  EXPECT_NE(access.find("(user_unknown)"), std::string::npos) << access;
+  std::string transport = SocketmapAsk(d.socketmap_socket(), "transport icloud-unknown@icloud.com");
+  EXPECT_EQ(transport.rfind("OK error:5.1.1 <icloud-unknown@icloud.com>: ", 0), 0u) << transport;
+  EXPECT_EQ(SocketmapAsk(d.socketmap_socket(), "recipient_access someone-else@icloud.com"),
+            "NOTFOUND ");
+  EXPECT_EQ(SocketmapAsk(d.socketmap_socket(), "recipient_access icloud.com"), "NOTFOUND ");
+  EXPECT_EQ(SocketmapAsk(d.socketmap_socket(), "transport icloud-unknown@"), "NOTFOUND ");
+  EXPECT_EQ(SocketmapAsk(d.socketmap_socket(), "nosuchmap x@y").rfind("PERM ", 0), 0u);
+  EXPECT_EQ(d.Stop(), 0);
+}
+
+TEST(DaemonProcess, KillNineMidIngestLosesAndDuplicatesNothing) {
+  constexpr int kLines = 100000;
+  TempDir dir;
+  BouncedProcess d(dir);
+  AppendFile(d.log(), Lines(0, kLines));
+  d.Start();
+  // Kill it while it is ingesting: some, but not all, events are in.
+  ASSERT_TRUE(WaitUntil([&] { return d.StoredEvents() > 0; }, std::chrono::milliseconds(60000)));
+  d.Kill9();
+  d.Start();
+  ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log()))) << d.Health().dump();
+  EXPECT_EQ(d.StoredEvents(), kLines);
+  // Once more, in the middle of a second burst.
+  AppendFile(d.log(), Lines(kLines, kLines + 50000));
+  ASSERT_TRUE(WaitUntil([&] { return d.StoredEvents() > kLines; }));
+  d.Kill9();
+  d.Start();
+  ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log())));
+  EXPECT_EQ(d.StoredEvents(), kLines + 50000);
+  json s = d.Query({{"cmd", "status"}, {"address", "user10@example.com"}});
+  EXPECT_TRUE(s["result"].value("suppressed", false)) << s.dump();
+  EXPECT_EQ(s["result"]["events"].size(), 1u);
+}
+
+TEST(DaemonProcess, FollowsRenameRotationMidStream) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), Lines(0, 1000));
+  ASSERT_TRUE(d.WaitForEvents(1000));
+  fs::rename(d.log(), d.log() + ".1");
+  // Postfix (syslog) keeps writing to the renamed file until it reopens its log.
+  AppendFile(d.log() + ".1", Lines(1000, 1500));
+  AppendFile(d.log(), Lines(1500, 2000));
+  ASSERT_TRUE(d.WaitForEvents(2000)) << d.Health().dump();
+  AppendFile(d.log(), Lines(2000, 2100));
+  ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log())));
+  EXPECT_EQ(d.StoredEvents(), 2100);
+  EXPECT_GE(d.Health()["input"].value("rotations", 0), 1);
+}
+
+TEST(DaemonProcess, FollowsCopytruncateMidStream) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), Lines(0, 1000));
+  ASSERT_TRUE(d.WaitForEvents(1000));
+  fs::copy_file(d.log(), d.log() + ".1");
+  fs::resize_file(d.log(), 0);
+  ASSERT_TRUE(WaitUntil([&] { return d.Health()["input"].value("truncations", 0) >= 1; }));
+  AppendFile(d.log(), Lines(1000, 1200));
+  ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log())));
+  EXPECT_EQ(d.StoredEvents(), 1200);
+}
+
+TEST(DaemonProcess, RotationWhileStoppedFinishesTheRotatedFileFirst) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), Lines(0, 300));
+  ASSERT_TRUE(d.WaitForEvents(300));
+  EXPECT_EQ(d.Stop(), 0);
+  AppendFile(d.log(), Lines(300, 400));  // written while bounced was down
+  fs::rename(d.log(), d.log() + ".1");
+  AppendFile(d.log(), Lines(400, 450));
+  d.Start();
+  ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log())));
+  EXPECT_EQ(d.StoredEvents(), 450);
+}
+
+TEST(DaemonProcess, WaitsForAMissingLogAndSkipsGarbageAndTenMegabyteLines) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();  // mail.log does not exist yet: bounced waits, never exits
+  EXPECT_NE(d.Health()["input"].value("problem", ""), "");
+  std::string garbage =
+      "this is not a log line\n\x01\x02\xff\xfe binary junk\n"
+      "Nov 29 17:09:54 mta postfix/smtp[1]: truncated\n";
+  std::string huge(10 * 1024 * 1024, 'x');
+  AppendFile(d.log(), garbage + huge + "\n" + StatusLine(7, "after-huge@example.com", true));
+  ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log()))) << d.Health().dump();
+  json h = d.Health();
+  EXPECT_EQ(h["input"].value("skipped_too_long", 0), 1) << h.dump();
+  EXPECT_EQ(h["input"].value("problem", "x"), "");
+  EXPECT_EQ(d.StoredEvents(), 1);
+  EXPECT_TRUE(d.Alive());
+  EXPECT_TRUE(d.Query({{"cmd", "status"}, {"address", "after-huge@example.com"}})["result"].value(
+      "suppressed", false));
+}
+
+TEST(DaemonProcess, BrokenNetstringClosesTheConnectionAndTheDaemonKeepsServing) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  for (const std::string& bad :
+       {std::string("abc:hello,"), std::string("5:hello!"), std::string("99999999999999999999:x,"),
+        std::string("5000:") + std::string(5000, 'a') + ","}) {
+    int fd = ConnectUnix(d.socketmap_socket());
+    ASSERT_GE(fd, 0);
+    SendAll(fd, bad);
+    std::string got = RecvUntil(fd, [](const std::string&) { return false; });  // until EOF
+    ::close(fd);
+    EXPECT_EQ(got, "") << "closed without a reply for " << bad.substr(0, 30);
+  }
+  EXPECT_EQ(SocketmapAsk(d.socketmap_socket(), "recipient_access nobody@example.com"), "NOTFOUND ");
+  EXPECT_EQ(d.Health()["socketmap"].value("malformed", 0), 4);
+  // Several requests on one connection, split across writes, as Postfix reuses connections.
+  int fd = ConnectUnix(d.socketmap_socket());
+  SendAll(fd, "30:recipient_access a@example.com,3");
+  SendAll(fd, "0:recipient_access b@example.com,");
+  std::string both =
+      RecvUntil(fd, [](const std::string& s) { return s == "9:NOTFOUND ,9:NOTFOUND ,"; });
+  ::close(fd);
+  EXPECT_EQ(both, "9:NOTFOUND ,9:NOTFOUND ,");
+}
+
+TEST(DaemonProcess, InvalidJsonAndUnknownCommandsGetClearErrorsOnTheSameConnection) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int fd = ConnectUnix(d.query_socket());
+  SendAll(
+      fd,
+      "{not json\n[1,2]\n{\"cmd\":\"frobnicate\"}\n{\"cmd\":\"status\"}\n{\"cmd\":\"health\"}\n");
+  std::string replies =
+      RecvUntil(fd, [](const std::string& s) { return std::count(s.begin(), s.end(), '\n') >= 5; });
+  ::close(fd);
+  std::istringstream in(replies);
+  std::string line;
+  std::vector<json> r;
+  while (std::getline(in, line)) r.push_back(json::parse(line));
+  ASSERT_EQ(r.size(), 5u) << replies;
+  EXPECT_FALSE(r[0]["ok"]);
+  EXPECT_NE(r[0]["error"].get<std::string>().find("invalid JSON"), std::string::npos);
+  EXPECT_NE(r[1]["error"].get<std::string>().find("JSON object"), std::string::npos);
+  EXPECT_NE(r[2]["error"].get<std::string>().find("unknown command"), std::string::npos);
+  EXPECT_NE(r[3]["error"].get<std::string>().find("missing \"address\""), std::string::npos);
+  EXPECT_TRUE(r[4]["ok"]);
+}
+
+TEST(DaemonProcess, OversizedRequestIsRefusedAndTheDaemonKeepsServing) {
+  TempDir dir;
+  BouncedProcess d(dir, "max_request_bytes = 4096\n");
+  // max_request_bytes belongs to [query]: rewrite the config with it in the right table.
+  std::string cfg = d.BaseConfig();
+  cfg.insert(cfg.find("mode = \"0666\"\n") + 14, "max_request_bytes = 4096\n");
+  std::ofstream(d.config_path()) << cfg;
+  d.Start();
+  int fd = ConnectUnix(d.query_socket());
+  SendAll(fd, "{\"cmd\":\"status\",\"address\":\"" + std::string(100000, 'a'));
+  std::string reply = RecvUntil(fd, [](const std::string&) { return false; });  // until close
+  ::close(fd);
+  json r = json::parse(reply);
+  EXPECT_FALSE(r["ok"]);
+  EXPECT_NE(r["error"].get<std::string>().find("request too large"), std::string::npos) << reply;
+  EXPECT_TRUE(d.Query({{"cmd", "health"}})["ok"]);
+}
+
+TEST(DaemonProcess, WriteCommandsNeedRootOrTheGroupAndAreAudited) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as nobody";
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int rc = -1;
+  std::string out = d.Ctl("suppress victim@example.com --reason test", &rc, /*as_nobody=*/true);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("permission denied"), std::string::npos) << out;
+  out = d.Ctl("status victim@example.com", &rc, true);  // reads are for everyone
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("is not suppressed"), std::string::npos) << out;
+
+  out = d.Ctl("suppress victim@example.com --reason 'asked by postmaster'", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  json s = json::parse(d.Ctl("--json status victim@example.com", &rc));
+  EXPECT_TRUE(s["suppressed"]);
+  EXPECT_EQ(s["source"], "manual");
+  EXPECT_EQ(
+      SocketmapAsk(d.socketmap_socket(), "recipient_access victim@example.com").rfind("OK 550", 0),
+      0u);
+  out = d.Ctl("unsuppress victim@example.com --reason 'wrong address'", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(SocketmapAsk(d.socketmap_socket(), "recipient_access victim@example.com"), "NOTFOUND ");
+  out = d.Ctl("suppress x@example.com", &rc);  // --reason is required
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_TRUE(d.Alive());
+}
+
+TEST(DaemonProcess, ImportIsAllOrNothingWithLineNumbersAndExportRoundTrips) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  std::ofstream(dir / "bad.csv") << "address,reason\nok1@example.com,list\nnot-an-address,x\n"
+                                    "ok2@example.com,list\n";
+  int rc = -1;
+  std::string out = d.Ctl("import " + dir / "bad.csv", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("line 3"), std::string::npos) << out;
+  EXPECT_EQ(d.Ctl("--json list", &rc), "[]\n");
+  std::ofstream(dir / "good.jsonl") << "{\"address\":\"a@example.com\",\"reason\":\"old list\"}\n"
+                                       "{\"address\":\"b@example.org\",\"reason\":\"old list\"}\n";
+  out = d.Ctl("import " + dir / "good.jsonl", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  json list = json::parse(d.Ctl("--json list --domain example.com", &rc));
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["address"], "a@example.com");
+  out = d.Ctl("export --format csv", &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out.rfind("address,", 0), 0u) << out;
+  EXPECT_NE(out.find("b@example.org"), std::string::npos);
+  out = d.Ctl("list", &rc);
+  EXPECT_NE(out.find("ADDRESS"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 suppressed"), std::string::npos) << out;
+}
+
+TEST(DaemonProcess, IngestDsnRecordsOncePerMessageAndRecipient) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  std::string eml = kTestData + "/dsn/postfix/icloud-unknown-09.eml";
+  int rc = -1;
+  std::string out = d.Ctl("ingest-dsn " + eml, &rc);
+  EXPECT_EQ(rc, 0) << out;
+  int64_t events = d.StoredEvents();
+  EXPECT_GE(events, 1);
+  out = d.Ctl("ingest-dsn - < " + eml, &rc);  // the same bounce again, on stdin
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(d.StoredEvents(), events);
+  out = d.Ctl("ingest-dsn " + d.config_path(), &rc);  // not a bounce
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("not a bounce"), std::string::npos) << out;
+}
+
+TEST(DaemonProcess, SighupWithBrokenRulesKeepsTheOldRules) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  fs::create_directories(d.rules_dir());
+  d.Start();
+  int64_t rules_before = d.Health()["rules"].value("count", 0);
+  ASSERT_GT(rules_before, 0);
+  std::ofstream(d.rules_dir() + "/broken.toml") << "[[rule]\nthis is = = not toml\n";
+  ::kill(d.pid(), SIGHUP);
+  ASSERT_TRUE(WaitUntil(
+      [&] { return ReadFile(d.stderr_path()).find("keeping the running") != std::string::npos; }));
+  EXPECT_TRUE(d.Alive());
+  EXPECT_EQ(d.Health()["rules"].value("count", 0), rules_before);
+  EXPECT_NE(ReadFile(d.stderr_path()).find("broken.toml"), std::string::npos);
+  int rc = -1;
+  std::string out = d.Ctl("reload", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("broken.toml"), std::string::npos) << out;
+  fs::remove(d.rules_dir() + "/broken.toml");
+  out = d.Ctl("reload", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  // The daemon still classifies after all this.
+  AppendFile(d.log(), StatusLine(1, "late@example.com", true));
+  EXPECT_TRUE(d.WaitForEvents(1));
+}
+
+TEST(DaemonProcess, ReadsPostfixEntriesFromAJournalFileAndResumesByCursor) {
+  const std::string remote = "/lib/systemd/systemd-journal-remote";
+  if (!fs::exists(remote)) GTEST_SKIP() << "systemd-journal-remote is not installed";
+  TempDir dir;
+  // Journal export format: postfix entries and one from another program.
+  std::string export_text;
+  uint64_t t = 1795964994000000;
+  auto entry = [&](const std::string& ident, const std::string& message) {
+    t += 1000;
+    export_text +=
+        "__CURSOR=s=0;i=" + std::to_string(t) + "\n__REALTIME_TIMESTAMP=" + std::to_string(t) +
+        "\n__MONOTONIC_TIMESTAMP=" + std::to_string(t / 1000) +
+        "\n_BOOT_ID=0123456789abcdef0123456789abcdef\n_HOSTNAME=mta\nSYSLOG_IDENTIFIER=" + ident +
+        "\nSYSLOG_PID=101\nMESSAGE=" + message + "\n\n";
+  };
+  for (int i = 0; i < 20; ++i) {
+    std::string l = StatusLine(i, "j" + std::to_string(i) + "@example.com", i % 2 == 0);
+    std::string msg = l.substr(l.find(": ") + 2);
+    msg.pop_back();
+    entry("postfix/smtp", msg);
+    entry("cron", "not postfix: " + msg);
+  }
+  std::ofstream(dir / "in.export") << export_text;
+  int rc = -1;
+  std::string out = Shell(
+      remote + " --output=" + dir / "postfix.journal" + " " + dir / "in.export" + " 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::string extra = "";
+  BouncedProcess d(dir);
+  std::string cfg = d.BaseConfig();
+  size_t p = cfg.find("path = \"" + d.log() + "\"");
+  cfg.replace(p, ("path = \"" + d.log() + "\"").size(),
+              "path = \"journal\"\njournal_files = [\"" + dir / "postfix.journal" + "\"]");
+  std::ofstream(d.config_path()) << cfg;
+  d.Start();
+  ASSERT_TRUE(d.WaitForEvents(20)) << d.Health().dump() << ReadFile(d.stderr_path());
+  EXPECT_TRUE(d.Query({{"cmd", "status"}, {"address", "j0@example.com"}})["result"].value(
+      "suppressed", false));
+  EXPECT_EQ(d.Stop(), 0);
+  d.Start();
+  ASSERT_TRUE(WaitUntil([&] { return d.Health()["input"].contains("cursor"); }));
+  EXPECT_EQ(d.StoredEvents(), 20);
+}
+
+TEST(DaemonProcess, OnceReadsTheLogToItsEndAndExits) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  AppendFile(d.log(), Lines(0, 5000));
+  int rc = -1;
+  std::string out = Shell(kBounced + " --config " + d.config_path() + " --once 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("committed 5000 events"), std::string::npos) << out;
+  d.Start();
+  EXPECT_EQ(d.StoredEvents(), 5000);
+}
+
+TEST(DaemonProcess, CheckConfigRefusesUnknownKeysWithFileLineAndKey) {
+  TempDir dir;
+  std::ofstream(dir / "bad.toml")
+      << "[storage]\npath = \"/tmp/x.db\"\n\n[policy]\nsoft_treshold = 3\n";
+  int rc = -1;
+  std::string out = Shell(kBounced + " --check-config --config " + dir / "bad.toml" + " 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find(dir / "bad.toml" + ":5: policy.soft_treshold: unknown key"), std::string::npos)
+      << out;
+  std::ofstream(dir / "bad2.toml") << "[milter]\naction = \"bounce\"\n";
+  out = Shell(kBounced + " --check-config --config " + dir / "bad2.toml" + " 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("milter.action: must be one of"), std::string::npos) << out;
+  out = Shell(kBounced + " --check-config --config " + dir / "missing.toml" + " 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("embedded defaults"), std::string::npos) << out;
+}
+
+TEST(DaemonProcess, RefusesToStartOnASocketAnotherBouncedServes) {
+  TempDir dir;
+  BouncedProcess a(dir);
+  a.Start();
+  int rc = -1;
+  std::string out = Shell(kBounced + " --config " + a.config_path() + " 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("already running"), std::string::npos) << out;
+  EXPECT_TRUE(a.Query({{"cmd", "health"}})["ok"]);
+}
+
+}  // namespace
+}  // namespace bounced::testing
