@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-out=${2:-report}
+out=$(realpath -m "${2:-report}")
 chromium=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$chromium" ] || { echo "chromium is not installed (apt-get install chromium)" >&2; exit 1; }
 [ -x "$build/bouncectl" ] || { echo "no $build/bouncectl: build first" >&2; exit 1; }
@@ -28,7 +28,9 @@ shoot() {  # shoot WIDTH HEIGHT FILE
   "$chromium" --headless --no-sandbox --disable-gpu --disable-background-networking \
     --disable-component-update --disable-sync --no-first-run --disable-dev-shm-usage \
     --hide-scrollbars --user-data-dir="$work/profile-$1" --window-size="$1,$2" \
-    --screenshot="$3" "file://$PWD/$out.html" >/dev/null 2>&1
+    --screenshot="$3" "file://$out.html" >"$work/chromium.log" 2>&1 ||
+    { cat "$work/chromium.log" >&2; exit 1; }
+  [ -s "$3" ] || { cat "$work/chromium.log" >&2; echo "no screenshot written" >&2; exit 1; }
   echo "$3"
 }
 shoot 420 5200 "$out-phone.png"
