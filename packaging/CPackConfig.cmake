@@ -4,6 +4,9 @@
 # The binaries and the rules install from daemon/CMakeLists.txt.
 
 set(BOUNCED_PKG_DIR ${CMAKE_CURRENT_LIST_DIR})
+# `make install` / cpack install what is built, without first building every test, bench and
+# fuzz target: build (at least bounced and bouncectl) before packaging.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 # Debian 12 keeps units in /lib/systemd/system (the same directory as /usr/lib/... with merged
 # /usr); ask systemd's pkg-config file where it wants them.
 pkg_get_variable(BOUNCED_UNIT_DIR systemd systemdsystemunitdir)
@@ -19,9 +22,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/systemd/bounced.service
               ${PROJECT_SOURCE_DIR}/systemd/bounced-report.service
               ${PROJECT_SOURCE_DIR}/systemd/bounced-report.timer
         DESTINATION ${BOUNCED_UNIT_DIR})
-install(FILES ${BOUNCED_PKG_DIR}/bounced.sysusers DESTINATION ${CMAKE_INSTALL_PREFIX}/lib/sysusers.d
+install(FILES ${BOUNCED_PKG_DIR}/bounced.sysusers DESTINATION lib/sysusers.d
         RENAME bounced.conf)
-install(FILES ${BOUNCED_PKG_DIR}/bounced.tmpfiles DESTINATION ${CMAKE_INSTALL_PREFIX}/lib/tmpfiles.d
+install(FILES ${BOUNCED_PKG_DIR}/bounced.tmpfiles DESTINATION lib/tmpfiles.d
         RENAME bounced.conf)
 install(FILES ${BOUNCED_PKG_DIR}/man/bounced.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
 install(FILES ${BOUNCED_PKG_DIR}/man/bouncectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
