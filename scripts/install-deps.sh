@@ -7,7 +7,7 @@ BUILD_PKGS=(build-essential cmake pkg-config git
   libgtest-dev libgmock-dev libre2-dev libgmime-3.0-dev libtomlplusplus-dev
   libcli11-dev nlohmann-json3-dev libsystemd-dev libbenchmark-dev)
 TEST_PKGS=(postfix swaks python3 python3-aiosmtpd systemd-journal-remote
-  clang-14 libclang-rt-14-dev)
+  clang-14 libclang-rt-14-dev chromium fonts-dejavu-core)
 want=("${BUILD_PKGS[@]}")
 if [ "${1:-}" != "--build-only" ]; then want+=("${TEST_PKGS[@]}"); fi
 missing=()
