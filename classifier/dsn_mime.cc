@@ -119,9 +119,10 @@ iconv_t IconvFor(const char* from) {
   return cd;
 }
 
-// Converts to UTF-8; bytes invalid in the charset become U+FFFD. False when the charset is
-// unknown.
-bool TryConvert(std::string_view bytes, const char* from, std::string* out) {
+// Converts to UTF-8; bytes invalid in the charset become U+FFFD (counted in *invalid when
+// given). False when the charset is unknown.
+bool TryConvert(std::string_view bytes, const char* from, std::string* out,
+                size_t* invalid = nullptr) {
   iconv_t cd = IconvFor(from);
   if (cd == reinterpret_cast<iconv_t>(-1)) return false;
   iconv(cd, nullptr, nullptr, nullptr, nullptr);
@@ -137,6 +138,7 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out) {
     if (rc != static_cast<size_t>(-1)) continue;
     if (errno == E2BIG) continue;
     out->append("\xEF\xBF\xBD");  // EILSEQ or a sequence cut at the end: skip one byte
+    if (invalid != nullptr) ++*invalid;
     ++in;
     --in_left;
     iconv(cd, nullptr, nullptr, nullptr, nullptr);
@@ -306,7 +308,21 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
   if (!ascii_or_utf8) {
     std::string name(charset);
     const char* iconv_name = g_mime_charset_iconv_name(name.c_str());
-    if (iconv_name != nullptr && TryConvert(bytes, iconv_name, &out)) return MakeValidUtf8(out);
+    size_t invalid = 0;
+    if (iconv_name != nullptr && TryConvert(bytes, iconv_name, &out, &invalid)) {
+      if (invalid == 0) return MakeValidUtf8(out);
+      // Mislabelled text: Japanese carriers label EUC-JP or Shift_JIS as ISO-2022-JP, and
+      // many MTAs label UTF-8 as anything. Take the first reading without invalid bytes.
+      if (g_utf8_validate(bytes.data(), static_cast<gssize>(bytes.size()), nullptr)) {
+        return std::string(bytes);
+      }
+      for (const char* alt : {"EUC-JP", "SHIFT_JIS", "CP932", "GB18030"}) {
+        std::string other;
+        size_t bad = 0;
+        if (TryConvert(bytes, alt, &other, &bad) && bad == 0) return MakeValidUtf8(other);
+      }
+      return MakeValidUtf8(out);
+    }
   }
   if (g_utf8_validate(bytes.data(), static_cast<gssize>(bytes.size()), nullptr)) {
     // 7-bit text may still be ISO-2022-JP (Japanese carriers send it undeclared).

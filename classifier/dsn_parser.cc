@@ -387,6 +387,21 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
   return out;
 }
 
+// Exim's X-Failed-Recipients: the failed addresses, in order.
+std::vector<std::string> FailedRecipients(const MimeView& view) {
+  std::vector<std::string> out;
+  std::string_view failed = view.Get("x-failed-recipients");
+  size_t pos = 0;
+  while (pos < failed.size() && out.size() < dsn::kMaxTextRecipients) {
+    size_t comma = failed.find(',', pos);
+    if (comma == std::string_view::npos) comma = failed.size();
+    std::string a = NormalizeAddress(TrimSpace(failed.substr(pos, comma - pos)));
+    if (a.find('@') != std::string::npos) out.push_back(a);
+    pos = comma + 1;
+  }
+  return out;
+}
+
 // Who an ARF report or a Hotmail-style complaint is about.
 std::vector<Finding> FindingsFromFeedback(const MimeView& view, std::string_view report) {
   std::vector<Finding> out;
@@ -572,6 +587,20 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
         if (findings.size() < dsn::kMaxRecipientGroups) findings.push_back(std::move(f));
       }
     }
+    // File and pipe deliveries report the path as Final-Recipient; the address it was for is
+    // the Original-Recipient or Exim's X-Failed-Recipients.
+    std::vector<std::string> failed = FailedRecipients(view);
+    for (size_t i = 0; i < findings.size(); ++i) {
+      Finding& f = findings[i];
+      if (dsn::LooksLikeAddress(f.recipient)) continue;
+      if (dsn::LooksLikeAddress(f.original_recipient)) {
+        f.recipient = f.original_recipient;
+      } else if (failed.size() == findings.size()) {
+        f.recipient = failed[i];
+      } else if (failed.size() == 1) {
+        f.recipient = failed[0];
+      }
+    }
     {
       if (!findings.empty()) {
         out.kind = MessageKind::kDsn;
@@ -613,16 +642,7 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
     // send from a no-reply address with a bland subject, and only the wording tells.
     bool announced = daemon || subject || !view.Get("x-failed-recipients").empty();
     if (!auto_reply && (announced || wording) && !TrimSpace(explanation).empty()) {
-      std::vector<std::string> hint;
-      std::string_view failed = view.Get("x-failed-recipients");
-      size_t pos = 0;
-      while (pos < failed.size() && hint.size() < dsn::kMaxTextRecipients) {
-        size_t comma = failed.find(',', pos);
-        if (comma == std::string_view::npos) comma = failed.size();
-        std::string a = NormalizeAddress(TrimSpace(failed.substr(pos, comma - pos)));
-        if (a.find('@') != std::string::npos) hint.push_back(a);
-        pos = comma + 1;
-      }
+      std::vector<std::string> hint = FailedRecipients(view);
       findings = dsn::ScanExplanation(explanation, dsn::ExcludedAddresses(view), hint);
       if (findings.empty() && announced) {
         Finding f;

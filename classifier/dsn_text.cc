@@ -234,6 +234,12 @@ bool IsSenderContext(std::string_view line, const AddressHit& hit) {
          ContainsNoCase(near, "address to");
 }
 
+bool StartsWithReplyCode(std::string_view t) {
+  return t.size() >= 4 && (t[0] == '2' || t[0] == '4' || t[0] == '5') &&
+         std::isdigit(static_cast<unsigned char>(t[1])) &&
+         std::isdigit(static_cast<unsigned char>(t[2])) && (t[3] == ' ' || t[3] == '-');
+}
+
 bool HasCode(std::string_view text) {
   return !ExtractReplyCode(text).empty() || !ExtractEnhancedStatus(text).empty();
 }
@@ -427,9 +433,13 @@ std::vector<Finding> Scan(std::string_view text, const std::vector<std::string>&
       // leading up to the address does not.
       bool content = HasReasonText(lines[o.line].substr(std::min(o.end, lines[o.line].size())));
       std::string_view last_line;
+      // Sendmail's summary lists one reply per line ("554 <a@b>... 550 Host unknown"); the
+      // next reply line is someone else's.
+      bool summary = StartsWithReplyCode(TrimSpace(lines[o.line]));
       for (; j < lines.size() && j < o.line + kMaxBlockLines; ++j) {
         if (j > o.line) {
           if (IsSeparator(lines[j])) break;
+          if (summary && StartsWithReplyCode(TrimSpace(lines[j]))) break;
           if (IsBlank(lines[j])) {
             // "For the following reason:" / "The error that the other server returned was:"
             // announce the reason after a blank line.
@@ -470,6 +480,23 @@ std::vector<Finding> Scan(std::string_view text, const std::vector<std::string>&
   return out;
 }
 
+std::string LiteralBlock(std::string_view text, std::string_view needle) {
+  needle = TrimSpace(needle);
+  if (needle.size() < 3) return {};
+  size_t at = text.find(needle);
+  if (at == std::string_view::npos) return {};
+  size_t start = text.rfind('\n', at);
+  start = start == std::string_view::npos ? 0 : start + 1;
+  std::string block;
+  std::vector<std::string_view> lines = SplitLines(text.substr(start));
+  for (size_t i = 0; i < lines.size() && i < kMaxBlockLines; ++i) {
+    if (i > 0 && (IsBlank(lines[i]) || IsSeparator(lines[i]))) break;
+    block += TrimSpace(lines[i]);
+    block += '\n';
+  }
+  return block;
+}
+
 }  // namespace
 
 std::vector<Finding> ScanExplanation(std::string_view text,
@@ -484,7 +511,12 @@ std::vector<std::string> BlocksFor(std::string_view text,
   std::vector<std::string> wanted;
   std::vector<size_t> index;
   for (size_t i = 0; i < addresses.size(); ++i) {
-    if (addresses[i].find('@') == std::string::npos) continue;
+    if (!LooksLikeAddress(addresses[i])) {
+      // A file or pipe recipient ("/var/mail/x", "|/usr/bin/procmail"): its literal line and
+      // the indented reason lines under it.
+      out[i] = LiteralBlock(text, addresses[i]);
+      continue;
+    }
     wanted.push_back(addresses[i]);
     index.push_back(i);
   }
@@ -501,6 +533,12 @@ std::vector<std::string> BlocksFor(std::string_view text,
     }
   }
   return out;
+}
+
+bool LooksLikeAddress(std::string_view s) {
+  s = TrimSpace(s);
+  return s.find('@') != std::string_view::npos &&
+         s.find_first_of(" \t|") == std::string_view::npos && !s.starts_with("/");
 }
 
 std::string RemoteHostFromText(std::string_view text) {

@@ -54,6 +54,9 @@ std::vector<Finding> ScanExplanation(std::string_view text,
 std::vector<std::string> BlocksFor(std::string_view text,
                                    const std::vector<std::string>& addresses);
 
+// A mail address, as opposed to the file paths and pipe commands local deliveries report.
+bool LooksLikeAddress(std::string_view s);
+
 // The host named in "host mx.example.org[192.0.2.1] said:" / "host mx.example.org [192.0.2.1]:"
 // style text, or "".
 std::string RemoteHostFromText(std::string_view text);
