@@ -7,8 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --build-only
-cmake -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j2 --target bounced bouncectl
+build=${BUILD_DIR:-build}
+cmake -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j2 --target bounced bouncectl
 
 sample=tests/data/sample/mail.log
 if [ ! -f "$sample" ]; then
@@ -35,24 +36,24 @@ group = ""
 [socketmap]
 socket = "$work/socketmap.sock"
 EOF
-ctl() { echo "\$ bouncectl $*"; build/bouncectl --socket "$work/query.sock" "$@"; echo; }
+ctl() { echo "\$ bouncectl $*"; "$build"/bouncectl --socket "$work/query.sock" "$@"; echo; }
 
 echo "== bouncectl parse-log --summary $sample"
-build/bouncectl parse-log --summary "$sample" || true
+"$build"/bouncectl parse-log --summary "$sample" || true
 echo
 echo "== bounced --once: read the log into $work/bounced.db"
-build/bounced --config "$work/bounced.toml" --once
+"$build"/bounced --config "$work/bounced.toml" --once
 echo
 echo "== bounced on temp sockets in $work"
-build/bounced --config "$work/bounced.toml" 2>"$work/bounced.log" &
+"$build"/bounced --config "$work/bounced.toml" 2>"$work/bounced.log" &
 pid=$!
 for _ in $(seq 100); do
-  build/bouncectl --socket "$work/query.sock" health >/dev/null 2>&1 && break
+  "$build"/bouncectl --socket "$work/query.sock" health >/dev/null 2>&1 && break
   sleep 0.1
 done
 ctl health
 ctl list --limit 10
-first=$(build/bouncectl --socket "$work/query.sock" --json list --limit 1 |
+first=$("$build"/bouncectl --socket "$work/query.sock" --json list --limit 1 |
   /usr/bin/python3 -c 'import json,sys; l=json.load(sys.stdin); print(l[0]["address"] if l else "nobody@example.com")')
 ctl status "$first"
 ctl status -v "$first"
