@@ -157,6 +157,7 @@ struct LogCorrelator::Impl {
   int year;
   int utc_offset = 0;
   int last_month = 0;
+  bool counts_only = false;
 
   QueueTable queues{kDefaultMaxTrackedQueueIds};
 
@@ -233,7 +234,7 @@ void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv rea
     // Postfix's status=sent is authoritative: no rule can make a delivery a failure.
     r.category = Category::kDelivered;
     r.status.assign(dsn);
-    r.reply_code = ExtractReplyCode(rp.reply);
+    if (!counts_only) r.reply_code = ExtractReplyCode(rp.reply);
     r.stage.clear();
     r.provider.assign(provider);
     r.provider_code.clear();
@@ -288,14 +289,17 @@ void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv rea
     r.provider_code.assign(c->provider_code);
     r.rule.assign(c->rule);
   }
+  r.dsn_action.assign(action);
+  if (counts_only) return;
   r.recipient.assign(event.recipient);
   r.original_recipient.assign(event.orig_recipient);
   AssignClean(&r.diagnostic, rp.reply);
   AssignClean(&r.remote_mta, remote, 1024);
-  r.dsn_action.assign(action);
 }
 
 void LogCorrelator::Impl::FillCommon(const ParsedLogLine& p, const QueueState* st) {
+  event.queue_id.assign(p.queue_id);
+  if (counts_only) return;
   if (int m = ClassicMonth(p.timestamp); m != 0) {
     if (last_month != 0 && m + 6 < last_month) ++year;  // Dec -> Jan
     last_month = m;
@@ -311,7 +315,6 @@ void LogCorrelator::Impl::FillCommon(const ParsedLogLine& p, const QueueState* s
   }
   event.time.assign(last_time);
   event.unix_time = last_unix_time;
-  event.queue_id.assign(p.queue_id);
   AssignClean(&event.program, p.program, 256);
   if (st != nullptr) {
     event.sender_known = st->sender_known;
@@ -349,11 +352,11 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
   AssignAddress(&event.orig_recipient, p.orig_recipient);
   event.log_status.assign(status);
   AssignClean(&event.dsn, p.dsn, 32);
-  AssignClean(&event.relay, p.relay, 1024);
+  if (!counts_only) AssignClean(&event.relay, p.relay, 1024);
   if (p.reason_cut) ++stats.cut_reasons;
   size_t at = event.recipient.rfind('@');
   sv domain = at == std::string::npos ? sv() : sv(event.recipient).substr(at + 1);
-  Classify(domain, event.relay, event.dsn, p.reason, status);
+  Classify(domain, counts_only ? p.relay : sv(event.relay), event.dsn, p.reason, status);
 
   if (st != nullptr) {
     auto it = st->pending.begin();
@@ -372,7 +375,7 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
         ++stats.dropped_pending;
       }
       if (pd != nullptr) {
-        pd->relay = event.relay;
+        pd->relay.assign(counts_only ? p.relay : sv(event.relay));
         pd->dsn = event.dsn;
         pd->reason.assign(p.reason);
       }
@@ -447,6 +450,7 @@ void LogCorrelator::Impl::Feed(sv text) {
       return;
     case LogLineKind::kQueued: {
       ++stats.postfix_lines;
+      if (counts_only) return;
       QueueState* st = FindOrCreate(p.queue_id);
       st->sender_known = true;
       AssignAddress(&st->sender, p.sender);
@@ -460,10 +464,12 @@ void LogCorrelator::Impl::Feed(sv text) {
       return;
     case LogLineKind::kMessageId:
       ++stats.postfix_lines;
+      if (counts_only) return;
       AssignClean(&FindOrCreate(p.queue_id)->message_id, p.message_id, 1024);
       return;
     case LogLineKind::kNotification:
       ++stats.postfix_lines;
+      if (counts_only) return;
       // Only the non-delivery notice is the bounce; delay and success notices are not.
       if (p.notification.find("non-delivery") != sv::npos) {
         if (QueueState* st = Find(p.queue_id)) st->bounce_queue_id.assign(p.notification_queue_id);
@@ -486,6 +492,7 @@ void LogCorrelator::set_year(int year) {
   impl_->year = year;
   impl_->last_month = 0;
 }
+void LogCorrelator::set_counts_only(bool on) { impl_->counts_only = on; }
 void LogCorrelator::set_utc_offset(int seconds) {
   impl_->utc_offset = seconds;
   impl_->last_timestamp.clear();

@@ -153,6 +153,10 @@ class LogCorrelator {
   void set_utc_offset(int seconds);
   // Caps the queue id table (default kDefaultMaxTrackedQueueIds; at least 1).
   void set_max_tracked_queue_ids(size_t n);
+  // For summaries: events carry only queue_id, recipient, log_status, dsn and the result's
+  // category, status, provider, provider_code and dsn_action (other fields are left stale);
+  // sender, message-id and DSN-link bookkeeping is skipped. Classification is unchanged.
+  void set_counts_only(bool on);
   // Swaps in new rules (reload); clears the classification cache.
   void set_rules(std::shared_ptr<const RuleSet> rules);
 

@@ -307,6 +307,7 @@ int RunParseLog(const ParseLogOptions& opt) {
     };
   }
   LogCorrelator correlator(rules, sink);
+  correlator.set_counts_only(opt.summary);  // a summary needs no sender, time or text
   time_t now = time(nullptr);
   struct tm local {};
   localtime_r(&now, &local);
