@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckClean(e.time);
     Check(e.result.diagnostic.size() <= 4096);
   });
-  correlator.set_max_tracked_queue_ids(1 + data[0] % 7);
+  correlator.set_max_tracked_queue_ids(1u + data[0] % 7u);
   correlator.set_year(2026);
 
   bounced::LogLineSplitter splitter;
@@ -70,6 +70,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < input.size(); i += chunk) splitter.Push(input.substr(i, chunk), on_line);
   splitter.Finish(on_line);
   const bounced::LogStats& st = correlator.stats();
-  Check(st.tracked_queue_ids <= 1 + data[0] % 7);
+  Check(st.tracked_queue_ids <= 1u + data[0] % 7u);
   return 0;
 }
