@@ -111,6 +111,7 @@ struct Global {
   std::mutex lifecycle_mu;
   Worker worker;
   std::thread listener;
+  std::atomic<bool> listener_done{false};
   std::string conn;
   std::string unix_path;
 };
@@ -583,6 +584,7 @@ Status StartMilter(const MilterConfig& config, MilterDependencies deps) {
     pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by libmilter's session threads
     Global& g = G();
     int r = mi_listener(g.conn.data(), 0, &Desc(), kMtaIoTimeoutSeconds, kListenBacklog);
+    g.listener_done = true;
     bool active;
     {
       std::shared_lock l(g.mu);
@@ -609,9 +611,15 @@ void StopMilter() {
     std::unique_lock l(g.mu);
     g.active = false;
   }
-  smfi_stop();
-  PokeListener(g.conn, g.unix_path);
+  // smfi_stop() marks the stop at once, then waits for the listener's lock, which the listener
+  // holds in select() for up to 5 s; a connection wakes it, so it sees the stop and returns.
+  std::thread stopper([] { smfi_stop(); });
+  for (int i = 0; i < 200 && !g.listener_done.load(); ++i) {
+    PokeListener(g.conn, g.unix_path);
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
   g.listener.join();
+  stopper.join();
   g.worker.Stop();
   std::unique_lock l(g.mu);
   g.deps = MilterDependencies{};

@@ -32,10 +32,9 @@ sys.path.insert(0, HERE)
 import testbed  # noqa: E402
 from testbed import log, wait_for  # noqa: E402
 
-# Unusual loopback ports, away from the bench's 2589x.
-PORTS = dict(smtpd_milter=25791, smtpd_map=25792, fake_mx=25794, milter=25793)
-A = PORTS["smtpd_milter"]  # milter only
-B = PORTS["smtpd_map"]     # socketmap only
+# Loopback ports, picked free at start (several suites may run on one machine at once).
+PORTS = {}
+A = B = 0  # the milter-only and the socketmap-only SMTP listeners
 SENDER = "sender@e2e.test"
 
 
@@ -242,6 +241,10 @@ def main():
             print("e2e: %s not built in %s" % (exe, build))
             return 1
     testbed.ensure_postfix(src)
+    global A, B
+    ports = testbed.free_ports(4)
+    PORTS.update(smtpd_milter=ports[0], smtpd_map=ports[1], fake_mx=ports[2], milter=ports[3])
+    A, B = PORTS["smtpd_milter"], PORTS["smtpd_map"]
     t0 = time.time()
     tb = testbed.Testbed(src, build, PORTS, keep=a.keep)
     tb.milter_spec = "unix:" + os.path.join(tb.run_dir, "milter.sock")

@@ -51,6 +51,25 @@ def port_open(port):
         s.close()
 
 
+def free_ports(n):
+    """n distinct loopback TCP ports that are free now, from the unusual 20000-29999 range."""
+    import random
+    import socket
+    ports = []
+    while len(ports) < n:
+        p = random.randint(20000, 29999)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            if p not in ports:
+                ports.append(p)
+        except OSError:
+            pass
+        finally:
+            s.close()
+    return ports
+
+
 def wait_for(what, pred, timeout=20.0, interval=0.1):
     end = time.time() + timeout
     while time.time() < end:

@@ -1,0 +1,290 @@
+// milter_protocol_test.cc: the real milter (StartMilter, libmilter, a real Store on a temp SQLite
+// file, the default rules) driven over its unix socket by a small MTA-side client speaking the
+// Sendmail milter protocol v6, as Postfix does. libmilter is process-global, so one milter serves
+// every test here (started once by the environment below); each test uses its own addresses.
+#include <gtest/gtest.h>
+#include <libmilter/mfdef.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "classifier/rules.h"
+#include "milter/milter.h"
+#include "milter/store_dependencies.h"
+#include "storage/store.h"
+
+namespace bounced {
+namespace {
+
+std::filesystem::path g_dir;
+std::unique_ptr<Store> g_store;
+std::string g_socket;
+
+class MilterEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    g_dir = std::filesystem::temp_directory_path() /
+            ("bounced-milter-test-" + std::to_string(getpid()));
+    std::filesystem::create_directories(g_dir);
+    StoreOptions so;
+    so.path = (g_dir / "bounced.db").string();
+    auto store = Store::Open(so);
+    ASSERT_TRUE(store.ok()) << store.error();
+    g_store = std::move(*store);
+    g_socket = (g_dir / "milter.sock").string();
+    MilterConfig c;
+    c.socket = "unix:" + g_socket;
+    auto rules = RuleSet::Default();
+    Status s = StartMilter(c, MilterDependenciesForStore(
+                                  *g_store, [rules] { return rules; }, c.callback_timeout));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  void TearDown() override {
+    StopMilter();
+    g_store.reset();
+    std::filesystem::remove_all(g_dir);
+  }
+};
+
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new MilterEnvironment);
+
+// The MTA side of one milter connection.
+class Mta {
+ public:
+  Mta() {
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", g_socket.c_str());
+    ok_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+  }
+  ~Mta() {
+    if (fd_ >= 0) {
+      Send(SMFIC_QUIT, "");
+      close(fd_);
+    }
+  }
+  bool ok() const { return ok_; }
+
+  void Send(char cmd, const std::string& data) {
+    uint32_t len = htonl(static_cast<uint32_t>(data.size() + 1));
+    std::string pkt(reinterpret_cast<char*>(&len), 4);
+    pkt.push_back(cmd);
+    pkt += data;
+    ASSERT_EQ(write(fd_, pkt.data(), pkt.size()), static_cast<ssize_t>(pkt.size()));
+  }
+  // One reply packet: (command, data). ('\0', "") on timeout or EOF.
+  std::pair<char, std::string> Read() {
+    std::string hdr = ReadN(5);
+    if (hdr.size() < 5) return {'\0', ""};
+    uint32_t len;
+    memcpy(&len, hdr.data(), 4);
+    len = ntohl(len);
+    return {hdr[4], ReadN(len - 1)};
+  }
+
+  // Option negotiation as Postfix 3.7 offers it: every action, every protocol step flag.
+  void Negotiate() {
+    std::string d;
+    for (uint32_t v : {6u, 0x1ffu, 0x1fffffu}) {
+      uint32_t n = htonl(v);
+      d.append(reinterpret_cast<char*>(&n), 4);
+    }
+    Send(SMFIC_OPTNEG, d);
+    auto [cmd, data] = Read();
+    ASSERT_EQ(cmd, SMFIC_OPTNEG);
+    ASSERT_GE(data.size(), 12u);
+    uint32_t p;
+    memcpy(&p, data.data() + 8, 4);
+    protocol_ = ntohl(p);
+  }
+  // A connect event; returns the reply command or 0 when the milter negotiated no reply.
+  char Connect(const std::string& host, const std::string& addr, uint16_t port) {
+    std::string d = host + '\0' + SMFIA_INET;
+    uint16_t p = htons(port);
+    d.append(reinterpret_cast<char*>(&p), 2);
+    d += addr + '\0';
+    Send(SMFIC_CONNECT, d);
+    return (protocol_ & SMFIP_NR_CONN) ? 0 : Read().first;
+  }
+  char Mail(const std::string& from) {
+    Send(SMFIC_MAIL, from + '\0');
+    return (protocol_ & SMFIP_NR_MAIL) ? 0 : Read().first;
+  }
+  std::pair<char, std::string> Rcpt(const std::string& to) {
+    Send(SMFIC_RCPT, to + '\0');
+    return Read();
+  }
+  void Header(const std::string& name, const std::string& value) {
+    Send(SMFIC_HEADER, name + '\0' + value + '\0');
+    if (!(protocol_ & SMFIP_NR_HDR)) Read();
+  }
+  char Eoh() {
+    Send(SMFIC_EOH, "");
+    return (protocol_ & SMFIP_NR_EOH) ? 0 : Read().first;
+  }
+  char Body(const std::string& chunk) {
+    Send(SMFIC_BODY, chunk);
+    return Read().first;
+  }
+  // End of message: every packet up to the final verdict.
+  std::vector<std::pair<char, std::string>> Eom(const std::string& queue_id) {
+    Send(SMFIC_MACRO, std::string(1, SMFIC_BODYEOB) + "i" + '\0' + queue_id + '\0');
+    Send(SMFIC_BODYEOB, "");
+    std::vector<std::pair<char, std::string>> out;
+    for (;;) {
+      auto r = Read();
+      out.push_back(r);
+      if (r.first == '\0' || r.first == SMFIR_CONTINUE || r.first == SMFIR_ACCEPT ||
+          r.first == SMFIR_DISCARD || r.first == SMFIR_REJECT || r.first == SMFIR_TEMPFAIL ||
+          r.first == SMFIR_REPLYCODE)
+        return out;
+    }
+  }
+
+ private:
+  std::string ReadN(size_t n) {
+    std::string out;
+    while (out.size() < n) {
+      pollfd pfd{fd_, POLLIN, 0};
+      if (poll(&pfd, 1, 10000) <= 0) break;
+      char buf[4096];
+      ssize_t r = read(fd_, buf, std::min(sizeof buf, n - out.size()));
+      if (r <= 0) break;
+      out.append(buf, static_cast<size_t>(r));
+    }
+    return out;
+  }
+  int fd_ = -1;
+  bool ok_ = false;
+  uint32_t protocol_ = 0;
+};
+
+void SuppressByHand(const std::string& address) {
+  ManualSuppression m;
+  m.address = address;
+  m.category = "user_unknown";
+  auto s = g_store->Suppress(m, Actor{0, "milter protocol test"});
+  ASSERT_TRUE(s.ok()) << s.error();
+}
+
+TEST(MilterProtocol, RejectsSuppressedRecipientAtRcptAndLetsOthersThrough) {
+  SuppressByHand("gone-1@example.org");
+  Mta mta;
+  ASSERT_TRUE(mta.ok());
+  mta.Negotiate();
+  mta.Connect("[192.0.2.10]", "192.0.2.10", 40000);
+  mta.Mail("<sender@e2e.test>");
+  auto [cmd, text] = mta.Rcpt("<Gone-1@Example.org>");
+  ASSERT_EQ(cmd, SMFIR_REPLYCODE);
+  EXPECT_EQ(text.substr(0, 10), "550 5.1.1 ");
+  EXPECT_NE(text.find("<Gone-1@Example.org>: recipient suppressed since"), std::string::npos);
+  EXPECT_NE(text.find("(user_unknown); not sent"), std::string::npos);
+  EXPECT_EQ(mta.Rcpt("<fine-1@example.org>").first, SMFIR_CONTINUE);
+  // Not a bounce and nothing to change: accepted at end of headers (no body, no EOM).
+  mta.Header("Subject", "hello");
+  EXPECT_EQ(mta.Eoh(), SMFIR_ACCEPT);
+}
+
+TEST(MilterProtocol, SuppressionAppliesOnTheVeryNextRcpt) {
+  Mta mta;
+  ASSERT_TRUE(mta.ok());
+  mta.Negotiate();
+  mta.Connect("[192.0.2.11]", "192.0.2.11", 40001);
+  mta.Mail("<sender@e2e.test>");
+  EXPECT_EQ(mta.Rcpt("<later-2@example.org>").first, SMFIR_CONTINUE);
+  SuppressByHand("later-2@example.org");
+  EXPECT_EQ(mta.Rcpt("<later-2@example.org>").first, SMFIR_REPLYCODE);
+}
+
+TEST(MilterProtocol, SendmailPathRemovesSuppressedRecipientAtEndOfMessage) {
+  SuppressByHand("gone-3@example.org");
+  Mta mta;
+  ASSERT_TRUE(mta.ok());
+  mta.Negotiate();
+  mta.Connect("localhost", "127.0.0.1", 0);  // cleanup(8)'s emulated connect for sendmail(1)
+  mta.Mail("sender@e2e.test");
+  EXPECT_EQ(mta.Rcpt("gone-3@example.org").first, SMFIR_CONTINUE);  // never refused here
+  EXPECT_EQ(mta.Rcpt("fine-3@example.org").first, SMFIR_CONTINUE);
+  mta.Header("Subject", "from sendmail");
+  EXPECT_EQ(mta.Eoh(), SMFIR_CONTINUE);  // work left for end of message
+  auto eom = mta.Eom("QID3");
+  ASSERT_EQ(eom.size(), 3u);
+  EXPECT_EQ(eom[0].first, SMFIR_DELRCPT);
+  EXPECT_EQ(eom[0].second, std::string("gone-3@example.org") + '\0');
+  EXPECT_EQ(eom[1].first, SMFIR_ADDHEADER);
+  EXPECT_EQ(eom[1].second, std::string("X-Bounced-Suppressed") + '\0' +
+                               "gone-3@example.org (user_unknown)" + '\0');
+  EXPECT_EQ(eom[2].first, SMFIR_CONTINUE);
+}
+
+TEST(MilterProtocol, SendmailMailWithOnlySuppressedRecipientsIsDiscarded) {
+  SuppressByHand("gone-4@example.org");
+  Mta mta;
+  ASSERT_TRUE(mta.ok());
+  mta.Negotiate();
+  mta.Connect("localhost", "127.0.0.1", 0);
+  mta.Mail("sender@e2e.test");
+  mta.Rcpt("gone-4@example.org");
+  mta.Eoh();
+  auto eom = mta.Eom("QID4");
+  ASSERT_FALSE(eom.empty());
+  EXPECT_EQ(eom.back().first, SMFIR_DISCARD);
+}
+
+TEST(MilterProtocol, CapturesRemoteDsnRecordsItOnceAndKeepsIt) {
+  std::ifstream in(std::string(BOUNCED_TEST_DATA) + "/milter/remote_dsn.eml", std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string msg = ss.str();
+  size_t split = msg.find("\r\n\r\n");
+  ASSERT_NE(split, std::string::npos);
+  std::string head = msg.substr(0, split + 2), body = msg.substr(split + 4);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // a remote MTA retrying the same DSN
+    Mta mta;
+    ASSERT_TRUE(mta.ok());
+    mta.Negotiate();
+    mta.Connect("[198.51.100.7]", "198.51.100.7", 41000 + attempt);
+    mta.Mail("<>");
+    EXPECT_EQ(mta.Rcpt("<sender@e2e.test>").first, SMFIR_CONTINUE);
+    for (size_t pos = 0; pos < head.size();) {
+      size_t eol = head.find("\r\n", pos);
+      std::string line = head.substr(pos, eol - pos);
+      pos = eol + 2;
+      while (pos < head.size() && (head[pos] == ' ' || head[pos] == '\t')) {  // folded
+        size_t next = head.find("\r\n", pos);
+        line += "\r\n" + head.substr(pos, next - pos);
+        pos = next + 2;
+      }
+      size_t colon = line.find(':');
+      mta.Header(line.substr(0, colon), line.substr(colon + 2));
+    }
+    EXPECT_EQ(mta.Eoh(), SMFIR_CONTINUE);
+    EXPECT_EQ(mta.Body(body), SMFIR_CONTINUE);
+    auto eom = mta.Eom("QID5" + std::to_string(attempt));
+    ASSERT_FALSE(eom.empty());
+    EXPECT_EQ(eom.back().first, SMFIR_CONTINUE);  // bounces = keep
+  }
+  ASSERT_TRUE(g_store->Flush().ok());
+  auto st = g_store->GetStatus("remote-gone@yahoo.com", 20);
+  ASSERT_TRUE(st.ok()) << st.error();
+  EXPECT_TRUE(st->suppressed);
+  int from_milter = 0;
+  for (const auto& e : st->events) from_milter += e.event.source == EventSource::kMilter;
+  EXPECT_EQ(from_milter, 1);
+  MilterStats stats = GetMilterStats();
+  EXPECT_GE(stats.bounces_seen, 2u);
+  EXPECT_GE(stats.rcpt_checked, 1u);
+}
+
+}  // namespace
+}  // namespace bounced
