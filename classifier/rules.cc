@@ -265,6 +265,31 @@ Category Rfc3463Category(std::string_view status, std::string_view stage) {
   return C::kUndetermined;
 }
 
+// The Set matches case-sensitively against a lower-cased copy of the reply: that is about
+// twice as fast as a case-insensitive Set (half the byte classes, smaller DFA states). So its
+// patterns are lower-cased too, except escapes, whose letters carry meaning (\S, \d, \x4F,
+// \p{Lu}). Only ASCII is folded, on both sides.
+std::string LowerPattern(std::string_view p) {
+  std::string out;
+  out.reserve(p.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    char c = p[i];
+    if (c != '\\' || i + 1 >= p.size()) {
+      out.push_back(AsciiLower(c));
+      continue;
+    }
+    out.push_back(c);
+    char e = p[++i];
+    out.push_back(e);
+    if ((e == 'p' || e == 'P' || e == 'x') && i + 1 < p.size() && p[i + 1] == '{') {
+      while (i + 1 < p.size() && p[i] != '}') out.push_back(p[++i]);
+    } else if (e == 'x') {
+      for (int k = 0; k < 2 && i + 1 < p.size(); ++k) out.push_back(p[++i]);
+    }
+  }
+  return out;
+}
+
 // Multi-line replies folded onto one line repeat the reply code, and usually the enhanced
 // status, before each line: "550-5.7.1 Messages with multiple 550 5.7.1 addresses in From:".
 // Patterns are matched against the text with those inner prefixes removed, so a phrase split
@@ -449,7 +474,7 @@ class Loader {
     RE2 check(pattern, impl_.options);
     if (!check.ok()) return Fail(where, "bad regular expression: " + check.error(), error);
     std::string why;
-    int idx = impl_.set->Add(pattern, &why);
+    int idx = impl_.set->Add(LowerPattern(pattern), &why);
     if (idx < 0) return Fail(where, "bad regular expression: " + why, error);
     impl_.owners.push_back({kind, index});
     return true;
@@ -729,7 +754,9 @@ Expected<std::shared_ptr<const RuleSet>> RuleSet::Compile(const std::vector<Rule
   impl->options.set_case_sensitive(false);
   impl->options.set_log_errors(false);
   impl->options.set_max_mem(kRe2MaxMem);
-  impl->set = std::make_unique<RE2::Set>(impl->options, RE2::UNANCHORED);
+  RE2::Options set_options = impl->options;
+  set_options.set_case_sensitive(true);  // against lower-cased text, see LowerPattern
+  impl->set = std::make_unique<RE2::Set>(set_options, RE2::UNANCHORED);
   std::unordered_set<std::string> seen_ids;
   std::string error;
   Loader loader(*impl, seen_ids);
@@ -816,7 +843,10 @@ Result RuleSet::Classify(const ReplyInput& in) const {
   rule_hits.clear();
   excluded.clear();
   code_hits.clear();
-  if (!match_text.empty()) im.set->Match(match_text, &matched);
+  thread_local std::string lower;
+  lower.assign(match_text);
+  for (char& c : lower) c = AsciiLower(c);
+  if (!lower.empty()) im.set->Match(lower, &matched);
   std::string_view text_provider;
   uint32_t text_provider_pattern = UINT32_MAX;
   for (int m : matched) {

@@ -268,6 +268,27 @@ std::string Sanitize(std::string_view s, size_t max_bytes) {
   out.reserve(s.size() < max_bytes ? s.size() : max_bytes);
   bool pending_space = false;
   for (size_t i = 0; i < s.size();) {
+    // Fast path: a run of printable ASCII other than space is copied as is.
+    size_t run = i;
+    while (run < s.size() && s[run] > ' ' && s[run] < 0x7F) ++run;
+    if (run > i) {
+      size_t n = run - i + (pending_space ? 1 : 0);
+      if (out.size() + n > max_bytes) {
+        size_t room = max_bytes - out.size();
+        if (pending_space) {
+          if (room < 2) break;  // never end on the separating space
+          out.push_back(' ');
+          --room;
+        }
+        out.append(s.substr(i, room));
+        break;
+      }
+      if (pending_space) out.push_back(' ');
+      pending_space = false;
+      out.append(s.substr(i, run - i));
+      i = run;
+      continue;
+    }
     uint32_t cp = 0;
     size_t len = DecodeUtf8(s, i, cp);
     if (len == 0) {
@@ -359,20 +380,34 @@ std::string DomainOf(std::string_view address) {
 }
 
 std::string_view StageFromText(std::string_view text) {
-  // The earliest specific phrase wins: a reply can quote other commands after it.
+  // Lower-case once (into a reused per-thread buffer) so each phrase is one memchr/memcmp
+  // search: this runs for every bounce line of large logs.
+  thread_local std::string lower;
+  lower.assign(text);
+  for (char& c : lower) c = AsciiLower(c);
+  std::string_view t = lower;
+  // The earliest specific phrase wins: a reply can quote other commands after it. Every
+  // specific phrase starts with one of a few anchors, so only those are searched for.
+  static constexpr std::array<std::string_view, 5> kAnchors = {
+      "in reply to ", "while ", "after ", "refused to talk to me", "smtp:rcpt"};
   size_t best_pos = std::string_view::npos;
   std::string_view best;
-  for (const auto& p : kStagePhrases) {
-    size_t pos = FindNoCase(text, p.phrase);
-    if (pos < best_pos) {
-      best_pos = pos;
-      best = p.stage;
+  for (std::string_view anchor : kAnchors) {
+    for (size_t pos = t.find(anchor); pos < best_pos; pos = t.find(anchor, pos + 1)) {
+      std::string_view rest = t.substr(pos);
+      for (const auto& p : kStagePhrases) {
+        if (p.phrase.starts_with(anchor) && rest.starts_with(p.phrase)) {
+          best_pos = pos;
+          best = p.stage;
+          break;
+        }
+      }
     }
   }
   if (!best.empty()) return best;
-  if (std::string_view t = StageFromTranscript(text); !t.empty()) return t;
+  if (std::string_view st = StageFromTranscript(text); !st.empty()) return st;
   for (const auto& p : kGenericStagePhrases) {
-    size_t pos = FindNoCase(text, p.phrase);
+    size_t pos = t.find(p.phrase);
     if (pos < best_pos) {
       best_pos = pos;
       best = p.stage;
