@@ -332,7 +332,10 @@ Status StoreImpl::OpenAll() {
   }
   // A big page cache keeps the random-key indexes (recipients) in memory across group commits;
   // without it each transaction re-reads pages from the WAL through system calls.
-  if (Status s = wdb_.Exec("PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY"); !s) return s;
+  if (Status s = wdb_.Exec(
+          "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=16384");
+      !s)
+    return s;
   if (Status s = Migrate(); !s) return s;
   if (Status s = PrepareWriter(); !s) return s;
   view_.SetDelimiters(policy_.recipient_delimiters);
@@ -446,13 +449,17 @@ Status StoreImpl::PrepareWriter() {
 }
 
 Status StoreImpl::LoadView() {
+  // A connection of its own, closed after loading, so the writer's page cache does not keep
+  // the whole suppression table in memory after start-up.
+  sql::Db db;
+  if (Status s = db.Open(options_.path, false, options_.busy_timeout_ms); !s) return s;
   sql::Stmt count;
-  if (Status s = count.Prepare(wdb_, "SELECT count(*) FROM suppressions"); !s) return s;
+  if (Status s = count.Prepare(db, "SELECT count(*) FROM suppressions"); !s) return s;
   auto c = count.Step();
   if (!c) return c.status();
   view_.Reserve(static_cast<size_t>(count.Int(0)));
   sql::Stmt st;
-  if (Status s = st.Prepare(wdb_,
+  if (Status s = st.Prepare(db,
                             "SELECT address, created, expires, category, source "
                             "FROM suppressions");
       !s) {
@@ -471,7 +478,7 @@ Status StoreImpl::LoadView() {
     view_.Put(st.Text(0), h);
   }
   sql::Stmt allow;
-  if (Status s = allow.Prepare(wdb_, "SELECT entry, kind FROM allowlist"); !s) return s;
+  if (Status s = allow.Prepare(db, "SELECT entry, kind FROM allowlist"); !s) return s;
   for (;;) {
     auto r = allow.Step();
     if (!r) return r.status();
@@ -883,12 +890,12 @@ Expected<RecipientState> StoreImpl::GetStateW(const std::string& key) {
 }
 
 Status StoreImpl::PutStateW(const RecipientState& s, std::string_view display) {
-  w_.put_state.Bind(1, s.address)
-      .Bind(2, display)
+  w_.put_state.BindRef(1, s.address)
+      .BindRef(2, display)
       .Bind(3, s.first_seen)
       .Bind(4, s.last_event)
-      .Bind(5, s.last_category)
-      .Bind(6, s.last_log_status)
+      .BindRef(5, s.last_category)
+      .BindRef(6, s.last_log_status)
       .Bind(7, s.last_delivered)
       .Bind(8, s.last_failure)
       .Bind(9, int64_t{s.incidents})
