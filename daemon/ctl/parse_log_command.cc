@@ -1,7 +1,7 @@
 // parse_log_command.cc: `bouncectl parse-log` (see commands.h): a Postfix log in, one
 // classified delivery event per line out, or a summary of counts.
 //
-// Reads FILE (or stdin for "-" / no file) with 4 MiB read(2) calls; lines are split in place
+// Reads FILE (or stdin for "-" / no file) with 256 KiB read(2) calls; lines are split in place
 // (memchr) and handed to LogCorrelator, which skips irrelevant lines after their program name.
 // Writes JSON lines, text lines, or a summary to stdout; errors to stderr.
 // Exit 0 ok, 1 the input could not be read (all of it), 2 usage or rules error.
@@ -30,7 +30,9 @@
 namespace bounced::ctl {
 namespace {
 
-constexpr size_t kReadChunkBytes = 4 << 20;
+// Reads of 256 KiB: the buffer stays in the L2 cache, so the kernel's copy into it and the parse
+// after it hit cache (measured: 4 MiB reads spent about twice the system time on the copy).
+constexpr size_t kReadChunkBytes = 256 << 10;
 constexpr size_t kOutputFlushBytes = 1 << 20;
 
 struct ParseLogOptions {
