@@ -1,6 +1,8 @@
 // suppression_view.cc: sharded in-memory suppression list (see suppression_view.h).
 #include "storage/suppression_view.h"
 
+#include "storage/address.h"
+
 #include <ctime>
 #include <mutex>
 
@@ -24,8 +26,8 @@ std::optional<SuppressionHit> MemorySuppressionView::Lookup(std::string_view add
   for (; n < 8 && (packed >> (8 * n)) & 0xff; ++n) {
     delimiters[n] = static_cast<char>((packed >> (8 * n)) & 0xff);
   }
-  std::string key = NormalizeAddress(address, std::string_view(delimiters, n));
-  if (key.empty()) return std::nullopt;
+  thread_local std::string key;  // reused: no allocation per lookup
+  if (!NormalizeAddressInto(address, std::string_view(delimiters, n), key)) return std::nullopt;
   return LookupKey(key, now);
 }
 
