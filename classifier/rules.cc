@@ -285,6 +285,8 @@ std::string LowerPattern(std::string_view p) {
       while (i + 1 < p.size() && p[i] != '}') out.push_back(p[++i]);
     } else if (e == 'x') {
       for (int k = 0; k < 2 && i + 1 < p.size(); ++k) out.push_back(p[++i]);
+    } else if ((e == 'p' || e == 'P') && i + 1 < p.size()) {
+      out.push_back(p[++i]);  // one-letter class name: \pN, \PL
     }
   }
   return out;
