@@ -136,7 +136,8 @@ struct SuppressionPolicy {
   // complaint (ARF) suppresses at once with reason "complaint".
   bool complaints_suppress = true;
   int64_t complaint_expiry_seconds = 0;
-  // Characters that start an address extension; "" disables extension folding.
+  // Characters that start an address extension (at most 8); "" disables extension folding.
+  // Keys are computed when written: a change applies to entries written from then on.
   std::string recipient_delimiters = "+";
   // Sender-fault, transient and other categories never suppress: they only feed counters.
 };
