@@ -43,8 +43,9 @@ std::string DomainOf(const std::string& address) {
 Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string_view file) {
   AlertConfig c;
   if (alerts == nullptr) return c;
-  for (auto&& [k, v] : *alerts) {
+  for (auto&& [k, node] : *alerts) {
     const std::string_view key = k.str();
+    const toml::node& v = node;  // a named reference: clang 14 cannot capture structured bindings
     auto integer = [&](int64_t min, int64_t max) -> std::optional<int64_t> {
       auto x = v.value<int64_t>();
       if (!v.is_integer() || !x || *x < min || *x > max) return std::nullopt;
