@@ -220,12 +220,14 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
     SpikeDetector detector(req.thresholds);
     const int64_t replay_from =
         start_ts - req.thresholds.baseline_seconds - req.thresholds.window_seconds;
-    std::vector<std::string> replay_params = {std::to_string(replay_from), std::to_string(end_ts)};
-    if (by_domain) replay_params.push_back(req.domain);
+    // The day bounds (?4, ?5) let SQLite use events_by_day instead of scanning the table.
+    std::vector<std::string> replay_params = {std::to_string(replay_from), std::to_string(end_ts),
+                                              req.domain, FormatUtc(replay_from).substr(0, 10),
+                                              last};
     s = q.Run(
         "SELECT time, provider, provider_code, status, category, domain, diagnostic "
-        "FROM events WHERE time >= CAST(?1 AS INTEGER) AND time < CAST(?2 AS INTEGER) "
-        "AND counted = 1 AND fault = 'sender'" +
+        "FROM events WHERE day BETWEEN ?4 AND ?5 AND time >= CAST(?1 AS INTEGER) "
+        "AND time < CAST(?2 AS INTEGER) AND counted = 1 AND fault = 'sender'" +
             domain_clause + " ORDER BY time",
         replay_params, [&](sqlite3_stmt* st) {
           RejectionEvent e;

@@ -249,6 +249,9 @@ int RunPostfixConfig(const Context& ctx, bool milter, bool socketmap) {
               << "\n";
     std::cout << "non_smtpd_milters = "
               << Merge(postfix_spec, Postconf({"-h", "non_smtpd_milters"})) << "\n";
+    // Postfix's own DSNs must pass the milter too, or it cannot record them.
+    std::cout << "internal_mail_filter_classes = "
+              << Merge("bounce", Postconf({"-h", "internal_mail_filter_classes"})) << "\n";
     std::cout << "milter_default_action = accept\nmilter_protocol = 6\n";
   }
   return kExitOk;
