@@ -1,0 +1,173 @@
+// report_mail.cc: MIME building and sendmail hand-over for the daily report (report_mail.h).
+#include "daemon/report_mail.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+extern char** environ;
+
+namespace bounced {
+namespace {
+
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string Base64Lines(const std::string& in) {
+  std::string out, line;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t n = static_cast<uint8_t>(in[i]) << 16;
+    if (i + 1 < in.size()) n |= static_cast<uint8_t>(in[i + 1]) << 8;
+    if (i + 2 < in.size()) n |= static_cast<uint8_t>(in[i + 2]);
+    line += kB64[(n >> 18) & 63];
+    line += kB64[(n >> 12) & 63];
+    line += i + 1 < in.size() ? kB64[(n >> 6) & 63] : '=';
+    line += i + 2 < in.size() ? kB64[n & 63] : '=';
+    if (line.size() >= 76) {
+      out += line + "\n";
+      line.clear();
+    }
+  }
+  if (!line.empty()) out += line + "\n";
+  return out;
+}
+
+bool Ascii(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c >= 0x80) return false;
+  }
+  return true;
+}
+
+// Headers carry configuration and database text: drop anything that could end a header line.
+std::string HeaderSafe(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) o += (c < 0x20 || c == 0x7f) ? ' ' : static_cast<char>(c);
+  return o;
+}
+
+std::string EncodeSubject(const std::string& s) {
+  std::string clean = HeaderSafe(s);
+  if (Ascii(clean)) return clean;
+  std::string b64 = Base64Lines(clean);
+  std::erase(b64, '\n');
+  return "=?UTF-8?B?" + b64 + "?=";
+}
+
+}  // namespace
+
+std::string BuildReportMail(const ReportMail& m) {
+  char date[64];
+  time_t t = static_cast<time_t>(m.date);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S +0000", &tm);
+  const std::string boundary = "=_bounced_report_" + HeaderSafe(m.boundary_seed);
+  std::string to;
+  for (const auto& a : m.to) to += (to.empty() ? "" : ", ") + HeaderSafe(a);
+  std::string msg;
+  if (!m.from.empty()) msg += "From: " + HeaderSafe(m.from) + "\n";
+  msg += "To: " + to + "\n";
+  msg += "Subject: " + EncodeSubject(m.subject) + "\n";
+  msg += std::string("Date: ") + date + "\n";
+  msg += "MIME-Version: 1.0\n";
+  msg += "Auto-Submitted: auto-generated\n";  // RFC 3834: no vacation replies to a robot
+  msg += "X-Mailer: bounced report\n";
+  msg += "Content-Type: multipart/alternative; boundary=\"" + boundary + "\"\n\n";
+  msg += "This is the bounced daily report in text and HTML.\n\n";
+  msg += "--" + boundary + "\n";
+  msg += "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n\n";
+  msg += Base64Lines(m.text);
+  msg += "--" + boundary + "\n";
+  msg += "Content-Type: text/html; charset=utf-8\nContent-Transfer-Encoding: base64\n\n";
+  msg += Base64Lines(m.html);
+  msg += "--" + boundary + "--\n";
+  return msg;
+}
+
+Expected<std::vector<std::string>> ParseRecipients(const std::string& list) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto flush = [&]() -> Status {
+    if (cur.empty()) return Status::Ok();
+    if (cur[0] == '-' || cur.find('@') == std::string::npos) {
+      return Status::Error("not a mail address: '" + cur + "'");
+    }
+    out.push_back(cur);
+    cur.clear();
+    return Status::Ok();
+  };
+  for (unsigned char c : list) {
+    if (c == ',' || c == ' ' || c == '\t') {
+      if (Status s = flush(); !s) return s;
+    } else if (c < 0x20 || c == 0x7f) {
+      return Status::Error("control character in mail address list");
+    } else {
+      cur += static_cast<char>(c);
+    }
+  }
+  if (Status s = flush(); !s) return s;
+  if (out.empty()) return Status::Error("no mail address given");
+  return out;
+}
+
+Status SendReportMail(const std::string& sendmail_path, const ReportMail& mail) {
+  if (mail.to.empty()) return Status::Error("mail: no recipients");
+  const std::string message = BuildReportMail(mail);
+  std::vector<std::string> args = {sendmail_path, "-oi"};
+  if (!mail.from.empty()) {
+    args.push_back("-f");
+    args.push_back(mail.from);
+  }
+  args.push_back("--");
+  for (const auto& a : mail.to) args.push_back(a);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    return Status::Error(std::string("mail: pipe: ") + strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[0], STDIN_FILENO);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, sendmail_path.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[0]);
+  if (rc != 0) {
+    close(fds[1]);
+    return Status::Error("mail: cannot run " + sendmail_path + ": " + strerror(rc));
+  }
+  // sendmail reads everything before it exits; a broken pipe means it failed, which its exit
+  // status reports better than SIGPIPE would.
+  struct sigaction ign {
+  }, old{};
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, &old);
+  size_t off = 0;
+  while (off < message.size()) {
+    ssize_t n = write(fds[1], message.data() + off, message.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  close(fds[1]);
+  sigaction(SIGPIPE, &old, nullptr);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (off < message.size()) return Status::Error("mail: " + sendmail_path + " stopped reading");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Status::Error("mail: " + sendmail_path + " failed (exit status " +
+                         std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace bounced
