@@ -15,6 +15,7 @@
 
 #include "daemon/alert_monitor.h"
 #include "daemon/log_input.h"
+#include "daemon/netstring.h"
 #include "daemon/query_handler.h"
 #include "daemon/services.h"
 #include "daemon/socketmap.h"
@@ -148,7 +149,7 @@ struct Daemon::Impl {
       m.mode = config.socketmap.mode;
       m.max_connections = config.socketmap.max_connections;
       m.idle_timeout = config.socketmap.idle_timeout;
-      m.busy_reply = "23:TEMP too many connections,";
+      m.busy_reply = EncodeNetstring("TEMP too many connections");
       auto ms = StreamServer::Listen(io, m, [this](const PeerCred&) {
         return MakeSocketmapSession(services, services.config().socketmap, socketmap_stats);
       });
