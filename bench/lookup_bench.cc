@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,14 +73,14 @@ Row Measure(const char* name, const std::string& socket, size_t n, char terminat
   int fd = Connect(socket);
   if (fd < 0) {
     std::fprintf(stderr, "%s: cannot connect to %s\n", name, socket.c_str());
-    std::exit(1);
+    throw std::runtime_error(name);
   }
   std::string reply;
   // Sanity check on a suppressed address (i = 0), then warm up.
   RoundTrip(fd, request(0), terminator, &reply);
   if (expect_in_first != nullptr && reply.find(expect_in_first) == std::string::npos) {
     std::fprintf(stderr, "%s: unexpected reply: %s\n", name, reply.c_str());
-    std::exit(1);
+    throw std::runtime_error(name);
   }
   for (size_t i = 0; i < 1000; ++i) RoundTrip(fd, request(i), terminator, &reply);
   std::vector<std::string> reqs;
@@ -89,7 +90,7 @@ Row Measure(const char* name, const std::string& socket, size_t n, char terminat
   for (size_t i = 0; i < n; ++i) {
     if (!RoundTrip(fd, reqs[i], terminator, &reply)) {
       std::fprintf(stderr, "%s: connection broken at %zu\n", name, i);
-      std::exit(1);
+      throw std::runtime_error(name);
     }
   }
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -127,46 +128,51 @@ int main(int argc, char** argv) {
   auto socketmap_req = [&](size_t i) { return netstring("recipient_access " + addr(i)); };
 
   std::vector<Row> rows;
+  try {
+    {
+      EchoServer echo(dir + "/echo.sock");
+      rows.push_back(Measure("echo (same bytes as socketmap)", dir + "/echo.sock", requests, ',',
+                             socketmap_req));
+    }
+    rows.push_back(Measure("socketmap recipient_access", d.socketmap(), requests, ',',
+                           socketmap_req, "OK 550 5.1.1"));
+    rows.push_back(Measure(
+        "query lookup (memory)", d.query(), requests, '\n',
+        [&](size_t i) { return "{\"cmd\":\"lookup\",\"address\":\"" + addr(i) + "\"}\n"; },
+        "\"suppressed\":true"));
+    rows.push_back(Measure(
+        "query status (SQLite)", d.query(), requests / 4, '\n',
+        [&](size_t i) { return "{\"cmd\":\"status\",\"address\":\"" + addr(i) + "\"}\n"; },
+        "\"suppressed\":true"));
+  } catch (const std::runtime_error&) {
+    return 1;  // the row said why; `d` stops bounced on the way out
+  }
   {
-    EchoServer echo(dir + "/echo.sock");
-    rows.push_back(Measure("echo (same bytes as socketmap)", dir + "/echo.sock", requests, ',',
-                           socketmap_req));
-  }
-  rows.push_back(Measure("socketmap recipient_access", d.socketmap(), requests, ',', socketmap_req,
-                         "OK 550 5.1.1"));
-  rows.push_back(Measure(
-      "query lookup (memory)", d.query(), requests, '\n',
-      [&](size_t i) { return "{\"cmd\":\"lookup\",\"address\":\"" + addr(i) + "\"}\n"; },
-      "\"suppressed\":true"));
-  rows.push_back(Measure(
-      "query status (SQLite)", d.query(), requests / 4, '\n',
-      [&](size_t i) { return "{\"cmd\":\"status\",\"address\":\"" + addr(i) + "\"}\n"; },
-      "\"suppressed\":true"));
+    std::string health;
+    int fd = Connect(d.query());
+    RoundTrip(fd, "{\"cmd\":\"health\"}\n", '\n', &health);
+    ::close(fd);
+    size_t view_bytes = 0;
+    if (auto p = health.find("\"view_memory_bytes\":"); p != std::string::npos) {
+      view_bytes = std::strtoul(health.c_str() + p + 20, nullptr, 10);
+    }
+    long rss = d.RssKb();
+    d.Stop();
 
-  std::string health;
-  int fd = Connect(d.query());
-  RoundTrip(fd, "{\"cmd\":\"health\"}\n", '\n', &health);
-  ::close(fd);
-  size_t view_bytes = 0;
-  if (auto p = health.find("\"view_memory_bytes\":"); p != std::string::npos) {
-    view_bytes = std::strtoul(health.c_str() + p + 20, nullptr, 10);
+    std::printf("\n%zu suppressed, %zu requests per row (status: %zu), one connection each\n",
+                suppressed, requests, requests / 4);
+    std::printf("%-34s %12s %10s %10s\n", "", "req/s", "mean us", "vs echo");
+    for (const Row& r : rows) {
+      std::printf("%-34s %12.0f %10.2f %9.0f%%\n", r.name, r.per_second, r.mean_us,
+                  100.0 * r.per_second / rows[0].per_second);
+    }
+    std::printf(
+        "\nmemory: suppression view %.1f MB = %.0f bytes/address; bounced RSS %.1f MB = "
+        "%.0f bytes/address (whole process)\n",
+        view_bytes / 1e6, static_cast<double>(view_bytes) / static_cast<double>(suppressed),
+        rss / 1e3, rss * 1024.0 / static_cast<double>(suppressed));
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    return 0;
   }
-  long rss = d.RssKb();
-  d.Stop();
-
-  std::printf("\n%zu suppressed, %zu requests per row (status: %zu), one connection each\n",
-              suppressed, requests, requests / 4);
-  std::printf("%-34s %12s %10s %10s\n", "", "req/s", "mean us", "vs echo");
-  for (const Row& r : rows) {
-    std::printf("%-34s %12.0f %10.2f %9.0f%%\n", r.name, r.per_second, r.mean_us,
-                100.0 * r.per_second / rows[0].per_second);
-  }
-  std::printf(
-      "\nmemory: suppression view %.1f MB = %.0f bytes/address; bounced RSS %.1f MB = "
-      "%.0f bytes/address (whole process)\n",
-      view_bytes / 1e6, static_cast<double>(view_bytes) / static_cast<double>(suppressed),
-      rss / 1e3, rss * 1024.0 / static_cast<double>(suppressed));
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  return 0;
 }
