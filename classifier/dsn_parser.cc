@@ -145,6 +145,7 @@ bool BounceWording(std::string_view text) {
       "transcript of session",
       "mail delivery",
       "failed to deliver",
+      "not a member",
       "user unknown",
       "unknown user",
       "no such user",
