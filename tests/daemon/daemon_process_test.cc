@@ -446,6 +446,33 @@ TEST(DaemonProcess, CheckConfigRefusesUnknownKeysWithFileLineAndKey) {
   EXPECT_NE(out.find("embedded defaults"), std::string::npos) << out;
 }
 
+TEST(DaemonProcess, HostsTheMilterWhenASocketIsConfigured) {
+  TempDir dir;
+  BouncedProcess d(dir, "[milter]\nsocket = \"unix:" + dir / "milter.sock" + "\"\n");
+  d.Start();
+  ASSERT_TRUE(WaitUntil([&] { return d.Health()["milter"].value("running", false); }))
+      << d.Health().dump() << ReadFile(d.stderr_path());
+  int fd = ConnectUnix(dir / "milter.sock");
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  EXPECT_EQ(d.Stop(), 0);
+}
+
+TEST(DaemonProcess, ReadsStandardInputOnce) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  std::string cfg = d.BaseConfig();
+  size_t p = cfg.find("path = \"" + d.log() + "\"");
+  cfg.replace(p, ("path = \"" + d.log() + "\"").size(), "path = \"-\"");
+  std::ofstream(dir / "stdin.toml") << cfg;
+  AppendFile(d.log(), Lines(0, 300));
+  int rc = -1;
+  std::string out =
+      Shell(kBounced + " --config " + dir / "stdin.toml" + " --once < " + d.log() + " 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("committed 300 events"), std::string::npos) << out;
+}
+
 TEST(DaemonProcess, RefusesToStartOnASocketAnotherBouncedServes) {
   TempDir dir;
   BouncedProcess a(dir);
