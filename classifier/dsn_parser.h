@@ -22,13 +22,13 @@ std::string_view ToString(MessageKind k);
 
 struct ParsedBounce {
   MessageKind kind = MessageKind::kNotBounce;
-  std::vector<Result> recipients;  // in the order the message lists them
-  std::string message_id;          // Message-ID of the bounce itself
-  std::string original_message_id; // Message-ID of the message that bounced, if found
-  std::string postfix_queue_id;    // X-Postfix-Queue-ID, if any
-  std::string reporting_mta;       // Reporting-MTA, if any
-  std::string mta;                 // which MTA / provider format was recognised ("postfix", ...)
-  std::string error;               // why nothing was found, when recipients is empty
+  std::vector<Result> recipients;   // in the order the message lists them
+  std::string message_id;           // Message-ID of the bounce itself
+  std::string original_message_id;  // Message-ID of the message that bounced, if found
+  std::string postfix_queue_id;     // X-Postfix-Queue-ID, if any
+  std::string reporting_mta;        // Reporting-MTA, if any
+  std::string mta;                  // which MTA / provider format was recognised ("postfix", ...)
+  std::string error;                // why nothing was found, when recipients is empty
 };
 
 // Largest message parsed; longer input is cut there (a bounce's useful part is at the start).
