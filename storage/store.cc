@@ -240,7 +240,8 @@ class StoreImpl final : public Store {
   Status AuditW(const Actor& who, std::string_view action, std::string_view target,
                 std::string_view detail);
   Expected<RecipientState> GetStateW(const std::string& key);
-  Status PutStateW(const RecipientState& s, std::string_view display);
+  // Takes the state by value: it moves into state_cache_ (no copy of its strings per event).
+  Status PutStateW(RecipientState s, std::string_view display);
   // Queues a manual change and waits for its commit.
   Status RunOnWriter(std::function<Status(StoreImpl&)> fn);
 
@@ -272,6 +273,7 @@ class StoreImpl final : public Store {
     return cached_day_;
   }
   std::vector<ViewChange>* pending_ = nullptr;  // the running job's view changes
+  std::string counter_key_;  // ApplyEvent's scratch buffer for daily counter keys
   // Keys given a suppression row in the running transaction (not in the view yet).
   std::unordered_set<std::string> txn_suppressed_;
   // Recipient states as last written, so most events need no SELECT. Cleared when a
@@ -758,7 +760,9 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   if (wdb_.changes() == 0) return Status::Ok();  // this DSN recipient was recorded before
 
   if (!counted) return Status::Ok();
-  std::string ck = day;
+  // Built in a reused buffer: the map copies the key only for a combination new in this batch.
+  std::string& ck = counter_key_;
+  ck.assign(day);
   for (std::string_view part :
        {domain, std::string_view(r.provider), info.name, std::string_view(r.provider_code),
         std::string_view(ev.log_status)}) {
@@ -771,7 +775,7 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   auto state = GetStateW(key);
   if (!state) return state.status();
   PolicyDecision d = bounced::ApplyEvent(txn_policy_, *state, ev, t);
-  if (Status s = PutStateW(*state, r.recipient); !s) return s;
+  if (Status s = PutStateW(std::move(*state), r.recipient); !s) return s;
   if (IsDelivery(ev) && MayHaveSuppressionW(key)) {
     w_.delivered_after.Bind(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.delivered_after.Run(); !s) return s;
@@ -889,7 +893,7 @@ Expected<RecipientState> StoreImpl::GetStateW(const std::string& key) {
   return s;
 }
 
-Status StoreImpl::PutStateW(const RecipientState& s, std::string_view display) {
+Status StoreImpl::PutStateW(RecipientState s, std::string_view display) {
   w_.put_state.BindRef(1, s.address)
       .BindRef(2, display)
       .Bind(3, s.first_seen)
@@ -905,7 +909,10 @@ Status StoreImpl::PutStateW(const RecipientState& s, std::string_view display) {
       .Bind(13, s.events);
   if (Status st = w_.put_state.Run(); !st) return st;
   if (state_cache_.size() >= kStateCacheSize) state_cache_.clear();
-  state_cache_[s.address] = s;
+  // Buckets for the whole cache up front: growing it rehashes every entry several times.
+  if (state_cache_.bucket_count() < kStateCacheSize) state_cache_.reserve(kStateCacheSize);
+  std::string key = s.address;
+  state_cache_.insert_or_assign(std::move(key), std::move(s));
   return Status::Ok();
 }
 
@@ -967,7 +974,7 @@ Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
     state->incidents = 0;
     state->incidents_since = 0;
     state->last_incident = 0;
-    if (Status r = self.PutStateW(*state, (*existing)->display); !r) return r;
+    if (Status r = self.PutStateW(std::move(*state), (*existing)->display); !r) return r;
     if (Status r =
             self.AuditW(who, "unsuppress", key, (*existing)->source + ": " + (*existing)->reason);
         !r) {
