@@ -711,10 +711,11 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty()) {
     // Postfix logs a bounce and also sends its DSN (which the milter sees): one incident.
     bool log = IsLogFamily(ev.source);
-    w_.same_bounce.Bind(1, ev.queue_id)
-        .Bind(2, key)
-        .Bind(3, log ? "dsn" : "log")
-        .Bind(4, log ? "milter" : "journal")
+    // BindRef: the texts outlive the statement's use (it is reset below), so no copies.
+    w_.same_bounce.BindRef(1, ev.queue_id)
+        .BindRef(2, key)
+        .BindRef(3, log ? "dsn" : "log")
+        .BindRef(4, log ? "milter" : "journal")
         .Bind(5, t - kSameBounceWindowSeconds)
         .Bind(6, t + kSameBounceWindowSeconds);
     auto found = w_.same_bounce.Step();
@@ -777,12 +778,12 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   PolicyDecision d = bounced::ApplyEvent(txn_policy_, *state, ev, t);
   if (Status s = PutStateW(std::move(*state), r.recipient); !s) return s;
   if (IsDelivery(ev) && MayHaveSuppressionW(key)) {
-    w_.delivered_after.Bind(1, key).Bind(2, t).Bind(3, txn_now_);
+    w_.delivered_after.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.delivered_after.Run(); !s) return s;
   }
   if (d.suppress) return ApplyDecision(key, ev, d, t);
   if (IsFailure(ev) && MayHaveSuppressionW(key)) {
-    w_.touch_suppression.Bind(1, key).Bind(2, t).Bind(3, txn_now_);
+    w_.touch_suppression.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.touch_suppression.Run(); !s) return s;
   }
   return Status::Ok();
