@@ -17,6 +17,7 @@
 #include "daemon/log_input.h"
 #include "daemon/netstring.h"
 #include "daemon/query_handler.h"
+#include "daemon/report_db.h"
 #include "daemon/services.h"
 #include "daemon/socketmap.h"
 #include "daemon/stream_server.h"
@@ -94,6 +95,7 @@ struct Daemon::Impl {
                  shared->view().size());
     services.SetStore(shared);
     last_store_error.clear();
+    SeedAlertsOnce();
     StartMilterIfConfigured();
     return true;
   }
@@ -104,6 +106,19 @@ struct Daemon::Impl {
       if (ec || stopping) return;
       if (!OpenStore()) RetryStoreLater();
     });
+  }
+
+  // Replays the stored sender-side rejections of the alert baseline period, so a restart
+  // neither forgets what is normal nor announces an incident that was already open.
+  void SeedAlertsOnce() {
+    if (alerts_seeded || !config.alerts.enabled) return;
+    alerts_seeded = true;
+    const int64_t now = std::time(nullptr);
+    const AlertThresholds& t = config.alerts.thresholds;
+    Status s =
+        ReplaySenderRejections(config.storage.path, now - t.baseline_seconds - t.window_seconds,
+                               now + 1, [this](const RejectionEvent& e) { alerts->Seed(e); });
+    if (!s.ok()) spdlog::warn("alerts: baseline not restored: {}", s.message());
   }
 
   void StartMilterIfConfigured() {
@@ -354,6 +369,7 @@ struct Daemon::Impl {
   bool milter_started = false;
   std::string milter_failed;
   std::string last_store_error;
+  bool alerts_seeded = false;
   int64_t started = std::time(nullptr);
 };
 

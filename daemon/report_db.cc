@@ -74,7 +74,43 @@ class Query {
   const std::string& path_;
 };
 
+// Stored sender-side rejections in a time range (?1..?2), with day bounds (?4, ?5) so SQLite
+// uses events_by_day instead of scanning the table; ?3 is the optional domain filter.
+const std::string kReplaySql =
+    "SELECT time, provider, provider_code, status, category, domain, diagnostic "
+    "FROM events WHERE day BETWEEN ?4 AND ?5 AND time >= CAST(?1 AS INTEGER) "
+    "AND time < CAST(?2 AS INTEGER) AND counted = 1 AND fault = 'sender'";
+
+RejectionEvent RejectionFromRow(sqlite3_stmt* st) {
+  RejectionEvent e;
+  e.unix_time = sqlite3_column_int64(st, 0);
+  e.provider = Text(st, 1);
+  e.provider_code = Text(st, 2);
+  e.status = Text(st, 3);
+  e.category = Text(st, 4);
+  e.recipient_domain = Text(st, 5);
+  e.diagnostic = Text(st, 6);
+  return e;
+}
+
 }  // namespace
+
+Status ReplaySenderRejections(const std::string& db_path, int64_t from, int64_t to,
+                              const std::function<void(const RejectionEvent&)>& fn) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(db_path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) {
+    return Status::Error("alerts: open " + db_path + ": " +
+                         (raw ? sqlite3_errmsg(raw) : "out of memory"));
+  }
+  sqlite3_busy_timeout(raw, 5000);
+  Query q(raw, db_path);
+  std::vector<std::string> params = {std::to_string(from), std::to_string(to), "",
+                                     FormatUtc(from).substr(0, 10), FormatUtc(to).substr(0, 10)};
+  return q.Run(kReplaySql + " ORDER BY time", params,
+               [&](sqlite3_stmt* st) { fn(RejectionFromRow(st)); });
+}
 
 Expected<ReportData> ReadReportData(const ReportRequest& req) {
   const int64_t now = req.now ? req.now : static_cast<int64_t>(time(nullptr));
@@ -224,22 +260,8 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
     std::vector<std::string> replay_params = {std::to_string(replay_from), std::to_string(end_ts),
                                               req.domain, FormatUtc(replay_from).substr(0, 10),
                                               last};
-    s = q.Run(
-        "SELECT time, provider, provider_code, status, category, domain, diagnostic "
-        "FROM events WHERE day BETWEEN ?4 AND ?5 AND time >= CAST(?1 AS INTEGER) "
-        "AND time < CAST(?2 AS INTEGER) AND counted = 1 AND fault = 'sender'" +
-            domain_clause + " ORDER BY time",
-        replay_params, [&](sqlite3_stmt* st) {
-          RejectionEvent e;
-          e.unix_time = sqlite3_column_int64(st, 0);
-          e.provider = Text(st, 1);
-          e.provider_code = Text(st, 2);
-          e.status = Text(st, 3);
-          e.category = Text(st, 4);
-          e.recipient_domain = Text(st, 5);
-          e.diagnostic = Text(st, 6);
-          detector.Observe(e);
-        });
+    s = q.Run(kReplaySql + domain_clause + " ORDER BY time", replay_params,
+              [&](sqlite3_stmt* st) { detector.Observe(RejectionFromRow(st)); });
     if (!s) return s;
     detector.Advance(std::min(now, end_ts));
     std::vector<Incident> all(detector.Closed().begin(), detector.Closed().end());

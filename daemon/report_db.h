@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/status.h"
@@ -33,5 +34,10 @@ struct ReportRequest {
 // Errors: the file cannot be opened read-only, is not a bounced database, has a schema newer
 // than this build knows, or a query fails ("report: /x.db: no such table: events").
 Expected<ReportData> ReadReportData(const ReportRequest& request);
+
+// Calls fn, oldest first, for every stored sender-side rejection with from <= time < to. The
+// daemon seeds its AlertMonitor with this at start, so a restart keeps the baseline.
+Status ReplaySenderRejections(const std::string& db_path, int64_t from, int64_t to,
+                              const std::function<void(const RejectionEvent&)>& fn);
 
 }  // namespace bounced
