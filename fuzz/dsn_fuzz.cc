@@ -2,7 +2,8 @@
 // bytes to ParseBounce with the embedded default rules and checks the contract: no crash, no
 // hang, every string bounded and sanitised. Seeds: fuzz/corpus/dsn_fuzz/, small real DSNs and
 // text bounces copied from tests/data/dsn (Postfix captures; Sisimai's set-of-emails, BSD
-// 2-Clause, see tests/data/dsn/corpus/LICENSE). Run: build-fuzz/fuzz/dsn_fuzz -max_len=65536 fuzz/corpus/dsn_fuzz
+// 2-Clause, see tests/data/dsn/corpus/LICENSE). Run: build-fuzz/fuzz/dsn_fuzz -max_len=65536
+// fuzz/corpus/dsn_fuzz
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -1,7 +1,8 @@
 // commands.h: how bouncectl's subcommands are registered. Each group lives in its own file:
 // parse_commands.cc (parse), parse_log_command.cc (parse-log), classify_command.cc (classify):
 // offline, no daemon needed; query_commands.cc (status, suppress, ... over the query socket);
-// report_commands.cc (report, postfix-config, doctor). Exit codes: 0 ok, 1 some inputs or requests failed, 2 usage error.
+// report_commands.cc (report, postfix-config, doctor). Exit codes: 0 ok, 1 some inputs or requests
+// failed, 2 usage error.
 #pragma once
 
 #include <CLI/CLI.hpp>
