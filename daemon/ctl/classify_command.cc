@@ -5,12 +5,8 @@
 // classifies one remote reply with the rules (the embedded defaults, with --rules files on top)
 // and prints one result: a JSON object (jsonl, the default) or a few readable lines (text).
 // Exit 0 ok, 2 on usage or rules errors.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,30 +28,6 @@ struct ClassifyOptions {
   std::string dsn_action;
   std::string reply;
 };
-
-// Rules from --rules files first (they take precedence), then the embedded defaults.
-std::shared_ptr<const RuleSet> LoadRules(const std::vector<std::string>& paths,
-                                         std::string* error) {
-  if (paths.empty()) return RuleSet::Default();
-  std::vector<RulesSource> sources;
-  for (const std::string& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      *error = "cannot open rules file " + path + ": " + std::strerror(errno);
-      return nullptr;
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    sources.push_back(RulesSource{path, text.str()});
-  }
-  sources.push_back(RuleSet::DefaultSource());
-  auto compiled = RuleSet::Compile(sources);
-  if (!compiled) {
-    *error = compiled.error();
-    return nullptr;
-  }
-  return *compiled;
-}
 
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
 
@@ -80,12 +52,12 @@ std::string TextForm(const Result& r) {
 }
 
 int RunClassify(const ClassifyOptions& opt) {
-  std::string error;
-  std::shared_ptr<const RuleSet> rules = LoadRules(opt.rules_files, &error);
-  if (!rules) {
-    std::cerr << "bouncectl classify: " << error << '\n';
+  auto loaded = LoadCommandRules(opt.rules_files);
+  if (!loaded) {
+    std::cerr << "bouncectl classify: " << loaded.error() << '\n';
     return kExitUsage;
   }
+  const std::shared_ptr<const RuleSet>& rules = *loaded;
   ReplyInput in;
   in.diagnostic = opt.reply;
   in.recipient = opt.recipient;

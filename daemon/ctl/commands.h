@@ -6,7 +6,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "classifier/rules.h"
+#include "common/status.h"
 
 namespace bounced::ctl {
 
@@ -20,6 +25,11 @@ struct Context {
   bool json = false;
   int exit_code = kExitOk;
 };
+
+// The rules for parse, parse-log and classify: the --rules files first (they take precedence),
+// then the embedded defaults; the defaults alone when no file is given. Errors name the file
+// (and, from the compiler, the line).
+Expected<std::shared_ptr<const RuleSet>> LoadCommandRules(const std::vector<std::string>& paths);
 
 void RegisterParseCommands(CLI::App& app, Context& ctx);
 void RegisterParseLogCommand(CLI::App& app, Context& ctx);

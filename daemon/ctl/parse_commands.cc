@@ -9,9 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,21 +52,6 @@ bool ReadInput(const std::string& path, std::string* out, std::string* error) {
   return true;
 }
 
-bool ReadRules(const std::vector<std::string>& paths, std::vector<RulesSource>* sources,
-               std::string* error) {
-  for (const std::string& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      *error = "cannot open rules file " + path + ": " + std::strerror(errno);
-      return false;
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    sources->push_back(RulesSource{path, text.str()});
-  }
-  return true;
-}
-
 void PrintText(const std::string& file, const ParsedBounce& p, std::string* out) {
   *out += file;
   *out += ": ";
@@ -91,24 +74,12 @@ void PrintText(const std::string& file, const ParsedBounce& p, std::string* out)
 }
 
 int RunParse(const ParseOptions& opt) {
-  std::shared_ptr<const RuleSet> rules;
-  if (opt.rules_files.empty()) {
-    rules = RuleSet::Default();
-  } else {
-    std::vector<RulesSource> sources;
-    std::string error;
-    if (!ReadRules(opt.rules_files, &sources, &error)) {
-      std::cerr << "bouncectl parse: " << error << '\n';
-      return kExitUsage;
-    }
-    sources.push_back(RuleSet::DefaultSource());
-    auto compiled = RuleSet::Compile(sources);
-    if (!compiled) {
-      std::cerr << "bouncectl parse: " << compiled.error() << '\n';
-      return kExitUsage;
-    }
-    rules = *compiled;
+  auto loaded = LoadCommandRules(opt.rules_files);
+  if (!loaded) {
+    std::cerr << "bouncectl parse: " << loaded.error() << '\n';
+    return kExitUsage;
   }
+  std::shared_ptr<const RuleSet> rules = *loaded;
   bool text = opt.format == "text";
   int rc = kExitOk;
   std::string message;

@@ -13,11 +13,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -66,21 +64,6 @@ event per recipient still pending (with its last deferral's reply).
 --summary: counts per log status, category, provider and category x provider, plus
   skipped-line counters, instead of events (as JSON with --format=jsonl).
 An expiry whose recipients were never seen in the log gives one event with recipient "".)";
-
-bool ReadRules(const std::vector<std::string>& paths, std::vector<RulesSource>* sources,
-               std::string* error) {
-  for (const std::string& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      *error = "cannot open rules file " + path + ": " + std::strerror(errno);
-      return false;
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    sources->push_back(RulesSource{path, text.str()});
-  }
-  return true;
-}
 
 nlohmann::json EventJson(const DeliveryEvent& e) {
   nlohmann::json j = ToJson(e.result);
@@ -264,24 +247,12 @@ struct Summary {
 };
 
 int RunParseLog(const ParseLogOptions& opt) {
-  std::shared_ptr<const RuleSet> rules;
-  if (opt.rules_files.empty()) {
-    rules = RuleSet::Default();
-  } else {
-    std::vector<RulesSource> sources;
-    std::string error;
-    if (!ReadRules(opt.rules_files, &sources, &error)) {
-      std::cerr << "bouncectl parse-log: " << error << '\n';
-      return kExitUsage;
-    }
-    sources.push_back(RuleSet::DefaultSource());
-    auto compiled = RuleSet::Compile(sources);
-    if (!compiled) {
-      std::cerr << "bouncectl parse-log: " << compiled.error() << '\n';
-      return kExitUsage;
-    }
-    rules = *compiled;
+  auto loaded = LoadCommandRules(opt.rules_files);
+  if (!loaded) {
+    std::cerr << "bouncectl parse-log: " << loaded.error() << '\n';
+    return kExitUsage;
   }
+  std::shared_ptr<const RuleSet> rules = *loaded;
 
   int fd = 0;
   if (opt.file != "-") {
