@@ -10,8 +10,10 @@
 #include <toml++/toml.h>
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -131,8 +133,114 @@ struct ProviderDef {
 enum class PatternKind : uint8_t { kRuleMatch, kRuleExclude, kCode, kProviderText };
 struct PatternOwner {
   PatternKind kind;
-  uint32_t index;  // into rules, codes or providers
+  uint32_t index;         // into rules, codes or providers
+  int32_t windowed = -1;  // into Impl::windowed when the Set holds a fragment of it
 };
+
+// A pattern with a bounded window, such as "CS01.{0,80}local policy", is not given to the
+// Set as written: the Set's DFA would count characters after every "cs01" it sees, and
+// with dozens of such windows the counts multiply into thousands of DFA states, built anew
+// for nearly every text. Instead the Set holds the fragments around the windows ("cs01",
+// "local policy"), a DFA that stays small and warm; when every fragment of a pattern
+// occurs, the pattern as written confirms the hit (compiled on first use).
+struct WindowedPattern {
+  PatternKind kind;
+  uint32_t index;
+  uint32_t fragments;   // Set entries that must all match
+  std::string pattern;  // lower-cased, as written
+  std::once_flag once;
+  std::unique_ptr<RE2> re;
+};
+
+// Whether a windowed pattern holds for the lower-cased text. A pattern RE2 cannot compile
+// on its own (over its memory budget) counts as matching when its fragments do.
+bool ConfirmWindowed(WindowedPattern& w, const RE2::Options& options, std::string_view lower) {
+  std::call_once(w.once, [&] { w.re = std::make_unique<RE2>(w.pattern, options); });
+  return !w.re->ok() || RE2::PartialMatch(lower, *w.re);
+}
+
+// The length of a window ".{m,n}" or ".{m,n}?" at p[i] with n above 8, else 0. Larger
+// counts than RE2 accepts (1000) are left as written, to be refused as such.
+size_t WindowAt(std::string_view p, size_t i) {
+  if (p.substr(i, 2) != ".{") return 0;
+  size_t comma = p.find(',', i + 2);
+  size_t close = p.find('}', i + 2);
+  if (comma == std::string_view::npos || close == std::string_view::npos || comma > close) {
+    return 0;
+  }
+  auto number = [](std::string_view d, int* out) {
+    if (d.empty() || d.size() > 4) return false;
+    *out = 0;
+    for (char x : d) {
+      if (x < '0' || x > '9') return false;
+      *out = *out * 10 + (x - '0');
+    }
+    return true;
+  };
+  int lo = 0, hi = 0;
+  if (!number(p.substr(i + 2, comma - i - 2), &lo) ||
+      !number(p.substr(comma + 1, close - comma - 1), &hi) || hi <= 8 || hi > 1000 || lo > hi) {
+    return 0;
+  }
+  size_t end = close + 1;
+  if (end < p.size() && p[end] == '?') ++end;
+  return end - i;
+}
+
+// Cuts a pattern at its top-level windows into the fragments the Set holds; a window inside
+// a group becomes ".*" in its fragment (a superset). Returns nothing when the pattern has no
+// window, or has a top-level '|' (its branches are not all required) and no window elsewhere
+// could be cut; such a pattern with windows becomes one relaxed fragment.
+std::vector<std::string> WindowFragments(std::string_view p) {
+  std::vector<std::string> frags(1);
+  bool any = false, top_alternation = false, in_class = false;
+  int depth = 0;
+  std::string relaxed;  // the whole pattern with every window as ".*"
+  for (size_t i = 0; i < p.size(); ++i) {
+    char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      frags.back().append(p.substr(i, 2));
+      relaxed.append(p.substr(i, 2));
+      ++i;
+      continue;
+    }
+    if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+      size_t j = i + 1;
+      if (j < p.size() && p[j] == '^') ++j;
+      if (j < p.size() && p[j] == ']') ++j;  // a literal ']' first in the class
+      frags.back().append(p.substr(i, j - i));
+      relaxed.append(p.substr(i, j - i));
+      i = j - 1;
+      continue;
+    } else if (size_t w = WindowAt(p, i); w > 0) {
+      any = true;
+      relaxed += ".*";
+      if (depth == 0) {
+        frags.emplace_back();
+      } else {
+        frags.back() += ".*";
+      }
+      i += w - 1;
+      continue;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      --depth;
+    } else if (c == '|' && depth == 0) {
+      top_alternation = true;
+    }
+    frags.back().push_back(c);
+    relaxed.push_back(c);
+  }
+  if (!any) return {};
+  if (top_alternation) return {relaxed};
+  std::erase_if(frags, [](const std::string& f) { return f.empty(); });
+  if (frags.empty()) return {relaxed};
+  return frags;
+}
 
 // The category implied by an enhanced status alone (RFC 3463 and its registry, RFC 5248 and
 // later additions). Class 2 is delivered; the rest by subject and detail.
@@ -386,6 +494,7 @@ bool IsCodeGlob(std::string_view g) {
 }  // namespace
 
 struct RuleSet::Impl {
+  uint64_t id = 0;  // unique per compiled set, so a thread's memo never outlives its rules
   std::vector<Rule> rules;
   std::vector<uint32_t> patternless;  // rules with no pattern, ascending
   std::vector<CodeExtractor> codes;
@@ -396,8 +505,10 @@ struct RuleSet::Impl {
   std::unordered_map<std::string, uint32_t> host_suffix;
   std::vector<std::pair<std::string, uint32_t>> host_globs;
   std::vector<PatternOwner> owners;  // by Set index
+  std::vector<std::unique_ptr<WindowedPattern>> windowed;
   std::unique_ptr<RE2::Set> set;
-  RE2::Options options;
+  RE2::Options options;      // as written: case-insensitive
+  RE2::Options set_options;  // the Set's: case-sensitive, against lower-cased text
 
   std::string_view ProviderByDomain(std::string_view domain) const;
   std::string_view ProviderByHost(std::string_view host) const;
@@ -468,17 +579,39 @@ class Loader {
     return true;
   }
 
-  // Checks one pattern on its own (for a precise line) and adds it to the Set.
+  bool AddToSet(const toml::node& where, const std::string& pattern, const std::string& entry,
+                PatternOwner owner, std::string& error) {
+    std::string why;
+    if (impl_.set->Add(entry, &why) < 0) {
+      RE2 check(pattern, impl_.options);
+      return Fail(where, "bad regular expression: " + (check.ok() ? why : check.error()), error);
+    }
+    impl_.owners.push_back(owner);
+    return true;
+  }
+
+  // Adds one pattern to the Set; a bad one is reported at its own line. Set::Add parses the
+  // pattern, so only a refused one is compiled again on its own, to word the error as written.
   bool AddPattern(const toml::node& where, const std::string& pattern, PatternKind kind,
                   uint32_t index, std::string& error) {
     if (pattern.size() > kMaxPatternBytes) return Fail(where, "pattern too long", error);
     if (impl_.owners.size() >= kMaxPatterns) return Fail(where, "too many patterns", error);
-    RE2 check(pattern, impl_.options);
-    if (!check.ok()) return Fail(where, "bad regular expression: " + check.error(), error);
-    std::string why;
-    int idx = impl_.set->Add(LowerPattern(pattern), &why);
-    if (idx < 0) return Fail(where, "bad regular expression: " + why, error);
-    impl_.owners.push_back({kind, index});
+    std::string lowered = LowerPattern(pattern);
+    std::vector<std::string> fragments = WindowFragments(lowered);
+    if (fragments.empty()) return AddToSet(where, pattern, lowered, {kind, index, -1}, error);
+    if (impl_.owners.size() + fragments.size() > kMaxPatterns) {
+      return Fail(where, "too many patterns", error);
+    }
+    auto w = std::make_unique<WindowedPattern>();
+    w->kind = kind;
+    w->index = index;
+    w->fragments = static_cast<uint32_t>(fragments.size());
+    w->pattern = lowered;
+    int32_t wi = static_cast<int32_t>(impl_.windowed.size());
+    impl_.windowed.push_back(std::move(w));
+    for (const std::string& f : fragments) {
+      if (!AddToSet(where, pattern, f, {kind, index, wi}, error)) return false;
+    }
     return true;
   }
 
@@ -752,13 +885,15 @@ RulesSource RuleSet::DefaultSource() {
 }
 
 Expected<std::shared_ptr<const RuleSet>> RuleSet::Compile(const std::vector<RulesSource>& files) {
+  static std::atomic<uint64_t> next_id{1};
   auto impl = std::make_unique<Impl>();
+  impl->id = next_id.fetch_add(1, std::memory_order_relaxed);
   impl->options.set_case_sensitive(false);
   impl->options.set_log_errors(false);
   impl->options.set_max_mem(kRe2MaxMem);
-  RE2::Options set_options = impl->options;
-  set_options.set_case_sensitive(true);  // against lower-cased text, see LowerPattern
-  impl->set = std::make_unique<RE2::Set>(set_options, RE2::UNANCHORED);
+  impl->set_options = impl->options;
+  impl->set_options.set_case_sensitive(true);  // against lower-cased text, see LowerPattern
+  impl->set = std::make_unique<RE2::Set>(impl->set_options, RE2::UNANCHORED);
   std::unordered_set<std::string> seen_ids;
   std::string error;
   Loader loader(*impl, seen_ids);
@@ -801,11 +936,60 @@ std::string_view ProviderFor(const RuleSet& rules, std::string_view recipient_do
   return rules.ProviderFor(recipient_domain, remote_mta);
 }
 
+namespace {
+
+// Bounce traffic repeats itself: the same reply text from the same kind of host, for many
+// recipients of one domain. Each thread remembers its recent classifications by everything
+// that decides them except the recipient's local part, which only fills `recipient`. Bounded
+// (cleared when full) and tied to one compiled rule set, so a reload starts afresh.
+constexpr size_t kMemoEntries = 4096;
+constexpr size_t kMemoMaxText = 2048;  // longer replies are rare and not worth keeping
+
+struct ClassifyMemo {
+  uint64_t rules_id = 0;
+  std::string key;
+  std::unordered_map<std::string, Result> results;
+};
+
+void BuildMemoKey(const ReplyInput& in, std::string_view domain, std::string& key) {
+  key.clear();
+  for (std::string_view part :
+       {in.diagnostic, in.status, in.reply_code, in.stage, domain, in.remote_mta, in.dsn_action}) {
+    key.append(part);
+    key.push_back('\0');
+  }
+}
+
+}  // namespace
+
 Result RuleSet::Classify(const ReplyInput& in) const {
+  std::string recipient = Sanitize(NormalizeAddress(in.recipient), kMaxAddressBytes);
+  std::string domain = DomainOf(recipient);
+  if (in.diagnostic.size() > kMemoMaxText)
+    return ClassifyUncached(in, std::move(recipient), domain);
+  thread_local ClassifyMemo memo;
+  if (memo.rules_id != impl_->id) {
+    memo.results.clear();
+    memo.rules_id = impl_->id;
+  }
+  BuildMemoKey(in, domain, memo.key);
+  if (auto it = memo.results.find(memo.key); it != memo.results.end()) {
+    Result r = it->second;
+    r.recipient = std::move(recipient);
+    return r;
+  }
+  Result r = ClassifyUncached(in, std::move(recipient), domain);
+  if (memo.results.size() >= kMemoEntries) memo.results.clear();
+  memo.results.emplace(memo.key, r);
+  return r;
+}
+
+Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
+                                 std::string_view domain) const {
   const Impl& im = *impl_;
   Result r;
   r.diagnostic = Sanitize(in.diagnostic);
-  r.recipient = Sanitize(NormalizeAddress(in.recipient), kMaxAddressBytes);
+  r.recipient = std::move(recipient);
   r.remote_mta = Sanitize(in.remote_mta, kMaxHostBytes);
   r.dsn_action = AsciiLowerCopy(Sanitize(in.dsn_action, kMaxWordBytes));
   const std::string& text = r.diagnostic;
@@ -820,7 +1004,6 @@ Result RuleSet::Classify(const ReplyInput& in) const {
   r.stage = std::string(NormalizeStage(in.stage));
   if (r.stage.empty()) r.stage = std::string(StageFromText(text));
 
-  std::string domain = DomainOf(r.recipient);
   r.provider = std::string(im.ProviderByDomain(domain));
   if (r.provider.empty()) r.provider = std::string(im.ProviderByHost(r.remote_mta));
 
@@ -851,8 +1034,19 @@ Result RuleSet::Classify(const ReplyInput& in) const {
   if (!lower.empty()) im.set->Match(lower, &matched);
   std::string_view text_provider;
   uint32_t text_provider_pattern = UINT32_MAX;
+  // Windowed patterns count their fragments; one whose fragments all occurred is confirmed
+  // as written, and then counts as a hit like any other (reported at its last fragment).
+  thread_local std::vector<uint32_t> fragment_count;
+  fragment_count.resize(im.windowed.size());
   for (int m : matched) {
     const PatternOwner& o = im.owners[static_cast<size_t>(m)];
+    if (o.windowed >= 0) {
+      WindowedPattern& w = *im.windowed[static_cast<size_t>(o.windowed)];
+      uint32_t& seen = fragment_count[static_cast<size_t>(o.windowed)];
+      if (++seen < w.fragments) continue;
+      seen = 0;
+      if (!ConfirmWindowed(w, im.set_options, lower)) continue;
+    }
     switch (o.kind) {
       case PatternKind::kRuleMatch:
         rule_hits.push_back(o.index);
@@ -870,6 +1064,10 @@ Result RuleSet::Classify(const ReplyInput& in) const {
         }
         break;
     }
+  }
+  for (int m : matched) {  // leave the counts at zero for the next text
+    int32_t wi = im.owners[static_cast<size_t>(m)].windowed;
+    if (wi >= 0) fragment_count[static_cast<size_t>(wi)] = 0;
   }
   // The text names the provider only when the recipient domain and the host did not.
   if (r.provider.empty()) r.provider = std::string(text_provider);

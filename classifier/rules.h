@@ -67,6 +67,9 @@ class RuleSet {
 
  private:
   explicit RuleSet(std::unique_ptr<Impl> impl);
+  // Classify without the per-thread memo; `recipient` is normalised, `domain` is its domain.
+  Result ClassifyUncached(const ReplyInput& in, std::string recipient,
+                          std::string_view domain) const;
   std::unique_ptr<Impl> impl_;
 };
 
