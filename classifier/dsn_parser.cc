@@ -163,6 +163,23 @@ bool BounceWording(std::string_view text) {
   return false;
 }
 
+// A text bounce that only warns of a delay (Exim's "Warning: message ... delayed", OpenSMTPD's
+// "Delivery status notification: delayed", "still being retried"): the MTA keeps trying.
+bool DelayNotice(std::string_view subject, std::string_view explanation) {
+  if (ContainsNoCase(subject, "delay") || ContainsNoCase(subject, "still being retried"))
+    return true;
+  static constexpr std::string_view kWords[] = {
+      "message is delayed",  "has been delayed",    "will continue",    "will be retried",
+      "still being retried", "will retry",          "will keep trying", "not yet been delivered",
+      "delivery is delayed", "continue to attempt", "will try again",
+  };
+  std::string_view head = explanation.substr(0, 4096);
+  for (std::string_view w : kWords) {
+    if (ContainsNoCase(head, w)) return true;
+  }
+  return false;
+}
+
 // RFC 3834 and the vendor headers that mark vacation replies and other auto-responders.
 bool LooksLikeAutoReply(const MimeView& view) {
   std::string_view subject = view.Get("subject");
@@ -204,6 +221,26 @@ const MimeLeaf* FindPart(const MimeView& view, std::initializer_list<std::string
     }
   }
   return nullptr;
+}
+
+// What a local delivery program's exit status means ("X-Unix; 71"), by the sysexits.h names
+// Sendmail and Postfix report them with; "" for anything else.
+std::string_view SysexitsMeaning(std::string_view code) {
+  static constexpr std::pair<std::string_view, std::string_view> kCodes[] = {
+      {"64", "command line usage error"},  {"65", "data format error"},
+      {"66", "cannot open input"},         {"67", "addressee unknown"},
+      {"68", "host name unknown"},         {"69", "service unavailable"},
+      {"70", "internal software error"},   {"71", "system error"},
+      {"72", "critical OS file missing"},  {"73", "can't create output file"},
+      {"74", "input/output error"},        {"75", "temporary failure"},
+      {"76", "remote error in protocol"},  {"77", "permission denied"},
+      {"78", "local configuration error"},
+  };
+  code = TrimSpace(code);
+  for (auto [number, meaning] : kCodes) {
+    if (code == number) return meaning;
+  }
+  return {};
 }
 
 std::string Field(const std::vector<Header>& group, std::string_view name) {
@@ -348,12 +385,21 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
         f.status = ExtractEnhancedStatus(std::string("250 ") + std::string(t));
       }
     }
-    f.diagnostic = std::string(dsn::StripTypePrefix(Field(g, "diagnostic-code")));
+    std::string diagnostic_field = Field(g, "diagnostic-code");
+    f.diagnostic = std::string(dsn::StripTypePrefix(diagnostic_field));
+    std::string_view exit_meaning;
+    if (StartsWithNoCase(TrimSpace(diagnostic_field), "x-unix"))
+      exit_meaning = SysexitsMeaning(f.diagnostic);
     f.remote_mta = std::string(dsn::StripTypePrefix(Field(g, "remote-mta")));
     if (f.remote_mta.empty()) f.remote_mta = message_remote;
     // Local delivery agents report an exit code ("X-Unix; 77"); the text says why.
     if (!HasWords(f.diagnostic) && !block.empty()) {
       f.diagnostic = f.diagnostic.empty() ? block : block + "\n" + f.diagnostic;
+    }
+    if (!exit_meaning.empty()) {
+      f.diagnostic += " (local delivery program: ";
+      f.diagnostic += exit_meaning;
+      f.diagnostic += ")";
     }
     // The remote reply's own enhanced code is more precise than a Status field that only
     // gives the class ("5.0.0") or a relay's summary ("4.4.7" for an expired retry); a reply
@@ -657,6 +703,14 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
       if (!findings.empty()) {
         out.kind = MessageKind::kNonStandardBounce;
         out.mta = "text";
+        // Without a report part the bounce itself is the action: a non-delivery notice says the
+        // MTA gave up (so a temporary cause there means the retries ran out), a warning says
+        // it is still trying.
+        std::string_view action =
+            DelayNotice(view.Get("subject"), explanation) ? "delayed" : "failed";
+        for (Finding& f : findings) {
+          if (f.action.empty()) f.action = action;
+        }
       }
     }
   }
