@@ -244,13 +244,20 @@ bool HasCode(std::string_view text) {
   return !ExtractReplyCode(text).empty() || !ExtractEnhancedStatus(text).empty();
 }
 
-// Reason lines anywhere in the explanation: SMTP replies and transcript lines.
+// Reason lines anywhere in the explanation: SMTP replies, transcript lines, and every line of
+// a Sendmail "Transcript of session follows" section (its local mailer says "mail.local:
+// unknown user: x" with no code before the summary reply).
 std::string CodeLines(const std::vector<std::string_view>& lines) {
   std::string out;
+  bool in_transcript = false;
   for (std::string_view l : lines) {
     std::string_view t = TrimSpace(l);
-    if (t.starts_with("<<<") || (!ExtractReplyCode(t).empty() && t.size() > 4) ||
-        !ExtractEnhancedStatus(t).empty()) {
+    if (IsSeparator(t)) {
+      in_transcript = ContainsNoCase(t, "transcript of session");
+      continue;
+    }
+    if ((in_transcript && !t.empty()) || t.starts_with("<<<") ||
+        (!ExtractReplyCode(t).empty() && t.size() > 4) || !ExtractEnhancedStatus(t).empty()) {
       out += t;
       out += '\n';
       if (out.size() > 4096) break;
@@ -277,6 +284,44 @@ bool HasReasonText(std::string_view block) {
   }
   // "User Unknown" after an address and a reply code is a reason; a lone word is not.
   return letters >= 12 || (letters >= 6 && HasCode(block));
+}
+
+// Where the SMTP session behind a Sendmail summary line at `line` starts: the line of its
+// "While talking to host:" heading, when only transcript lines naming no recipient lie
+// between; else `line`.
+size_t SessionStart(const std::vector<std::string_view>& lines, size_t line,
+                    const std::vector<std::vector<const std::string*>>& recipients_on_line) {
+  if (!StartsWithReplyCode(TrimSpace(lines[line]))) return line;
+  for (size_t k = line; k > 0 && line - k < kMaxBlockLines;) {
+    --k;
+    std::string_view t = TrimSpace(lines[k]);
+    if (t.empty() || IsSeparator(t) || !recipients_on_line[k].empty()) return line;
+    if (ContainsNoCase(t, "while talking to")) return k;
+    if (!t.starts_with(">>>") && !t.starts_with("<<<") && !StartsWithReplyCode(t)) return line;
+  }
+  return line;
+}
+
+// The heading over the recipient list that starts at `line`: a paragraph of one or two
+// lines naming no address, just above it (blank lines between), or "".
+std::string HeadingAbove(const std::vector<std::string_view>& lines, size_t line) {
+  constexpr size_t kMaxHeadingLines = 2;
+  size_t end = line;
+  while (end > 0 && IsBlank(lines[end - 1]) && line - end < 3) --end;
+  size_t begin = end;
+  while (begin > 0 && end - begin <= kMaxHeadingLines && !IsBlank(lines[begin - 1]) &&
+         !IsSeparator(lines[begin - 1]))
+    --begin;
+  if (begin == end || end - begin > kMaxHeadingLines) return {};
+  std::string out;
+  for (size_t k = begin; k < end; ++k) {
+    std::string_view t = TrimSpace(lines[k]);
+    if (t.find('@') != std::string_view::npos || t.starts_with(">>>") || t.starts_with("<<<"))
+      return {};
+    out += t;
+    out += '\n';
+  }
+  return out;
 }
 
 }  // namespace
@@ -424,10 +469,21 @@ std::vector<Finding> Scan(std::string_view text, const std::vector<std::string>&
       // there is reason text, or the line limit.
       size_t j = o.line;
       std::string block;
-      // A Sendmail transcript names the command before the reply that names the address.
-      if (o.line > 0 && TrimSpace(lines[o.line - 1]).starts_with(">>>")) {
+      // A Sendmail transcript names the command before the reply that names the address;
+      // old Sendmail's summary line ("554 <a@b>... Remote protocol error") follows the whole
+      // session that failed, from its "While talking to host:" line on.
+      if (size_t from = SessionStart(lines, o.line, recipient_keys_on_line); from < o.line) {
+        for (size_t k = from; k < o.line; ++k) {
+          block += TrimSpace(lines[k]);
+          block += '\n';
+        }
+      } else if (o.line > 0 && TrimSpace(lines[o.line - 1]).starts_with(">>>")) {
         block += TrimSpace(lines[o.line - 1]);
         block += '\n';
+      } else if (blocks_only) {
+        // A report's text part may head a group of recipients with their reason (au:
+        // "The user(s) account is disabled." over the addresses).
+        block += HeadingAbove(lines, o.line);
       }
       // Reason text on the address's own line counts ("a@b: 550 5.1.1 ..."); a sentence
       // leading up to the address does not.
