@@ -296,6 +296,106 @@ TEST(Encodings, QuotedPrintableTextBounceInLatin1) {
       << p.recipients[0].diagnostic;
 }
 
+// --- Shapes of older MTAs' bounces (wording from Sisimai's set-of-emails) -----------------
+
+TEST(TextBounces, NonDeliveryNoticeGaveUpAndWarningKeepsTrying) {
+  const std::string failed =
+      "From: Mail Delivery Subsystem <MAILER-DAEMON@mx.example.jp>\n"
+      "Subject: Returned mail: see transcript for details\n\n"
+      "The original message was received at 06 Jan 2025 22:22:29 +0900\n"
+      "---The following addresses had delivery errors---\n"
+      "u@example.go.jp [Connection timed out]\n";
+  ParsedBounce p = ParseBounce(failed, Rules());
+  ASSERT_EQ(p.recipients.size(), 1u) << p.error;
+  EXPECT_EQ(p.recipients[0].dsn_action, "failed");
+  EXPECT_EQ(p.recipients[0].category, Category::kExpired);
+
+  const std::string warning =
+      "From: Mail Delivery System <Mailer-Daemon@mx.example.com>\n"
+      "Subject: Warning: message 1abc-000 delayed 24 hours\n\n"
+      "This message was created automatically by mail delivery software.\n"
+      "A message that you sent has not yet been delivered to one or more of its\n"
+      "recipients after more than 24 hours on the queue on mx.example.com.\n\n"
+      "  u@example.org\n"
+      "    Delay reason: connect to mx.example.org: Connection timed out\n\n"
+      "No action is required on your part. Delivery attempts will continue.\n";
+  p = ParseBounce(warning, Rules());
+  ASSERT_EQ(p.recipients.size(), 1u) << p.error;
+  EXPECT_EQ(p.recipients[0].dsn_action, "delayed");
+  EXPECT_EQ(p.recipients[0].category, Category::kNetworkError);
+}
+
+// A report whose text part carries what its fields leave out.
+std::string ReportWithText(std::string_view text, std::string_view fields) {
+  return "From: MAILER-DAEMON@mx.example.jp\n"
+         "Subject: Returned mail\n"
+         "MIME-Version: 1.0\n"
+         "Content-Type: multipart/report; report-type=delivery-status; boundary=\"B\"\n\n"
+         "--B\nContent-Type: text/plain\n\n" +
+         std::string(text) +
+         "\n--B\nContent-Type: message/delivery-status\n\n"
+         "Reporting-MTA: dns; mx.example.jp\n\n" +
+         std::string(fields) + "\n--B--\n";
+}
+
+TEST(TextBounces, LocalProgramExitCodeIsReadable) {
+  ParsedBounce p = ParseBounce(
+      ReportWithText("Delivery to u@example.jp is delayed.",
+                     "Final-Recipient: RFC822; u@example.jp\nAction: delayed\nStatus: 4.5.0\n"
+                     "Diagnostic-Code: X-Unix; 71\n"),
+      Rules());
+  ASSERT_EQ(p.recipients.size(), 1u) << p.error;
+  EXPECT_TRUE(p.recipients[0].diagnostic.ends_with("71 (local delivery program: system error)"))
+      << p.recipients[0].diagnostic;
+  EXPECT_EQ(p.recipients[0].category, Category::kSystemError);
+}
+
+TEST(TextBounces, SendmailTranscriptLinesAndRecipientHeadings) {
+  // The local mailer's own line in the transcript says why; the summary reply does not.
+  ParsedBounce p = ParseBounce(
+      ReportWithText("   ----- The following addresses had permanent fatal errors -----\n"
+                     "<u@example.net>\n\n"
+                     "   ----- Transcript of session follows -----\n"
+                     "mail.local: unknown user: u\n"
+                     "554 <u@example.net>... Service unavailable\n",
+                     "Final-Recipient: RFC822; <u@example.net>\nAction: failed\nStatus: 5.5.0\n"),
+      Rules());
+  ASSERT_EQ(p.recipients.size(), 1u) << p.error;
+  EXPECT_EQ(p.recipients[0].category, Category::kUserUnknown);
+  // au heads the recipients of one reason with a line of its own.
+  p = ParseBounce(
+      ReportWithText("The user(s) account is disabled.\n\n\n"
+                     "<u@ezweb.ne.jp>: 550 user unknown (in reply to RCPT TO command)\n",
+                     "Final-Recipient: rfc822; u@ezweb.ne.jp\nAction: failed\n"
+                     "Status: 5.0.0\n"),
+      Rules());
+  ASSERT_EQ(p.recipients.size(), 1u) << p.error;
+  EXPECT_EQ(p.recipients[0].category, Category::kMailboxDisabled);
+}
+
+TEST(TextBounces, OldSendmailSummaryLineTakesItsSession) {
+  const std::string msg =
+      "From: Mail Delivery Subsystem <MAILER-DAEMON@mx8.example.com>\n"
+      "To: s@example.co.jp\n"
+      "Subject: Returned mail: Remote protocol error\n\n"
+      "   ----- Transcript of session follows -----\n"
+      "While talking to mailin1.example.org:\n"
+      ">>> MAIL From:<s@example.co.jp>\n"
+      "<<< 501 <s@example.co.jp>... no access from mail server [192.0.2.55] which is an open "
+      "relay.\n"
+      "554 <u@example.org>... Remote protocol error\n"
+      "550 example.org (smtp)... 550 Host unknown\n"
+      "554 <v@example.org>... 550 Host unknown (Authoritative answer from name server)\n"
+      "   ----- Unsent message follows -----\n"
+      "From: s@example.co.jp\n";
+  ParsedBounce p = ParseBounce(msg, Rules());
+  ASSERT_EQ(p.recipients.size(), 2u) << p.error;
+  EXPECT_EQ(p.recipients[0].recipient, "u@example.org");
+  EXPECT_EQ(p.recipients[0].category, Category::kReputationBlock);
+  EXPECT_EQ(p.recipients[0].stage, "mail");
+  EXPECT_EQ(p.recipients[1].category, Category::kDomainUnknown);
+}
+
 // --- Hostile and broken input: never crash, never hang, clear error ------------------------
 
 TEST(Malformed, EmptyAndWhitespaceAreNotBounces) {
