@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <random>
 
 #include "classifier/log_parser.h"
@@ -19,7 +20,7 @@ namespace bounced {
 namespace {
 
 using sv = std::string_view;
-using log_internal::BoundedCache;
+using log_internal::BoundedIndexCache;
 using log_internal::CachedClass;
 using log_internal::PendingRecipient;
 using log_internal::QueueState;
@@ -28,6 +29,9 @@ using log_internal::QueueTable;
 // Cache sizes: distinct reply shapes and (domain, remote host) pairs kept at once.
 constexpr size_t kReplyCacheSets = 4096;
 constexpr size_t kProviderCacheSets = 4096;
+// Rule evaluations kept in the class table before it (and the caches pointing into it) start
+// afresh: a normal log needs a few hundred; this bounds memory against hostile reply texts.
+constexpr size_t kMaxClasses = 1 << 16;
 
 // Scans `s` sixteen bytes at a time (SSE2, part of every x86-64; eight elsewhere). Returns false
 // when a byte is outside printable ASCII
@@ -161,9 +165,13 @@ struct LogCorrelator::Impl {
 
   QueueTable queues{kDefaultMaxTrackedQueueIds};
 
-  BoundedCache<CachedClass> exact{kReplyCacheSets};    // by exact reply text
-  BoundedCache<CachedClass> classes{kReplyCacheSets};  // by masked reply text
-  BoundedCache<std::string> providers{kProviderCacheSets};
+  // The caches map key hashes to 1-based indexes into small tables, so a lookup reads one
+  // cache line and a hit copies nothing but the few short strings of the event.
+  BoundedIndexCache exact{kReplyCacheSets};         // by exact reply text -> class_table
+  BoundedIndexCache classes{kReplyCacheSets};       // by masked reply text -> class_table
+  BoundedIndexCache providers{kProviderCacheSets};  // -> provider_names
+  std::vector<CachedClass> class_table;             // one entry per rule evaluation
+  std::deque<std::string> provider_names;           // distinct names (few: from the rules)
 
   ParsedLogLine line;
   DeliveryEvent event;
@@ -191,6 +199,7 @@ struct LogCorrelator::Impl {
   void FillCommon(const ParsedLogLine& p, const QueueState* st);
   void Classify(sv recipient_domain, sv relay, sv dsn, sv reason, sv log_status);
   sv Provider(sv domain, sv remote);
+  void ClearClassCaches();
   void Emit() {
     ++stats.events;
     if (sink) sink(event);
@@ -212,10 +221,19 @@ void LogCorrelator::Impl::Erase(sv qid) {
 
 sv LogCorrelator::Impl::Provider(sv domain, sv remote) {
   log_internal::KeyHash h = log_internal::HashParts({domain, remote}, seed);
-  if (std::string* hit = providers.Find(h)) return *hit;
-  std::string* slot = providers.Insert(h);
-  slot->assign(ProviderFor(*rules, domain, remote));
-  return *slot;
+  if (uint32_t i = providers.Find(h)) return provider_names[i - 1];
+  sv name = ProviderFor(*rules, domain, remote);
+  size_t i = 0;
+  while (i < provider_names.size() && provider_names[i] != name) ++i;
+  if (i == provider_names.size()) provider_names.emplace_back(name);
+  providers.Insert(h, static_cast<uint32_t>(i + 1));
+  return provider_names[i];
+}
+
+void LogCorrelator::Impl::ClearClassCaches() {
+  exact.Clear();
+  classes.Clear();
+  class_table.clear();
 }
 
 void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv reason,
@@ -245,14 +263,14 @@ void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv rea
     // the provider cache, which neither touches.
     log_internal::KeyHash exact_hash =
         log_internal::HashParts({provider, dsn, action, reason}, seed);
-    CachedClass* c = exact.Find(exact_hash);
-    if (c != nullptr) {
+    uint32_t id = exact.Find(exact_hash);
+    if (id != 0) {
       ++stats.classify_cache_hits;
     } else {
       log_internal::BuildReplyKey(provider, dsn, action, reason, &key);
       log_internal::KeyHash h = log_internal::HashKey(key, seed);
-      c = classes.Find(h);
-      if (c != nullptr) {
+      id = classes.Find(h);
+      if (id != 0) {
         ++stats.classify_cache_hits;
       } else {
         ++stats.classify_calls;
@@ -264,30 +282,32 @@ void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv rea
         in.remote_mta = remote;
         in.dsn_action = action;
         Result fresh = rules->Classify(in);
-        c = classes.Insert(h);
-        c->category = fresh.category;
-        c->status = std::move(fresh.status);
-        c->reply_code = std::move(fresh.reply_code);
-        c->stage = fresh.stage.empty() ? std::string(rp.stage) : std::move(fresh.stage);
-        c->provider = std::move(fresh.provider);
-        c->provider_code = std::move(fresh.provider_code);
-        c->rule = std::move(fresh.rule);
+        if (class_table.size() >= kMaxClasses) ClearClassCaches();
+        CachedClass& c = class_table.emplace_back();
+        c.category = fresh.category;
+        c.status = std::move(fresh.status);
+        c.reply_code = std::move(fresh.reply_code);
+        c.stage = fresh.stage.empty() ? std::string(rp.stage) : std::move(fresh.stage);
+        c.provider = std::move(fresh.provider);
+        c.provider_code = std::move(fresh.provider_code);
+        c.rule = std::move(fresh.rule);
+        id = static_cast<uint32_t>(class_table.size());
+        classes.Insert(h, id);
       }
-      CachedClass* e = exact.Insert(exact_hash);
-      *e = *c;
-      c = e;
+      exact.Insert(exact_hash, id);
     }
-    r.category = c->category;
-    if (c->status.empty()) {
+    const CachedClass& c = class_table[id - 1];
+    r.category = c.category;
+    if (c.status.empty()) {
       r.status.assign(dsn);
     } else {
-      r.status.assign(c->status);
+      r.status.assign(c.status);
     }
-    r.reply_code.assign(c->reply_code);
-    r.stage.assign(c->stage);
-    r.provider.assign(c->provider);
-    r.provider_code.assign(c->provider_code);
-    r.rule.assign(c->rule);
+    r.reply_code.assign(c.reply_code);
+    r.stage.assign(c.stage);
+    r.provider.assign(c.provider);
+    r.provider_code.assign(c.provider_code);
+    r.rule.assign(c.rule);
   }
   r.dsn_action.assign(action);
   if (counts_only) return;
@@ -346,8 +366,9 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
     ++stats.ignored_statuses;
     return;
   }
-  QueueState* st = status == "deferred" ? FindOrCreate(p.queue_id) : Find(p.queue_id);
-  FillCommon(p, st);
+  // The queue id's slot is most likely not in the CPU cache: start loading it now and look it
+  // up after the recipient and the classification, which do not depend on it.
+  queues.Prefetch(p.queue_id);
   AssignAddress(&event.recipient, p.recipient);
   AssignAddress(&event.orig_recipient, p.orig_recipient);
   event.log_status.assign(status);
@@ -357,18 +378,26 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
   size_t at = event.recipient.rfind('@');
   sv domain = at == std::string::npos ? sv() : sv(event.recipient).substr(at + 1);
   Classify(domain, counts_only ? p.relay : sv(event.relay), event.dsn, p.reason, status);
+  QueueState* st = status == "deferred" ? FindOrCreate(p.queue_id) : Find(p.queue_id);
+  FillCommon(p, st);
 
   if (st != nullptr) {
+    const uint64_t key_hash =
+        log_internal::HashParts({event.recipient, event.orig_recipient}, seed).lo;
     auto it = st->pending.begin();
     for (; it != st->pending.end(); ++it) {
-      if (it->recipient == event.recipient && it->orig_recipient == event.orig_recipient) break;
+      if (it->key_hash == key_hash && it->recipient == event.recipient &&
+          it->orig_recipient == event.orig_recipient) {
+        break;
+      }
     }
     if (status == "deferred") {
       PendingRecipient* pd = nullptr;
       if (it != st->pending.end()) {
         pd = &*it;
       } else if (st->pending.size() < kMaxPendingPerQueueId) {
-        pd = &st->pending.emplace_back();
+        pd = &queues.AddPending(st);
+        pd->key_hash = key_hash;
         pd->recipient = event.recipient;
         pd->orig_recipient = event.orig_recipient;
       } else {
@@ -380,7 +409,7 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
         pd->reason.assign(p.reason);
       }
     } else if (it != st->pending.end()) {
-      st->pending.erase(it);
+      queues.ErasePending(st, static_cast<size_t>(it - st->pending.begin()));
     }
   }
   Emit();
@@ -393,6 +422,7 @@ void LogCorrelator::Impl::OnExpired(const ParsedLogLine& p) {
   AssignAddress(&event.sender, p.sender);
   event.log_status.assign("expired");
   std::vector<PendingRecipient>& pending = expiring;
+  for (PendingRecipient& pd : pending) queues.Recycle(std::move(pd));
   pending.clear();
   if (st != nullptr) pending.swap(st->pending);
   if (pending.empty()) {
@@ -503,9 +533,9 @@ void LogCorrelator::set_max_tracked_queue_ids(size_t n) {
 }
 void LogCorrelator::set_rules(std::shared_ptr<const RuleSet> rules) {
   impl_->rules = std::move(rules);
-  impl_->exact.Clear();
-  impl_->classes.Clear();
+  impl_->ClearClassCaches();
   impl_->providers.Clear();
+  impl_->provider_names.clear();
 }
 
 void LogLineSplitter::Carry(std::string_view part) {

@@ -18,6 +18,9 @@ namespace bounced::log_internal {
 
 // A recipient whose latest status was deferred: what an expiry must report for it.
 struct PendingRecipient {
+  // A hash of recipient and orig_recipient, compared before them: most lookups then touch no
+  // string of a recipient that is not the one sought.
+  uint64_t key_hash = 0;
   std::string recipient;
   std::string orig_recipient;
   std::string relay;
@@ -26,14 +29,15 @@ struct PendingRecipient {
 };
 
 struct QueueState {
+  // First, in the cache line a lookup touches anyway (it updates last_seen).
+  uint64_t last_seen = 0;  // sequence number of the last line about this queue id
+  std::vector<PendingRecipient> pending;
   bool sender_known = false;
+  int nrcpt = -1;
+  int64_t size = -1;
   std::string sender;
   std::string message_id;
   std::string bounce_queue_id;
-  int64_t size = -1;
-  int nrcpt = -1;
-  std::vector<PendingRecipient> pending;
-  uint64_t last_seen = 0;  // sequence number of the last line about this queue id
 };
 
 class QueueTable {
@@ -42,6 +46,12 @@ class QueueTable {
   static constexpr size_t kMaxIdBytes = 23;
 
   explicit QueueTable(size_t max_entries) { set_max_entries(max_entries); }
+
+  // Starts loading the slot where a lookup of `id` begins, so that a lookup a little later
+  // finds it in the cache instead of waiting for memory.
+  void Prefetch(std::string_view id) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[Home(Hash(id))]);
+  }
 
   // The state of `id`, or nullptr. Marks it as just seen.
   QueueState* Find(std::string_view id) {
@@ -84,6 +94,25 @@ class QueueTable {
     RemoveAt(i);
   }
 
+  // Appends a pending recipient to `st`, reusing the strings of a recycled one when there is
+  // one: recipients come and go by the hundred thousand in a busy log, and their strings need
+  // not be allocated and freed each time. Every field of the result must be assigned.
+  PendingRecipient& AddPending(QueueState* st) {
+    if (spare_.empty()) return st->pending.emplace_back();
+    PendingRecipient& p = st->pending.emplace_back(std::move(spare_.back()));
+    spare_.pop_back();
+    return p;
+  }
+  // Keeps a pending recipient that is done with for AddPending (up to a fixed number).
+  void Recycle(PendingRecipient&& p) {
+    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(p));
+  }
+  // Removes pending[i] from `st`, recycling it.
+  void ErasePending(QueueState* st, size_t i) {
+    Recycle(std::move(st->pending[i]));
+    st->pending.erase(st->pending.begin() + static_cast<ptrdiff_t>(i));
+  }
+
   size_t size() const { return size_; }
   uint64_t evicted() const { return evicted_; }
   void set_max_entries(size_t n) {
@@ -97,6 +126,8 @@ class QueueTable {
     uint8_t len = 0;
     uint32_t state = 0;  // index into states_ + 1; 0 = empty slot
   };
+
+  static constexpr size_t kMaxSpare = 4096;
 
   static uint64_t Hash(std::string_view id) {
     uint64_t w[3] = {0, 0, 0};
@@ -169,6 +200,7 @@ class QueueTable {
     st.bounce_queue_id.clear();
     st.size = -1;
     st.nrcpt = -1;
+    for (PendingRecipient& p : st.pending) Recycle(std::move(p));
     st.pending.clear();
     free_.push_back(index);
   }
@@ -202,6 +234,7 @@ class QueueTable {
   size_t max_entries_ = 1;
   std::vector<QueueState> states_;
   std::vector<uint32_t> free_;
+  std::vector<PendingRecipient> spare_;  // recycled, strings keep their capacity
   uint64_t clock_ = 0;
   uint64_t evicted_ = 0;
 };

@@ -62,55 +62,50 @@ KeyHash HashKey(std::string_view key, const KeyHash& seed);
 // The same hash over several parts, as if they were joined with a separator byte.
 KeyHash HashParts(std::initializer_list<std::string_view> parts, const KeyHash& seed);
 
-// A bounded 2-way set-associative map from key hash to value: a lookup costs at most two hash
-// compares; a miss replaces the less recently used entry of its set. Memory is fixed by the
-// number of sets (plus what the values hold).
-template <typename Value>
-class BoundedCache {
+// A bounded 2-way set-associative map from key hash to a non-zero 32-bit value (an index into a
+// table the caller keeps): a lookup reads one 64-byte set, so it costs at most one cache miss
+// and two hash compares; an insert replaces the less recently used entry of its set. Memory is
+// fixed by the number of sets.
+class BoundedIndexCache {
  public:
-  explicit BoundedCache(size_t sets) : entries_(RoundUpPow2(sets) * 2) {}
+  explicit BoundedIndexCache(size_t sets) : sets_(RoundUpPow2(sets)) {}
 
-  // The cached value for the key with this hash, or nullptr.
-  Value* Find(const KeyHash& h) {
-    Entry* e = &entries_[Set(h)];
+  // The value stored for the key with this hash, or 0.
+  uint32_t Find(const KeyHash& h) {
+    Set& s = sets_[Index(h)];
     for (int w = 0; w < 2; ++w) {
-      if (e[w].used && e[w].hash == h) {
-        e[0].mru_is_second = (w == 1);
-        return &e[w].value;
+      if (s.value[w] != 0 && s.hash[w] == h) {
+        s.mru = static_cast<uint8_t>(w);
+        return s.value[w];
       }
     }
-    return nullptr;
+    return 0;
   }
-  // A slot for the key with this hash (evicting if needed); the caller fills the value.
-  Value* Insert(const KeyHash& h) {
-    Entry* e = &entries_[Set(h)];
-    int w = !e[0].used ? 0 : !e[1].used ? 1 : (e[0].mru_is_second ? 0 : 1);
-    e[w].used = true;
-    e[w].hash = h;
-    e[0].mru_is_second = (w == 1);
-    return &e[w].value;
+  // Stores `value` (not 0) for the key with this hash, evicting if needed.
+  void Insert(const KeyHash& h, uint32_t value) {
+    Set& s = sets_[Index(h)];
+    int w = s.value[0] == 0 ? 0 : s.value[1] == 0 ? 1 : 1 - s.mru;
+    s.hash[w] = h;
+    s.value[w] = value;
+    s.mru = static_cast<uint8_t>(w);
   }
   void Clear() {
-    for (auto& e : entries_) {
-      e.used = false;
-      e.value = Value{};
-    }
+    for (Set& s : sets_) s = Set{};
   }
 
  private:
-  struct Entry {
-    KeyHash hash;
-    Value value{};
-    bool used = false;
-    bool mru_is_second = false;  // meaningful in the first entry of a set
+  struct alignas(64) Set {
+    KeyHash hash[2];
+    uint32_t value[2] = {0, 0};  // 0 = empty way
+    uint8_t mru = 0;             // the way used last
   };
   static size_t RoundUpPow2(size_t n) {
     size_t p = 1;
     while (p < n) p <<= 1;
     return p;
   }
-  size_t Set(const KeyHash& h) const { return (h.lo & (entries_.size() / 2 - 1)) * 2; }
-  std::vector<Entry> entries_;
+  size_t Index(const KeyHash& h) const { return h.lo & (sets_.size() - 1); }
+  std::vector<Set> sets_;
 };
 
 }  // namespace bounced::log_internal

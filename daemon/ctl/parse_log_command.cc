@@ -17,7 +17,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "classifier/log_parser.h"
@@ -107,22 +106,43 @@ void AppendText(const DeliveryEvent& e, std::string* out) {
   out->push_back('\n');
 }
 
-// Counts for --summary. Categories are counted in an array; providers are few.
+// Counts for --summary. Categories are counted in an array. Log statuses (four) and providers
+// (a dozen or so, from the rules) are few: a linear search of a short vector per event costs
+// less than hashing or ordering a string, and the last match is tried first.
 struct Summary {
-  std::map<std::string, uint64_t> by_status;
+  std::map<std::string, uint64_t> by_status;  // filled from `statuses` at the end
+  std::vector<std::pair<std::string, uint64_t>> statuses;
   uint64_t by_category[kCategoryCount] = {};
-  std::unordered_map<std::string, std::vector<uint64_t>> by_provider_category;
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> by_provider_category;
+
+  // The entry of `key` in `v`, appended (value-initialised) when missing.
+  template <typename T>
+  static T& Slot(std::vector<std::pair<std::string, T>>* v, const std::string& key) {
+    for (auto& [k, value] : *v) {
+      if (k == key) return value;
+    }
+    return v->emplace_back(key, T{}).second;
+  }
 
   void Add(const DeliveryEvent& e) {
-    ++by_status[e.log_status];
+    ++Slot(&statuses, e.log_status);
     int c = static_cast<int>(e.result.category);
     ++by_category[c];
-    auto it = by_provider_category.find(e.result.provider);
-    if (it == by_provider_category.end()) {
-      it = by_provider_category.emplace(e.result.provider, std::vector<uint64_t>(kCategoryCount))
-               .first;
+    std::vector<uint64_t>& counts = Slot(&by_provider_category, e.result.provider);
+    if (counts.empty()) counts.resize(kCategoryCount);
+    ++counts[static_cast<size_t>(c)];
+  }
+
+  void Finish() {
+    for (const auto& [st, n] : statuses) by_status[st] += n;
+  }
+
+  const std::vector<uint64_t>& ProviderCounts(const std::string& p) const {
+    for (const auto& [k, counts] : by_provider_category) {
+      if (k == p) return counts;
     }
-    ++it->second[static_cast<size_t>(c)];
+    static const std::vector<uint64_t> kNone(kCategoryCount);
+    return kNone;
   }
 
   static std::string ProviderName(const std::string& p) { return p.empty() ? "(other)" : p; }
@@ -214,7 +234,7 @@ struct Summary {
     out += "\nby provider and category (not delivered):\n";
     for (const auto& [p, total] : ProviderTotals()) {
       const std::string key = p == "(other)" ? "" : p;
-      const auto& counts = by_provider_category.at(key);
+      const auto& counts = ProviderCounts(key);
       for (int c = 0; c < kCategoryCount; ++c) {
         uint64_t n = counts[static_cast<size_t>(c)];
         if (n == 0 || static_cast<Category>(c) == Category::kDelivered) continue;
@@ -311,6 +331,7 @@ int RunParseLog(const ParseLogOptions& opt) {
   if (fd != 0) close(fd);
 
   if (opt.summary) {
+    summary.Finish();
     out = text ? summary.Text(correlator.stats())
                : summary.Json(correlator.stats())
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
