@@ -125,7 +125,17 @@ const Case kCases[] = {
     {"m@hotmail.com",
      "550 5.5.0 Requested action not taken: mailbox unavailable (S2017062302). "
      "[BN8NAM11FT066.eop-nam11.prod.protection.outlook.com]",
-     Category::kUserUnknown, "microsoft", ""},
+     Category::kUserUnknown, "microsoft", "S2017062302"},
+    {"m@hotmail.com",
+     "451 4.7.500 Server busy. Please try again later from [192.0.2.1]. (S77719) [Name=Protocol "
+     "Filter Agent][AGT=PFA][MxId=11B5E6E22C4731FE] [DU2PEPF0000C192.eurprd09.prod.outlook.com "
+     "2026-11-29T16:40:01.692Z 08DE887E3B5045D6]",
+     Category::kRateLimited, "microsoft", "S77719"},
+    {"m@contoso.com",
+     "550 5.7.1 Service unavailable, Client host [192.0.2.1] blocked using Spamhaus. To request "
+     "removal from this list see https://www.spamhaus.org/query/ip/192.0.2.1 AS(1430) "
+     "[BN1PEPF00004680.namprd03.prod.outlook.com 2026-11-29T16:40:04.000Z 08DE887E3B5045D6]",
+     Category::kReputationBlock, "microsoft", "AS(1430)"},
     {"m@outlook.com",
      "550 5.7.1 Unfortunately, messages from [192.0.2.1] weren't sent. Please contact your "
      "Internet service provider since part of their network is on our block list (S3150).",
