@@ -1,6 +1,6 @@
 // provider_codes_test.cc: provider codes ([[code]] tables of rules/default.toml) as they come out
-// of Postfix log lines: Exchange Online / Outlook.com S-codes of every length and AS(nnnn)
-// codes, preferred over the x.7.nnn status next to them.
+// of Postfix log lines: Exchange Online / Outlook.com S-codes of every length and AS codes
+// ((AS3130), AS(201806281)), preferred over the x.7.nnn status next to them.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -44,7 +44,7 @@ TEST(MicrosoftProviderCodes, ComeFromTheReplyNotTheStatus) {
            "bounced",
            "550 5.7.1 Service unavailable, Client host [198.51.100.23] blocked using Spamhaus. To "
            "request removal from this list see https://www.spamhaus.org/query/ip/198.51.100.23 "
-           "AS(3130) [BN1PEPF00004680.namprd03.prod.outlook.com 2026-11-29T16:40:04.000Z "
+           "(AS3130). [BN1PEPF00004680.namprd03.prod.outlook.com 2026-11-29T16:40:04.000Z "
            "08DE887E3B5045D6] (in reply to MAIL FROM command)") +
       // Same wording, another code: a cached classification must not carry the first one over.
       Line("E9B413D9F25", "e@hotmail.com", "hotmail-com.olc.protection.outlook.com", "4.7.500",
@@ -62,7 +62,7 @@ TEST(MicrosoftProviderCodes, ComeFromTheReplyNotTheStatus) {
   for (const Want& w : {Want{"a@hotmail.com", Category::kRateLimited, "S77719"},
                         Want{"b@hotmail.com", Category::kUserUnknown, "S2017062302"},
                         Want{"c@contoso.com", Category::kUserUnknown, "AS(201806281)"},
-                        Want{"d@contoso.com", Category::kReputationBlock, "AS(3130)"},
+                        Want{"d@contoso.com", Category::kReputationBlock, "AS3130"},
                         Want{"e@hotmail.com", Category::kRateLimited, "S77720"}}) {
     SCOPED_TRACE(w.recipient);
     auto events = For(run, w.recipient);
