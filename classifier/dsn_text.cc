@@ -286,6 +286,20 @@ bool HasReasonText(std::string_view block) {
   return letters >= 12 || (letters >= 6 && HasCode(block));
 }
 
+// qmail-remote names the step that failed in fixed words ("192.0.2.1 does not like recipient.",
+// "Connected to 192.0.2.1 but sender was rejected.", "... failed after I sent the message.").
+std::string_view QmailStage(std::string_view text) {
+  static constexpr std::pair<std::string_view, std::string_view> kSteps[] = {
+      {"does not like recipient", "rcpt"},  {"but sender was rejected", "mail"},
+      {"but my name was rejected", "helo"}, {"but greeting failed", "connect"},
+      {"failed on DATA command", "data"},   {"failed after I sent the message", "eom"},
+  };
+  for (auto [words, stage] : kSteps) {
+    if (ContainsNoCase(text, words)) return stage;
+  }
+  return {};
+}
+
 // Where the SMTP session behind a Sendmail summary line at `line` starts: the line of its
 // "While talking to host:" heading, when only transcript lines naming no recipient lie
 // between; else `line`.
@@ -530,6 +544,7 @@ std::vector<Finding> Scan(std::string_view text, const std::vector<std::string>&
     f.diagnostic = std::move(diag);
     std::string_view head = std::string_view(f.diagnostic).substr(0, kMaxStageScanBytes);
     f.stage = std::string(StageFromText(head));
+    if (f.stage.empty()) f.stage = std::string(QmailStage(head));
     f.remote_mta = RemoteHostFromText(head);
     out.push_back(std::move(f));
   }
