@@ -373,6 +373,27 @@ TEST(TextBounces, SendmailTranscriptLinesAndRecipientHeadings) {
   EXPECT_EQ(p.recipients[0].category, Category::kMailboxDisabled);
 }
 
+TEST(TextBounces, QmailNamesTheFailedStep) {
+  const std::string msg =
+      "From: MAILER-DAEMON@mx.example.net\n"
+      "To: s@example.com\n"
+      "Subject: failure notice\n\n"
+      "Hi. This is the qmail-send program at mx.example.net.\n"
+      "I'm afraid I wasn't able to deliver your message to the following addresses.\n"
+      "This is a permanent error; I've given up. Sorry it didn't work out.\n\n"
+      "<u@example.org>:\n"
+      "192.0.2.1 does not like recipient.\n"
+      "Remote host said: 550 User unknown\n"
+      "Giving up on 192.0.2.1.\n\n"
+      "--- Below this line is a copy of the message.\n\n"
+      "From: s@example.com\n";
+  ParsedBounce p = ParseBounce(msg, Rules());
+  ASSERT_EQ(p.recipients.size(), 1u) << p.error;
+  EXPECT_EQ(p.recipients[0].stage, "rcpt");
+  // Refused at RCPT: the address is what the server does not know.
+  EXPECT_EQ(p.recipients[0].category, Category::kUserUnknown);
+}
+
 TEST(TextBounces, OldSendmailSummaryLineTakesItsSession) {
   const std::string msg =
       "From: Mail Delivery Subsystem <MAILER-DAEMON@mx8.example.com>\n"

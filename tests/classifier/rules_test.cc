@@ -264,6 +264,16 @@ const Case kCases[] = {
     {"u@example.org", "550 5.7.1 message content rejected", Category::kSpamContent, "", ""},
     {"u@example.org", "554 5.4.6 Hop count exceeded - possible mail loop", Category::kNetworkError,
      "", ""},
+    {"u@example.com",
+     "u@example.com on 4/29/01 Ambiguous Recipient MSEXCH:IMS:EXAMPLE:SITE:SERVER 0 (000C0595)",
+     Category::kFiltered, "", ""},
+    {"u@example.com", "MSEXCH:IMS:EXAMPLE:SITE:SERVER 0 (00120270) Too Many Hops",
+     Category::kNetworkError, "", ""},
+    {"u@example.com", "User u@example.com (u@example.com) Cannot route mail to user",
+     Category::kFiltered, "", ""},
+    {"u@example.com", "Several matches found in Domino Directory", Category::kSystemError, "", ""},
+    {"u@example.com", "Invalid final delivery userid: u@example.com", Category::kUserUnknown, "",
+     ""},
 };
 
 TEST(DefaultRules, ClassifiesRealReplies) {
