@@ -300,6 +300,25 @@ std::string_view QmailStage(std::string_view text) {
   return {};
 }
 
+// Gmail relaying to another server ends the remote reply with its SMTP state: "(state 13)"
+// after EHLO, "(state 14)" after RCPT TO, "(state 15)", "(state 17)", "(state 18)" after DATA.
+std::string_view GmailRelayStage(std::string_view text) {
+  size_t at = FindNoCase(text, "(state 1");
+  if (at == std::string_view::npos || at + 10 > text.size() || text[at + 9] != ')') return {};
+  switch (text[at + 8]) {
+    case '3':
+      return "helo";
+    case '4':
+      return "rcpt";
+    case '5':
+    case '7':
+    case '8':
+      return "data";
+    default:
+      return {};
+  }
+}
+
 // Where the SMTP session behind a Sendmail summary line at `line` starts: the line of its
 // "While talking to host:" heading, when only transcript lines naming no recipient lie
 // between; else `line`.
@@ -545,6 +564,7 @@ std::vector<Finding> Scan(std::string_view text, const std::vector<std::string>&
     std::string_view head = std::string_view(f.diagnostic).substr(0, kMaxStageScanBytes);
     f.stage = std::string(StageFromText(head));
     if (f.stage.empty()) f.stage = std::string(QmailStage(head));
+    if (f.stage.empty()) f.stage = std::string(GmailRelayStage(head));
     f.remote_mta = RemoteHostFromText(head);
     out.push_back(std::move(f));
   }

@@ -394,6 +394,29 @@ TEST(TextBounces, QmailNamesTheFailedStep) {
   EXPECT_EQ(p.recipients[0].category, Category::kUserUnknown);
 }
 
+TEST(TextBounces, GmailRelayStateGivesTheStage) {
+  auto bounce = [](std::string_view reply) {
+    return "From: Mail Delivery Subsystem <mailer-daemon@googlemail.com>\n"
+           "To: s@gmail.com\n"
+           "Subject: Delivery Status Notification (Failure)\n\n"
+           "Delivery to the following recipient failed permanently:\n\n"
+           "     u@example.jp\n\n"
+           "Technical details of permanent failure:\n"
+           "Google tried to deliver your message, but it was rejected by the recipient domain. "
+           "The error that the other server returned was:\n" +
+           std::string(reply) + "\n";
+  };
+  ParsedBounce rcpt =
+      ParseBounce(bounce("550 550 <u@example.jp>: User unknown (state 14)."), Rules());
+  ASSERT_EQ(rcpt.recipients.size(), 1u) << rcpt.error;
+  EXPECT_EQ(rcpt.recipients[0].stage, "rcpt");
+  EXPECT_EQ(rcpt.recipients[0].category, Category::kUserUnknown);
+  ParsedBounce data = ParseBounce(bounce("550 550 Unknown user u@example.jp (state 18)."), Rules());
+  ASSERT_EQ(data.recipients.size(), 1u) << data.error;
+  EXPECT_EQ(data.recipients[0].stage, "data");
+  EXPECT_EQ(data.recipients[0].category, Category::kFiltered);
+}
+
 TEST(TextBounces, OldSendmailSummaryLineTakesItsSession) {
   const std::string msg =
       "From: Mail Delivery Subsystem <MAILER-DAEMON@mx8.example.com>\n"
