@@ -366,14 +366,16 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
     ++stats.ignored_statuses;
     return;
   }
-  // The queue id's slot is most likely not in the CPU cache: start loading it now and look it
-  // up after the recipient and the classification, which do not depend on it.
+  // The queue id's slot and state are most likely not in the CPU cache: start loading the slot
+  // now, the state once the slot is likely there, and look the queue id up after the recipient
+  // and the classification, which do not depend on it.
   queues.Prefetch(p.queue_id);
   AssignAddress(&event.recipient, p.recipient);
   AssignAddress(&event.orig_recipient, p.orig_recipient);
   event.log_status.assign(status);
   AssignClean(&event.dsn, p.dsn, 32);
   if (!counts_only) AssignClean(&event.relay, p.relay, 1024);
+  queues.PrefetchState(p.queue_id);
   if (p.reason_cut) ++stats.cut_reasons;
   size_t at = event.recipient.rfind('@');
   sv domain = at == std::string::npos ? sv() : sv(event.recipient).substr(at + 1);

@@ -53,6 +53,22 @@ class QueueTable {
     if (!slots_.empty()) __builtin_prefetch(&slots_[Home(Hash(id))]);
   }
 
+  // When `id` is in the table, starts loading its state (the slot itself is read now: call
+  // Prefetch first, then do other work, then this, then other work, then the lookup).
+  void PrefetchState(std::string_view id) const {
+    if (size_ == 0) return;
+    size_t i = Home(Hash(id));
+    for (;;) {
+      const Slot& s = slots_[i];
+      if (s.state == 0) return;
+      if (s.len == id.size() && memcmp(s.id, id.data(), id.size()) == 0) {
+        __builtin_prefetch(&states_[s.state - 1]);
+        return;
+      }
+      i = (i + 1) & mask_;
+    }
+  }
+
   // The state of `id`, or nullptr. Marks it as just seen.
   QueueState* Find(std::string_view id) {
     if (size_ == 0) return nullptr;

@@ -1,6 +1,10 @@
 // log_reply.cc: see log_reply.h.
 #include "classifier/log_reply.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <array>
 #include <cstring>
 
@@ -128,10 +132,55 @@ uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
 }  // namespace
 
+namespace {
+
+// Position of the first digit, '@' or '[' in s[from...], or s.size(): the bytes without which a
+// token is never masked.
+size_t FindMaskable(std::string_view s, size_t from) {
+#if defined(__SSE2__)
+  while (from + 16 <= s.size()) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + from));
+    // Signed compares: bytes >= 0x80 are negative, so never digits.
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
+                                  _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+    __m128i other =
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('@')), _mm_cmpeq_epi8(v, _mm_set1_epi8('[')));
+    unsigned hits = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(digit, other)));
+    if (hits != 0) return from + static_cast<size_t>(__builtin_ctz(hits));
+    from += 16;
+  }
+#endif
+  while (from < s.size() && (kClass[static_cast<uint8_t>(s[from])] & (kDigit | kAt | kOpen)) == 0) {
+    ++from;
+  }
+  return from;
+}
+
+// Whether the token (no spaces) is per-message noise (see BuildReplyKey in log_reply.h).
+bool IsNoiseToken(std::string_view token) {
+  int digits = 0, letters = 0, run = 0, max_run = 0;
+  for (size_t i = 0; i < token.size(); ++i) {
+    uint8_t c = kClass[static_cast<uint8_t>(token[i])];
+    if (c & kDigit) {
+      ++digits;
+      if (++run > max_run) max_run = run;
+    } else {
+      run = 0;
+      letters += (c & kAlpha) != 0;
+      if (c & kAt) return true;
+      if ((c & kOpen) && i + 1 < token.size() &&
+          (kClass[static_cast<uint8_t>(token[i + 1])] & kDigit)) {
+        return true;  // host[ip]
+      }
+    }
+  }
+  return (token.size() >= 16 && digits >= 4) || (letters == 0 && max_run >= 6);
+}
+
+}  // namespace
+
 void BuildReplyKey(std::string_view provider, std::string_view dsn, std::string_view action,
                    std::string_view reason, std::string* key) {
-  // One pass that copies every byte while classifying its token; a token found to be noise is
-  // then overwritten by the placeholder. (Appending token by token cost more than the scan.)
   const size_t head = provider.size() + dsn.size() + action.size() + 3;
   key->resize(head + reason.size());
   char* const out = key->data();
@@ -141,38 +190,30 @@ void BuildReplyKey(std::string_view provider, std::string_view dsn, std::string_
     w += part.size();
     *w++ = '\x1f';
   }
-  const char* p = reason.data();
-  const char* const end = p + reason.size();
-  while (p < end) {
-    while (p < end && *p == ' ') *w++ = *p++;
-    char* const token = w;
-    const char* const t = p;
-    int digits = 0, letters = 0, run = 0, max_run = 0;
-    bool mask = false;
-    while (p < end) {
-      uint8_t c = kClass[static_cast<uint8_t>(*p)];
-      if (c & kSpace) break;
-      if (c & kDigit) {
-        ++digits;
-        if (++run > max_run) max_run = run;
-      } else {
-        run = 0;
-        letters += (c & kAlpha) != 0;
-        if (c & kAt) {
-          mask = true;
-        } else if ((c & kOpen) && p + 1 < end && (kClass[static_cast<uint8_t>(p[1])] & kDigit)) {
-          mask = true;  // host[ip]
-        }
-      }
-      *w++ = *p++;
-    }
-    size_t len = static_cast<size_t>(p - t);
-    mask = mask || (len >= 16 && digits >= 4) || (letters == 0 && max_run >= 6);
-    if (mask) {
-      w = token;
+  // Only a token holding a digit, '@' or '[' can be noise: jump from one such byte to the next
+  // (16 bytes at a time), copy the text in between as it is and judge just that token.
+  const std::string_view r = reason;
+  size_t pos = 0;  // everything before it is in the key
+  for (;;) {
+    size_t at = FindMaskable(r, pos);
+    if (at == r.size()) break;
+    size_t start = at;
+    while (start > pos && r[start - 1] != ' ') --start;
+    size_t end = at + 1;
+    while (end < r.size() && r[end] != ' ') ++end;
+    memcpy(w, r.data() + pos, start - pos);
+    w += start - pos;
+    std::string_view token = r.substr(start, end - start);
+    if (IsNoiseToken(token)) {
       *w++ = '\x01';
+    } else {
+      memcpy(w, token.data(), token.size());
+      w += token.size();
     }
+    pos = end;
   }
+  memcpy(w, r.data() + pos, r.size() - pos);
+  w += r.size() - pos;
   key->resize(static_cast<size_t>(w - out));
 }
 
