@@ -274,6 +274,16 @@ const Case kCases[] = {
     {"u@example.com", "Several matches found in Domino Directory", Category::kSystemError, "", ""},
     {"u@example.com", "Invalid final delivery userid: u@example.com", Category::kUserUnknown, "",
      ""},
+    // Exim's own router and transport messages
+    {"u@example.org", "all host address lookups failed permanently", Category::kDomainUnknown, "",
+     ""},
+    {"u@example.org", "an MX or SRV record indicated no SMTP service", Category::kNotAccept, "",
+     ""},
+    {"u@example.org", "Too many \"Received\" headers - suspected mail loop",
+     Category::kContentRejected, "", ""},
+    {"u@example.org", "delivery to pipe forbidden", Category::kSystemError, "", ""},
+    {"u@example.org", "malformed address: u@example.org may not follow <u@example.org>",
+     Category::kProtocolError, "", ""},
 };
 
 TEST(DefaultRules, ClassifiesRealReplies) {
