@@ -28,6 +28,16 @@ std::string_view TrimSpaceView(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
+bool StartsWithNoCaseAscii(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    char c = s[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != prefix[i]) return false;
+  }
+  return true;
+}
+
 bool IEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -61,8 +71,8 @@ std::string NormalizeLineEnds(std::string_view in) {
 }
 
 // The headers the parser reads; decoding only these keeps big header blocks cheap.
-bool WantedHeader(const char* name) {
-  static constexpr const char* kNames[] = {
+bool WantedHeader(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
       "from",
       "to",
       "subject",
@@ -81,8 +91,15 @@ bool WantedHeader(const char* name) {
       "envelope-to",
       "x-hmxmroriginalrecipient",
   };
-  for (const char* n : kNames) {
-    if (g_ascii_strcasecmp(name, n) == 0) return true;
+  char lower[32];
+  if (name.size() > sizeof lower) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    lower[i] = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  std::string_view key(lower, name.size());
+  for (std::string_view n : kNames) {
+    if (n == key) return true;
   }
   return false;
 }
@@ -150,8 +167,32 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out,
   return true;
 }
 
+// Whether every byte is 7-bit, eight at a time: most bounce text is, and then neither a
+// UTF-8 check nor a conversion from an ASCII-compatible charset can change it.
+bool IsAscii(std::string_view s) {
+  const char* p = s.data();
+  size_t n = s.size();
+  uint64_t any = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, p + i, 8);
+    any |= v;
+  }
+  for (; i < n; ++i) any |= static_cast<uint8_t>(p[i]);
+  return (any & 0x8080808080808080ull) == 0;
+}
+
+// Charsets whose 7-bit bytes are not simply ASCII (they encode other characters with them).
+bool SevenBitIsNotAscii(std::string_view charset) {
+  return StartsWithNoCaseAscii(charset, "utf-7") || StartsWithNoCaseAscii(charset, "utf-16") ||
+         StartsWithNoCaseAscii(charset, "utf-32") || StartsWithNoCaseAscii(charset, "ucs") ||
+         StartsWithNoCaseAscii(charset, "iso-2022") || StartsWithNoCaseAscii(charset, "hz");
+}
+
 std::string MakeValidUtf8(std::string_view s) {
-  if (g_utf8_validate(s.data(), static_cast<gssize>(s.size()), nullptr)) return std::string(s);
+  if (IsAscii(s) || g_utf8_validate(s.data(), static_cast<gssize>(s.size()), nullptr))
+    return std::string(s);
   gchar* valid = g_utf8_make_valid(s.data(), static_cast<gssize>(s.size()));
   std::string out(valid);
   g_free(valid);
@@ -304,7 +345,8 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
   std::string out;
   bool ascii_or_utf8 = charset.empty() || IEquals(charset, "us-ascii") ||
                        IEquals(charset, "utf-8") || IEquals(charset, "utf8") ||
-                       IEquals(charset, "ascii");
+                       IEquals(charset, "ascii") ||
+                       (IsAscii(bytes) && !SevenBitIsNotAscii(charset));
   if (!ascii_or_utf8) {
     std::string name(charset);
     const char* iconv_name = g_mime_charset_iconv_name(name.c_str());
@@ -324,7 +366,7 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
       return MakeValidUtf8(out);
     }
   }
-  if (g_utf8_validate(bytes.data(), static_cast<gssize>(bytes.size()), nullptr)) {
+  if (IsAscii(bytes) || g_utf8_validate(bytes.data(), static_cast<gssize>(bytes.size()), nullptr)) {
     // 7-bit text may still be ISO-2022-JP (Japanese carriers send it undeclared).
     if (LooksLikeIso2022Jp(bytes) && TryConvert(bytes, "ISO-2022-JP", &out)) {
       return MakeValidUtf8(out);
@@ -426,7 +468,7 @@ std::string DecodeHeaderValue(std::string_view raw) {
 
 void AddRawHeaders(const RawPart& p, std::vector<Header>* out) {
   for (const auto& [name, value] : p.headers) {
-    if (WantedHeader(name.c_str())) out->push_back(Header{name, DecodeHeaderValue(value)});
+    if (WantedHeader(name)) out->push_back(Header{name, DecodeHeaderValue(value)});
   }
 }
 
@@ -596,29 +638,35 @@ struct FastWalker {
     size_t part_start = std::string_view::npos;
     bool found = false;
     bool closed = false;
+    // Delimiters are found with memmem, not line by line: the returned message is often most
+    // of the bytes, and its lines need not be looked at one by one.
     while (pos <= body.size()) {
-      size_t end = body.find('\n', pos);
+      const void* hit = memmem(body.data() + pos, body.size() - pos, delim.data(), delim.size());
+      if (hit == nullptr) break;
+      size_t at = static_cast<size_t>(static_cast<const char*>(hit) - body.data());
+      if (at != 0 && body[at - 1] != '\n') {  // not at the start of a line
+        pos = at + 1;
+        continue;
+      }
+      size_t end = body.find('\n', at);
       if (end == std::string_view::npos) end = body.size();
-      std::string_view line = body.substr(pos, end - pos);
-      if (line.starts_with(delim)) {
-        std::string_view rest = line.substr(delim.size());
-        bool close = rest.starts_with("--");
-        if (close) rest.remove_prefix(2);
-        if (TrimSpaceView(rest).empty()) {
-          if (part_start != std::string_view::npos) {
-            // The line end before a delimiter belongs to the delimiter.
-            size_t part_end = pos > part_start ? pos - 1 : part_start;
-            Child(body.substr(part_start, part_end - part_start), depth, attached, child_default);
-            if (failed) return;
-          }
-          found = true;
-          if (close) {
-            closed = true;
-            pos = end + 1;
-            break;
-          }
-          part_start = end + 1;
+      std::string_view rest = body.substr(at + delim.size(), end - at - delim.size());
+      bool close = rest.starts_with("--");
+      if (close) rest.remove_prefix(2);
+      if (TrimSpaceView(rest).empty()) {
+        if (part_start != std::string_view::npos) {
+          // The line end before a delimiter belongs to the delimiter.
+          size_t part_end = at > part_start ? at - 1 : part_start;
+          Child(body.substr(part_start, part_end - part_start), depth, attached, child_default);
+          if (failed) return;
         }
+        found = true;
+        if (close) {
+          closed = true;
+          pos = end + 1;
+          break;
+        }
+        part_start = end + 1;
       }
       if (end >= body.size()) break;
       pos = end + 1;

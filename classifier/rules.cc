@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -129,118 +130,212 @@ struct ProviderDef {
   std::string name;
 };
 
-// What one pattern of the Set belongs to.
+// One pattern of the rules, lower-cased as the text it is matched against (LowerPattern).
 enum class PatternKind : uint8_t { kRuleMatch, kRuleExclude, kCode, kProviderText };
-struct PatternOwner {
+struct Pattern {
   PatternKind kind;
-  uint32_t index;         // into rules, codes or providers
-  int32_t windowed = -1;  // into Impl::windowed when the Set holds a fragment of it
-};
-
-// A pattern with a bounded window, such as "CS01.{0,80}local policy", is not given to the
-// Set as written: the Set's DFA would count characters after every "cs01" it sees, and
-// with dozens of such windows the counts multiply into thousands of DFA states, built anew
-// for nearly every text. Instead the Set holds the fragments around the windows ("cs01",
-// "local policy"), a DFA that stays small and warm; when every fragment of a pattern
-// occurs, the pattern as written confirms the hit (compiled on first use).
-struct WindowedPattern {
-  PatternKind kind;
-  uint32_t index;
-  uint32_t fragments;   // Set entries that must all match
-  std::string pattern;  // lower-cased, as written
+  uint32_t index;             // into rules, codes or providers
+  std::string text;           // lower-cased
+  bool literal_only = false;  // plain text (or alternatives of it): a literal found is a match
   std::once_flag once;
-  std::unique_ptr<RE2> re;
+  std::unique_ptr<RE2> re;  // compiled on first use
 };
 
-// Whether a windowed pattern holds for the lower-cased text. A pattern RE2 cannot compile
-// on its own (over its memory budget) counts as matching when its fragments do.
-bool ConfirmWindowed(WindowedPattern& w, const RE2::Options& options, std::string_view lower) {
-  std::call_once(w.once, [&] { w.re = std::make_unique<RE2>(w.pattern, options); });
-  return !w.re->ok() || RE2::PartialMatch(lower, *w.re);
+// Whether a pattern matches the lower-cased text. The pattern was parsed when loaded; one
+// that RE2 then cannot compile (over its memory budget) never matches.
+bool PatternMatches(Pattern& p, const RE2::Options& options, std::string_view lower) {
+  if (p.literal_only) return true;
+  std::call_once(p.once, [&] { p.re = std::make_unique<RE2>(p.text, options); });
+  return p.re->ok() && RE2::PartialMatch(lower, *p.re);
 }
 
-// The length of a window ".{m,n}" or ".{m,n}?" at p[i] with n above 8, else 0. Larger
-// counts than RE2 accepts (1000) are left as written, to be refused as such.
-size_t WindowAt(std::string_view p, size_t i) {
-  if (p.substr(i, 2) != ".{") return 0;
-  size_t comma = p.find(',', i + 2);
-  size_t close = p.find('}', i + 2);
-  if (comma == std::string_view::npos || close == std::string_view::npos || comma > close) {
-    return 0;
-  }
-  auto number = [](std::string_view d, int* out) {
-    if (d.empty() || d.size() > 4) return false;
-    *out = 0;
-    for (char x : d) {
-      if (x < '0' || x > '9') return false;
-      *out = *out * 10 + (x - '0');
-    }
-    return true;
-  };
-  int lo = 0, hi = 0;
-  if (!number(p.substr(i + 2, comma - i - 2), &lo) ||
-      !number(p.substr(comma + 1, close - comma - 1), &hi) || hi <= 8 || hi > 1000 || lo > hi) {
-    return 0;
-  }
-  size_t end = close + 1;
-  if (end < p.size() && p[end] == '?') ++end;
-  return end - i;
-}
+// ---- Literal prefilter ------------------------------------------------------------------
+// Almost every pattern needs some literal text to match ("mailbox unavailable", "[cs01]").
+// One RE2::Set over a thousand patterns builds its DFA lazily, and nearly every new reply
+// text reaches states never built before: ~650k instructions per reply (callgrind). So each
+// pattern names the literals it cannot match without (one per top-level branch), one pass
+// over the text finds which of those occur, and only those patterns run, each as its own
+// small RE2. Patterns without a usable literal go into one RE2::Set, matched in one pass.
 
-// Cuts a pattern at its top-level windows into the fragments the Set holds; a window inside
-// a group becomes ".*" in its fragment (a superset). Returns nothing when the pattern has no
-// window, or has a top-level '|' (its branches are not all required) and no window elsewhere
-// could be cut; such a pattern with windows becomes one relaxed fragment.
-std::vector<std::string> WindowFragments(std::string_view p) {
-  std::vector<std::string> frags(1);
-  bool any = false, top_alternation = false, in_class = false;
+constexpr size_t kMinLiteral = 3;
+
+// Skips a group or class starting at p[i]; returns the index just past it.
+size_t SkipGroup(std::string_view p, size_t i) {
   int depth = 0;
-  std::string relaxed;  // the whole pattern with every window as ".*"
-  for (size_t i = 0; i < p.size(); ++i) {
+  bool in_class = false;
+  for (; i < p.size(); ++i) {
     char c = p[i];
-    if (c == '\\' && i + 1 < p.size()) {
-      frags.back().append(p.substr(i, 2));
-      relaxed.append(p.substr(i, 2));
+    if (c == '\\') {
       ++i;
-      continue;
-    }
-    if (in_class) {
+    } else if (in_class) {
       in_class = c != ']';
     } else if (c == '[') {
       in_class = true;
-      size_t j = i + 1;
-      if (j < p.size() && p[j] == '^') ++j;
-      if (j < p.size() && p[j] == ']') ++j;  // a literal ']' first in the class
-      frags.back().append(p.substr(i, j - i));
-      relaxed.append(p.substr(i, j - i));
-      i = j - 1;
-      continue;
-    } else if (size_t w = WindowAt(p, i); w > 0) {
-      any = true;
-      relaxed += ".*";
+      if (i + 1 < p.size() && p[i + 1] == '^') ++i;
+      if (i + 1 < p.size() && p[i + 1] == ']') ++i;  // a literal ']' first
       if (depth == 0) {
-        frags.emplace_back();
-      } else {
-        frags.back() += ".*";
+        // a class on its own: it ends at its ']'
+        for (++i; i < p.size() && (p[i] != ']'); ++i) {
+          if (p[i] == '\\') ++i;
+        }
+        return i + 1;
       }
-      i += w - 1;
-      continue;
     } else if (c == '(') {
       ++depth;
     } else if (c == ')') {
-      --depth;
-    } else if (c == '|' && depth == 0) {
-      top_alternation = true;
+      if (--depth == 0) return i + 1;
     }
-    frags.back().push_back(c);
-    relaxed.push_back(c);
   }
-  if (!any) return {};
-  if (top_alternation) return {relaxed};
-  std::erase_if(frags, [](const std::string& f) { return f.empty(); });
-  if (frags.empty()) return {relaxed};
-  return frags;
+  return p.size();
 }
+
+// The literal each top-level branch of a lower-cased pattern cannot match without (its
+// longest run of plain characters that are neither optional nor inside a group), or nothing
+// when some branch has none of at least kMinLiteral bytes.
+// `exact` tells whether the pattern is nothing but those literals (alternatives of plain
+// text), so that finding one is a match.
+std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
+  *exact = true;
+  if (p.find("\\Q") != std::string_view::npos) return {};
+  std::vector<std::string> out;
+  std::string run, best;
+  auto cut = [&] {
+    if (run.size() > best.size()) best = run;
+    run.clear();
+    *exact = false;
+  };
+  auto end_branch = [&] {
+    bool was_exact = *exact && best.empty();
+    cut();
+    *exact = was_exact;
+    if (best.size() < kMinLiteral) return false;
+    out.push_back(best);
+    best.clear();
+    return true;
+  };
+  size_t i = 0;
+  while (i < p.size()) {
+    char c = p[i];
+    bool literal = false;
+    char ch = 0;
+    size_t next = i + 1;
+    if (c == '|') {
+      if (!end_branch()) return {};
+      i = next;
+      continue;
+    }
+    if (c == '\\') {
+      if (i + 1 >= p.size()) return {};
+      char e = p[i + 1];
+      next = i + 2;
+      if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9')) {
+        // a class, an assertion or a code point: \d \w \s \b \pL \p{..} \x41 \x{..} ...
+        if ((e == 'p' || e == 'P' || e == 'x') && next < p.size() && p[next] == '{') {
+          size_t close = p.find('}', next);
+          next = close == std::string_view::npos ? p.size() : close + 1;
+        } else if (e == 'p' || e == 'P') {
+          next += 1;
+        } else if (e == 'x') {
+          next += 2;
+        }
+      } else {
+        literal = true;  // an escaped punctuation character stands for itself
+        ch = e;
+      }
+    } else if (c == '(' || c == '[') {
+      next = SkipGroup(p, i);
+    } else if (c == '.' || c == '^' || c == '$' || c == ')' || c == ']' || c == '*' || c == '+' ||
+               c == '?' || c == '{') {
+      // not a literal (a stray quantifier or bracket only ever appears in a pattern RE2
+      // refuses, which the loader reports)
+    } else {
+      literal = true;
+      ch = c;
+    }
+    // A quantifier after the atom: optional ones drop it, repeated ones end the run after it.
+    bool optional = false, repeated = false;
+    if (next < p.size()) {
+      char q = p[next];
+      if (q == '?' || q == '*') {
+        optional = true;
+        ++next;
+      } else if (q == '+') {
+        repeated = true;
+        ++next;
+      } else if (q == '{') {
+        size_t close = p.find('}', next);
+        if (close != std::string_view::npos) {
+          std::string_view counts = p.substr(next + 1, close - next - 1);
+          optional = counts.empty() || counts[0] == '0' || counts[0] == ',';
+          repeated = !optional;
+          next = close + 1;
+        }
+      }
+      if ((optional || repeated) && next < p.size() && p[next] == '?') ++next;  // lazy
+    }
+    if (!literal || optional) {
+      cut();
+    } else {
+      run.push_back(ch);
+      if (repeated) cut();
+    }
+    i = next;
+  }
+  if (!end_branch()) return {};
+  return out;
+}
+
+// Finds which of many literals occur in a text: literals are bucketed by a hash of their
+// first three bytes, and the text is hashed at every position.
+class LiteralIndex {
+ public:
+  void Add(std::string literal, uint32_t pattern) {
+    literals_.push_back({std::move(literal), pattern});
+  }
+
+  void Build() {
+    starts_.assign(kBuckets + 1, 0);
+    for (const Literal& l : literals_) ++starts_[Hash(l.text.data()) + 1];
+    for (size_t b = 0; b < kBuckets; ++b) starts_[b + 1] += starts_[b];
+    order_.resize(literals_.size());
+    std::vector<uint32_t> fill(starts_.begin(), starts_.end() - 1);
+    for (uint32_t k = 0; k < literals_.size(); ++k) {
+      order_[fill[Hash(literals_[k].text.data())]++] = k;
+    }
+  }
+
+  // Calls found(pattern) for every literal occurrence (a pattern may be reported repeatedly).
+  template <typename Found>
+  void Scan(std::string_view text, Found&& found) const {
+    if (literals_.empty() || text.size() < kMinLiteral) return;
+    const char* s = text.data();
+    size_t n = text.size();
+    for (size_t i = 0; i + kMinLiteral <= n; ++i) {
+      uint32_t h = Hash(s + i);
+      for (uint32_t k = starts_[h]; k < starts_[h + 1]; ++k) {
+        const Literal& l = literals_[order_[k]];
+        if (l.text.size() <= n - i && std::memcmp(s + i, l.text.data(), l.text.size()) == 0) {
+          found(l.pattern);
+        }
+      }
+    }
+  }
+
+ private:
+  static constexpr uint32_t kBuckets = 1 << 14;
+  static uint32_t Hash(const char* p) {
+    uint32_t v = static_cast<uint8_t>(p[0]) | static_cast<uint8_t>(p[1]) << 8 |
+                 static_cast<uint32_t>(static_cast<uint8_t>(p[2])) << 16;
+    return (v * 2654435761u) >> (32 - 14);
+  }
+  struct Literal {
+    std::string text;
+    uint32_t pattern;
+  };
+  std::vector<Literal> literals_;
+  std::vector<uint32_t> starts_;  // bucket -> first index into order_
+  std::vector<uint32_t> order_;   // literal indices grouped by bucket
+};
 
 // The category implied by an enhanced status alone (RFC 3463 and its registry, RFC 5248 and
 // later additions). Class 2 is delivered; the rest by subject and detail.
@@ -504,8 +599,10 @@ struct RuleSet::Impl {
   std::vector<std::pair<std::string, uint32_t>> domain_globs;
   std::unordered_map<std::string, uint32_t> host_suffix;
   std::vector<std::pair<std::string, uint32_t>> host_globs;
-  std::vector<PatternOwner> owners;  // by Set index
-  std::vector<std::unique_ptr<WindowedPattern>> windowed;
+  std::vector<std::unique_ptr<Pattern>> patterns;  // every pattern, in file order
+  LiteralIndex literals;                           // their required literals
+  std::vector<uint32_t> set_patterns;              // Set index -> pattern, for those without
+  std::unique_ptr<RE2::Set> checker;               // parses every pattern (never compiled)
   std::unique_ptr<RE2::Set> set;
   RE2::Options options;      // as written: case-insensitive
   RE2::Options set_options;  // the Set's: case-sensitive, against lower-cased text
@@ -579,39 +676,34 @@ class Loader {
     return true;
   }
 
-  bool AddToSet(const toml::node& where, const std::string& pattern, const std::string& entry,
-                PatternOwner owner, std::string& error) {
-    std::string why;
-    if (impl_.set->Add(entry, &why) < 0) {
-      RE2 check(pattern, impl_.options);
-      return Fail(where, "bad regular expression: " + (check.ok() ? why : check.error()), error);
-    }
-    impl_.owners.push_back(owner);
-    return true;
-  }
-
-  // Adds one pattern to the Set; a bad one is reported at its own line. Set::Add parses the
-  // pattern, so only a refused one is compiled again on its own, to word the error as written.
+  // Adds one pattern; a bad one is reported at its own line. The checker Set parses it (and
+  // compiles nothing), so only a refused pattern is compiled on its own, to word the error.
   bool AddPattern(const toml::node& where, const std::string& pattern, PatternKind kind,
                   uint32_t index, std::string& error) {
     if (pattern.size() > kMaxPatternBytes) return Fail(where, "pattern too long", error);
-    if (impl_.owners.size() >= kMaxPatterns) return Fail(where, "too many patterns", error);
+    if (impl_.patterns.size() >= kMaxPatterns) return Fail(where, "too many patterns", error);
     std::string lowered = LowerPattern(pattern);
-    std::vector<std::string> fragments = WindowFragments(lowered);
-    if (fragments.empty()) return AddToSet(where, pattern, lowered, {kind, index, -1}, error);
-    if (impl_.owners.size() + fragments.size() > kMaxPatterns) {
-      return Fail(where, "too many patterns", error);
+    std::string why;
+    if (impl_.checker->Add(lowered, &why) < 0) {
+      RE2 check(pattern, impl_.options);
+      return Fail(where, "bad regular expression: " + (check.ok() ? why : check.error()), error);
     }
-    auto w = std::make_unique<WindowedPattern>();
-    w->kind = kind;
-    w->index = index;
-    w->fragments = static_cast<uint32_t>(fragments.size());
-    w->pattern = lowered;
-    int32_t wi = static_cast<int32_t>(impl_.windowed.size());
-    impl_.windowed.push_back(std::move(w));
-    for (const std::string& f : fragments) {
-      if (!AddToSet(where, pattern, f, {kind, index, wi}, error)) return false;
+    uint32_t id = static_cast<uint32_t>(impl_.patterns.size());
+    bool exact = false;
+    std::vector<std::string> literals = RequiredLiterals(lowered, &exact);
+    if (literals.empty()) {
+      if (impl_.set->Add(lowered, &why) < 0) {
+        return Fail(where, "bad regular expression: " + why, error);
+      }
+      impl_.set_patterns.push_back(id);
     }
+    for (std::string& l : literals) impl_.literals.Add(std::move(l), id);
+    auto p = std::make_unique<Pattern>();
+    p->kind = kind;
+    p->index = index;
+    p->text = std::move(lowered);
+    p->literal_only = exact && !literals.empty();
+    impl_.patterns.push_back(std::move(p));
     return true;
   }
 
@@ -894,6 +986,7 @@ Expected<std::shared_ptr<const RuleSet>> RuleSet::Compile(const std::vector<Rule
   impl->set_options = impl->options;
   impl->set_options.set_case_sensitive(true);  // against lower-cased text, see LowerPattern
   impl->set = std::make_unique<RE2::Set>(impl->set_options, RE2::UNANCHORED);
+  impl->checker = std::make_unique<RE2::Set>(impl->set_options, RE2::UNANCHORED);
   std::unordered_set<std::string> seen_ids;
   std::string error;
   Loader loader(*impl, seen_ids);
@@ -901,6 +994,8 @@ Expected<std::shared_ptr<const RuleSet>> RuleSet::Compile(const std::vector<Rule
     if (!loader.LoadFile(f, error)) return Status::Error(error);
   }
   if (!loader.CheckProviderRefs(error)) return Status::Error(error);
+  impl->checker.reset();
+  impl->literals.Build();
   if (!impl->set->Compile()) {
     return Status::Error("rules: the patterns do not fit in memory (too many or too complex)");
   }
@@ -1016,37 +1111,43 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
     return r;
   }
 
-  // One pass over the text for every pattern. The buffers are per thread and reused, so a
-  // classification allocates only its Result.
-  thread_local std::vector<int> matched;
+  // The patterns whose literals occur, and those in the Set, are the candidates; each that
+  // matches is a hit. Buffers are per thread and reused.
+  thread_local std::vector<int> set_hits;
+  thread_local std::vector<uint32_t> candidates;
+  thread_local std::vector<uint32_t> seen_at;  // per pattern: the scan that last saw it
+  thread_local uint32_t scan = 0;
   thread_local std::vector<uint32_t> rule_hits;
   thread_local std::vector<uint32_t> excluded;
   thread_local std::vector<uint32_t> code_hits;
   thread_local std::string joined;
+  thread_local std::string lower;
   std::string_view match_text = JoinContinuations(text, r.reply_code, r.status, joined);
-  matched.clear();
   rule_hits.clear();
   excluded.clear();
   code_hits.clear();
-  thread_local std::string lower;
+  candidates.clear();
   lower.assign(match_text);
   for (char& c : lower) c = AsciiLower(c);
-  if (!lower.empty()) im.set->Match(lower, &matched);
+  if (seen_at.size() < im.patterns.size()) seen_at.resize(im.patterns.size(), 0);
+  if (++scan == 0) {  // wrapped: forget every mark
+    std::fill(seen_at.begin(), seen_at.end(), 0);
+    scan = 1;
+  }
+  im.literals.Scan(lower, [&](uint32_t id) {
+    if (seen_at[id] == scan) return;
+    seen_at[id] = scan;
+    if (PatternMatches(*im.patterns[id], im.set_options, lower)) candidates.push_back(id);
+  });
+  if (!im.set_patterns.empty() && !lower.empty()) {
+    set_hits.clear();
+    im.set->Match(lower, &set_hits);
+    for (int h : set_hits) candidates.push_back(im.set_patterns[static_cast<size_t>(h)]);
+  }
+  std::sort(candidates.begin(), candidates.end());  // file order
   std::string_view text_provider;
-  uint32_t text_provider_pattern = UINT32_MAX;
-  // Windowed patterns count their fragments; one whose fragments all occurred is confirmed
-  // as written, and then counts as a hit like any other (reported at its last fragment).
-  thread_local std::vector<uint32_t> fragment_count;
-  fragment_count.resize(im.windowed.size());
-  for (int m : matched) {
-    const PatternOwner& o = im.owners[static_cast<size_t>(m)];
-    if (o.windowed >= 0) {
-      WindowedPattern& w = *im.windowed[static_cast<size_t>(o.windowed)];
-      uint32_t& seen = fragment_count[static_cast<size_t>(o.windowed)];
-      if (++seen < w.fragments) continue;
-      seen = 0;
-      if (!ConfirmWindowed(w, im.set_options, lower)) continue;
-    }
+  for (uint32_t id : candidates) {
+    const Pattern& o = *im.patterns[id];
     switch (o.kind) {
       case PatternKind::kRuleMatch:
         rule_hits.push_back(o.index);
@@ -1058,16 +1159,9 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
         code_hits.push_back(o.index);
         break;
       case PatternKind::kProviderText:
-        if (static_cast<uint32_t>(m) < text_provider_pattern) {
-          text_provider_pattern = static_cast<uint32_t>(m);
-          text_provider = im.providers[o.index].name;
-        }
+        if (text_provider.empty()) text_provider = im.providers[o.index].name;
         break;
     }
-  }
-  for (int m : matched) {  // leave the counts at zero for the next text
-    int32_t wi = im.owners[static_cast<size_t>(m)].windowed;
-    if (wi >= 0) fragment_count[static_cast<size_t>(wi)] = 0;
   }
   // The text names the provider only when the recipient domain and the host did not.
   if (r.provider.empty()) r.provider = std::string(text_provider);

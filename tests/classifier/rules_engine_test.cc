@@ -80,6 +80,51 @@ pattern = 'score.{0,20}(too high'
   EXPECT_NE(rules.error().find("bad regular expression"), std::string::npos) << rules.error();
 }
 
+// The engine runs a pattern only when the literals it needs occur in the text. These patterns
+// exercise how those literals are found (optional and repeated characters, escapes, groups,
+// classes, alternations with and without a usable literal); each must match exactly when the
+// pattern does.
+TEST(RulesLiterals, PrefilterNeverHidesAMatch) {
+  struct Case {
+    const char* pattern;
+    const char* text;
+    bool match;
+  };
+  const Case kCases[] = {
+      {"colou?r blind", "COLOR BLIND", true},
+      {"colou?r blind", "colour blind", true},
+      {"colou?r blind", "colr blind", false},
+      {"no+pe here", "nooope here", true},
+      {"ab{0,3}cde fgh", "acde fgh", true},
+      {"ab{2}cdefg", "abbcdefg", true},
+      {"ab{2}cdefg", "abcdefg", false},
+      {"\\[cs01\\] stop", "554 [CS01] stop", true},
+      {"mail(?:box)? (?:is )?full", "Mail full", true},
+      {"mail(?:box)? (?:is )?full", "mailbox is full", true},
+      {"x|quota exceeded", "box x here", true},  // a branch without a literal: the Set has it
+      {"x|quota exceeded", "over QUOTA EXCEEDED", true},
+      {"x|quota exceeded", "nothing", false},
+      {"[a-z]+ unknown user", "bob unknown user", true},
+      {"user (?:unknown|not found)", "USER NOT FOUND", true},
+      {"^550 no such", "550 no such user", true},
+      {"^550 no such", "said 550 no such user", false},
+      {"\\bdmarc\\b.{0,20}reject", "DMARC policy: reject", true},
+      {"\\bdmarc\\b.{0,20}reject", "xdmarc policy: reject", false},
+      {"5\\.7\\.1 denied", "550 5.7.1 denied", true},
+      {"5\\.7\\.1 denied", "550 5x7x1 denied", false},
+      {"\\x61bc defg", "abc defg", true},
+      {"\\pL+ rejected here", "mail rejected here", true},
+      {"a.c rejected", "abc rejected", true},
+  };
+  for (const Case& c : kCases) {
+    auto rules = Compile(std::string("[[rule]]\nid = \"t\"\ncategory = \"spam_content\"\n") +
+                         "pattern = '" + c.pattern + "'\n");
+    ASSERT_TRUE(rules) << c.pattern;
+    EXPECT_EQ(Of(*rules, c.text) == Category::kSpamContent, c.match)
+        << "pattern " << c.pattern << " on " << c.text;
+  }
+}
+
 TEST(RulesMemo, SameTextOtherRecipientGetsItsOwnRecipient) {
   auto rules = RuleSet::Default();
   ReplyInput in;
