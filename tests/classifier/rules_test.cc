@@ -156,6 +156,14 @@ const Case kCases[] = {
      "550 5.7.509 Access denied, sending domain example.com does not pass DMARC verification "
      "and has a DMARC policy of reject.",
      Category::kAuthFailure, "", ""},
+    {"m@contoso.com", "550 5.7.1 RESOLVER.RST.AuthRequired; authentication required",
+     Category::kSecurityError, "microsoft", "AuthRequired"},
+    {"m@contoso.com", "550 5.2.0 RESOLVER.ADR.BadPrimary; bad primary address",
+     Category::kSystemError, "microsoft", "BadPrimary"},
+    {"m@contoso.com", "550 5.5.3 RESOLVER.ADR.RecipLimit; too many recipients",
+     Category::kRateLimited, "microsoft", "RecipLimit"},
+    {"m@contoso.com", "554 5.4.4 SMTPSEND.DNS.MxLoopback; DNS records for the domain loop back",
+     Category::kNetworkError, "", ""},
     {"m@contoso.com", "550 5.4.1 Recipient address rejected: Access denied. AS(201806281)",
      Category::kUserUnknown, "", ""},
     // Generic MTA wording, one or more per category
