@@ -90,6 +90,7 @@ bool WantedHeader(std::string_view name) {
       "delivered-to",
       "envelope-to",
       "x-hmxmroriginalrecipient",
+      "x-spasign",
   };
   char lower[32];
   if (name.size() > sizeof lower) return false;

@@ -711,6 +711,12 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
         for (Finding& f : findings) {
           if (f.action.empty()) f.action = action;
         }
+        // au (KDDI) marks the bounces of its recipients' spam and domain filters with this
+        // header: the refusal was the recipient's filter, whatever the text says.
+        if (EqualsNoCase(TrimSpace(view.Get("x-spasign")), "NG")) {
+          forced = Category::kFiltered;
+          forced_rule = "kddi-spasign";
+        }
       }
     }
   }

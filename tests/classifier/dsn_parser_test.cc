@@ -417,6 +417,20 @@ TEST(TextBounces, GmailRelayStateGivesTheStage) {
   EXPECT_EQ(data.recipients[0].category, Category::kFiltered);
 }
 
+TEST(TextBounces, AuSpamFilterHeaderMeansFiltered) {
+  const std::string msg =
+      "From: <Postmaster@ezweb.ne.jp>\n"
+      "To: <s@example.or.jp>\n"
+      "Subject: Mail System Error - Returned Mail\n"
+      "X-SPASIGN: NG\n\n"
+      "<u@ezweb.ne.jp>\n\n"
+      "Each of the following recipients was rejected by a remote mail server.\n";
+  ParsedBounce p = ParseBounce(msg, Rules());
+  ASSERT_EQ(p.recipients.size(), 1u) << p.error;
+  EXPECT_EQ(p.recipients[0].category, Category::kFiltered);
+  EXPECT_EQ(p.recipients[0].rule, "kddi-spasign");
+}
+
 TEST(TextBounces, OldSendmailSummaryLineTakesItsSession) {
   const std::string msg =
       "From: Mail Delivery Subsystem <MAILER-DAEMON@mx8.example.com>\n"

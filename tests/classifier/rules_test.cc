@@ -230,8 +230,10 @@ const Case kCases[] = {
      Category::kSuppressedUpstream, "amazonses", ""},
     // Carriers and regional providers
     {"u@ezweb.ne.jp", "550 : User unknown", Category::kFiltered, "kddi", ""},
-    {"u@ezweb.ne.jp", "Each of the following recipients was rejected by a remote mail server.",
-     Category::kFiltered, "kddi", ""},
+    {"u@ezweb.ne.jp", "The user(s) account is temporarily over quota. <u@ezweb.ne.jp>",
+     Category::kMailboxFull, "kddi", ""},
+    {"u@au.com", "The user(s) account is temporarily limited. <u@au.com>",
+     Category::kMailboxDisabled, "kddi", ""},
     {"u@ezweb.ne.jp", "The user(s) account is disabled. <u@ezweb.ne.jp>: 550 user unknown",
      Category::kMailboxDisabled, "kddi", ""},
     {"u@docomo.ne.jp", "550 Unknown user u@docomo.ne.jp", Category::kUserUnknown, "docomo", ""},
