@@ -287,6 +287,8 @@ const Case kCases[] = {
     // Exim's own router and transport messages
     {"u@example.org", "all host address lookups failed permanently", Category::kDomainUnknown, "",
      ""},
+    {"u@example.org", "550 5.1.2 Mail domain mentioned in email address is unknown",
+     Category::kDomainUnknown, "", ""},
     {"u@example.org", "an MX or SRV record indicated no SMTP service", Category::kNotAccept, "",
      ""},
     {"u@example.org", "Too many \"Received\" headers - suspected mail loop",
