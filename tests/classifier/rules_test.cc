@@ -358,6 +358,10 @@ TEST(DefaultRules, UserUnknownWithNoCodeIsUnconfirmedUnlessAMailStoreSaysIt) {
       Category::kFiltered);
   EXPECT_EQ(Classify("550 Requested action not taken: mailbox unavailable").category,
             Category::kFiltered);
+  EXPECT_EQ(Classify("554 5.0.0 <u@example.org>... Mailbox not found", "", "", "data").category,
+            Category::kFiltered);
+  EXPECT_EQ(Classify("554 5.0.0 <u@example.org>... Mailbox not found", "", "", "rcpt").category,
+            Category::kUserUnknown);
   // Mailbox stores and directories that say it themselves need no code.
   for (const char* text : {
            "u@example.com on 4/29/05 The recipient name is not recognized (000C05A6) Unknown "
