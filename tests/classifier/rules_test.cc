@@ -192,6 +192,7 @@ const Case kCases[] = {
      Category::kMailboxDisabled, "", ""},
     {"u@example.org", "550 5.2.1 This account has been suspended", Category::kMailboxDisabled, "",
      ""},
+    {"u@qq.com", "550 Mailbox unavailable or access denied", Category::kMailboxDisabled, "", ""},
     {"u@example.org",
      "450 4.2.0 <u@example.org>: Recipient address rejected: Greylisted, see "
      "http://postgrey.schweikert.ch/help/example.org.html",
