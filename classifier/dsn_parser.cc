@@ -166,7 +166,15 @@ bool BounceWording(std::string_view text) {
 // A text bounce that only warns of a delay (Exim's "Warning: message ... delayed", OpenSMTPD's
 // "Delivery status notification: delayed", "still being retried"): the MTA keeps trying.
 bool DelayNotice(std::string_view subject, std::string_view explanation) {
-  if (ContainsNoCase(subject, "delay") || ContainsNoCase(subject, "still being retried"))
+  // Failure subjects carry the original subject ("Undeliverable: Delayed order"), so their
+  // own words decide first.
+  static constexpr std::string_view kFailure[] = {"undeliver", "fail",      "returned",
+                                                  "rejected",  "not be de", "non remis"};
+  bool failure_subject = false;
+  for (std::string_view w : kFailure)
+    failure_subject = failure_subject || ContainsNoCase(subject, w);
+  if (!failure_subject &&
+      (ContainsNoCase(subject, "delay") || ContainsNoCase(subject, "still being retried")))
     return true;
   static constexpr std::string_view kWords[] = {
       "message is delayed",  "has been delayed",    "will continue",    "will be retried",

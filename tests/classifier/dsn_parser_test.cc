@@ -323,6 +323,14 @@ TEST(TextBounces, NonDeliveryNoticeGaveUpAndWarningKeepsTrying) {
   ASSERT_EQ(p.recipients.size(), 1u) << p.error;
   EXPECT_EQ(p.recipients[0].dsn_action, "delayed");
   EXPECT_EQ(p.recipients[0].category, Category::kNetworkError);
+  // A failure notice keeps the original subject: its own words come first.
+  std::string renamed = failed;
+  renamed.replace(renamed.find("Returned mail: see transcript for details"),
+                  std::string_view("Returned mail: see transcript for details").size(),
+                  "Returned mail: Your order is delayed");
+  p = ParseBounce(renamed, Rules());
+  ASSERT_EQ(p.recipients.size(), 1u) << p.error;
+  EXPECT_EQ(p.recipients[0].dsn_action, "failed");
 }
 
 // A report whose text part carries what its fields leave out.
