@@ -120,6 +120,25 @@ int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
 size_t ClassicTimestampLength(sv s) {
   if (s.size() < 15 || MonthIndex(s) == 0 || s[3] != ' ') return 0;
   size_t i = 4;
+#if defined(__SSE2__)
+  // The usual "Mmm dd hh:mm:ss" / "Mmm  d hh:mm:ss": its digits checked in one compare.
+  if (s.size() >= 16 && s[6] == ' ' && s[9] == ':' && s[12] == ':') {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data()));
+    unsigned digit = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(
+        _mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)))));
+    constexpr unsigned kDigits =
+        (1u << 5) | (1u << 7) | (1u << 8) | (1u << 10) | (1u << 11) | (1u << 13) | (1u << 14);
+    if ((digit & kDigits) == kDigits && (s[4] == ' ' || (digit & (1u << 4)))) {
+      i = 15;
+      if (s[i] == '.') {
+        size_t j = i + 1;
+        while (j < s.size() && IsDigit(s[j])) ++j;
+        if (j > i + 1) i = j;
+      }
+      return i;
+    }
+  }
+#endif
   if (s[i] == ' ') ++i;  // day padded with a space
   if (!IsDigit(s[i])) return 0;
   ++i;
@@ -167,7 +186,7 @@ size_t Rfc3339TimestampLength(sv s) {
 
 // Length of the queue id at the start of `m` when it is one, else 0: short (upper-case hex) or
 // long (base 52, 'z' after 10 characters), 6 to 23 characters.
-size_t QueueIdLength(sv m) {
+size_t QueueIdLengthScalar(sv m) {
   size_t q = 0;
   uint8_t all = 0xff;
   while (q < m.size() && q < 24) {
@@ -180,6 +199,48 @@ size_t QueueIdLength(sv m) {
   if (all & kClsUpperHex) return q;
   if ((all & kClsBase52) && q >= 12 && m[10] == 'z') return q;
   return 0;
+}
+
+#if defined(__SSE2__)
+// Bit i set when byte i of the 16 at p is a digit; *hex also for A-F, *alnum also for letters.
+// (Signed compares: bytes >= 0x80 are negative and match nothing.)
+void ClassifyBlock(const char* p, unsigned* alnum, unsigned* hex) {
+  __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
+                                _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+  __m128i upper_af = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('A' - 1)),
+                                   _mm_cmplt_epi8(v, _mm_set1_epi8('F' + 1)));
+  __m128i folded = _mm_or_si128(v, _mm_set1_epi8(0x20));  // 'A'..'Z' -> 'a'..'z'
+  __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(folded, _mm_set1_epi8('a' - 1)),
+                                 _mm_cmplt_epi8(folded, _mm_set1_epi8('z' + 1)));
+  *alnum = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(digit, letter)));
+  *hex = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(digit, upper_af)));
+}
+#endif
+
+// QueueIdLengthScalar, 16 or 32 bytes at a time when the message is that long (nearly every
+// line of a Postfix program goes through it).
+size_t QueueIdLength(sv m) {
+#if defined(__SSE2__)
+  if (m.size() >= 16) {
+    unsigned alnum, hex;
+    ClassifyBlock(m.data(), &alnum, &hex);
+    if (alnum == 0xffff) {  // the id (or whatever this is) goes on past 16 bytes
+      if (m.size() < 32) return QueueIdLengthScalar(m);
+      unsigned a1, h1;
+      ClassifyBlock(m.data() + 16, &a1, &h1);
+      alnum |= a1 << 16;
+      hex |= h1 << 16;
+      if (~alnum == 0) return 0;
+    }
+    size_t q = static_cast<size_t>(__builtin_ctz(~alnum));
+    if (q < 6 || q > 23) return 0;
+    uint32_t first = (1u << q) - 1;
+    if ((hex & first) == first) return q;
+    return QueueIdLengthScalar(m.substr(0, q + 1));  // long ids: rare, checked byte by byte
+  }
+#endif
+  return QueueIdLengthScalar(m);
 }
 
 bool IsQueueId(sv q) { return !q.empty() && QueueIdLength(q) == q.size(); }

@@ -133,6 +133,28 @@ log_internal::KeyHash RandomSeed() {
   return log_internal::KeyHash{word(), word()};
 }
 
+// s == the literal, with a constant-length compare (no memcmp library call).
+template <size_t N>
+bool Is(sv s, const char (&literal)[N]) {
+  return s.size() == N - 1 && memcmp(s.data(), literal, N - 1) == 0;
+}
+
+// The statuses an event can have, and their names in events.
+enum class EventStatus : uint8_t { kSent, kDeferred, kBounced, kExpired };
+sv StatusName(EventStatus s) {
+  switch (s) {
+    case EventStatus::kSent:
+      return "sent";
+    case EventStatus::kDeferred:
+      return "deferred";
+    case EventStatus::kBounced:
+      return "bounced";
+    case EventStatus::kExpired:
+      return "expired";
+  }
+  return "bounced";
+}
+
 int CurrentYear() {
   time_t now = time(nullptr);
   struct tm tm {};
@@ -197,7 +219,7 @@ struct LogCorrelator::Impl {
   void OnDelivery(const ParsedLogLine& p);
   void OnExpired(const ParsedLogLine& p);
   void FillCommon(const ParsedLogLine& p, const QueueState* st);
-  void Classify(sv recipient_domain, sv relay, sv dsn, sv reason, sv log_status);
+  void Classify(sv recipient_domain, sv relay, sv dsn, sv reason, EventStatus log_status);
   sv Provider(sv domain, sv remote);
   void ClearClassCaches();
   void Emit() {
@@ -237,26 +259,28 @@ void LogCorrelator::Impl::ClearClassCaches() {
 }
 
 void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv reason,
-                                   sv log_status) {
+                                   EventStatus log_status) {
   log_internal::ReasonParts rp = log_internal::AnalyzeReason(reason);
   sv remote = log_internal::RelayHost(relay);
   if (remote.empty()) remote = rp.remote_host;
   Result& r = event.result;
   // The DSN Action Postfix would write; "expired" tells the rules the queue lifetime ran out.
-  sv action = log_status == "sent"       ? sv("delivered")
-              : log_status == "deferred" ? sv("delayed")
-              : log_status == "expired"  ? sv("expired")
-                                         : sv("failed");
+  sv action = log_status == EventStatus::kSent       ? sv("delivered")
+              : log_status == EventStatus::kDeferred ? sv("delayed")
+              : log_status == EventStatus::kExpired  ? sv("expired")
+                                                     : sv("failed");
   sv provider = Provider(recipient_domain, remote);
-  if (log_status == "sent") {
+  if (log_status == EventStatus::kSent) {
     // Postfix's status=sent is authoritative: no rule can make a delivery a failure.
     r.category = Category::kDelivered;
     r.status.assign(dsn);
-    if (!counts_only) r.reply_code = ExtractReplyCode(rp.reply);
-    r.stage.clear();
     r.provider.assign(provider);
     r.provider_code.clear();
-    r.rule.assign("postfix-status");
+    if (!counts_only) {
+      r.reply_code = ExtractReplyCode(rp.reply);
+      r.stage.clear();
+      r.rule.assign("postfix-status");
+    }
   } else {
     // Two levels: the exact text first (one fast pass; retries repeat their text verbatim),
     // then the text with per-message noise masked (see BuildReplyKey). `provider` points into
@@ -303,11 +327,13 @@ void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv rea
     } else {
       r.status.assign(c.status);
     }
-    r.reply_code.assign(c.reply_code);
-    r.stage.assign(c.stage);
     r.provider.assign(c.provider);
     r.provider_code.assign(c.provider_code);
-    r.rule.assign(c.rule);
+    if (!counts_only) {
+      r.reply_code.assign(c.reply_code);
+      r.stage.assign(c.stage);
+      r.rule.assign(c.rule);
+    }
   }
   r.dsn_action.assign(action);
   if (counts_only) return;
@@ -354,13 +380,14 @@ void LogCorrelator::Impl::FillCommon(const ParsedLogLine& p, const QueueState* s
 }
 
 void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
-  sv status;
-  if (p.status == "sent") {
-    status = "sent";
-  } else if (p.status == "deferred" || p.status == "SOFTBOUNCE") {
-    status = "deferred";  // soft_bounce=yes turns a bounce into a deferral: it stays queued
-  } else if (p.status == "bounced") {
-    status = "bounced";
+  EventStatus status;
+  if (Is(p.status, "sent")) {
+    status = EventStatus::kSent;
+  } else if (Is(p.status, "deferred") || Is(p.status, "SOFTBOUNCE")) {
+    // soft_bounce=yes turns a bounce into a deferral: it stays queued
+    status = EventStatus::kDeferred;
+  } else if (Is(p.status, "bounced")) {
+    status = EventStatus::kBounced;
   } else {
     // deliverable/undeliverable (address verification probes) and anything unknown.
     ++stats.ignored_statuses;
@@ -372,7 +399,7 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
   queues.Prefetch(p.queue_id);
   AssignAddress(&event.recipient, p.recipient);
   AssignAddress(&event.orig_recipient, p.orig_recipient);
-  event.log_status.assign(status);
+  event.log_status.assign(StatusName(status));
   AssignClean(&event.dsn, p.dsn, 32);
   if (!counts_only) AssignClean(&event.relay, p.relay, 1024);
   queues.PrefetchState(p.queue_id);
@@ -380,20 +407,17 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
   size_t at = event.recipient.rfind('@');
   sv domain = at == std::string::npos ? sv() : sv(event.recipient).substr(at + 1);
   Classify(domain, counts_only ? p.relay : sv(event.relay), event.dsn, p.reason, status);
-  QueueState* st = status == "deferred" ? FindOrCreate(p.queue_id) : Find(p.queue_id);
+  QueueState* st = status == EventStatus::kDeferred ? FindOrCreate(p.queue_id) : Find(p.queue_id);
   FillCommon(p, st);
 
   if (st != nullptr) {
-    const uint64_t key_hash =
-        log_internal::HashParts({event.recipient, event.orig_recipient}, seed).lo;
+    // Recipients are matched by a 128-bit hash of (recipient, orig_recipient), as the
+    // classification caches match reply texts: no string of theirs is read (memory stalls).
+    const log_internal::KeyHash key_hash =
+        log_internal::HashParts({event.recipient, event.orig_recipient}, seed);
     auto it = st->pending.begin();
-    for (; it != st->pending.end(); ++it) {
-      if (it->key_hash == key_hash && it->recipient == event.recipient &&
-          it->orig_recipient == event.orig_recipient) {
-        break;
-      }
-    }
-    if (status == "deferred") {
+    while (it != st->pending.end() && !(it->key_hash == key_hash)) ++it;
+    if (status == EventStatus::kDeferred) {
       PendingRecipient* pd = nullptr;
       if (it != st->pending.end()) {
         pd = &*it;
@@ -451,7 +475,7 @@ void LogCorrelator::Impl::OnExpired(const ParsedLogLine& p) {
     // The last deferral's reply, classified as given up on: the RuleSet makes a transient
     // cause `expired` and keeps a telling one (mailbox_full ...), as it does for the DSN
     // Postfix sends for the same message.
-    Classify(domain, pd.relay, pd.dsn, pd.reason, "expired");
+    Classify(domain, pd.relay, pd.dsn, pd.reason, EventStatus::kExpired);
     Emit();
   }
 }

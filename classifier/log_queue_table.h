@@ -14,13 +14,14 @@
 #include <string_view>
 #include <vector>
 
+#include "classifier/log_reply.h"
+
 namespace bounced::log_internal {
 
 // A recipient whose latest status was deferred: what an expiry must report for it.
 struct PendingRecipient {
-  // A hash of recipient and orig_recipient, compared before them: most lookups then touch no
-  // string of a recipient that is not the one sought.
-  uint64_t key_hash = 0;
+  // A 128-bit hash of recipient and orig_recipient, which lookups compare instead of them.
+  KeyHash key_hash;
   std::string recipient;
   std::string orig_recipient;
   std::string relay;
