@@ -1,6 +1,8 @@
 // result_json.cc: see result_json.h.
 #include "classifier/result_json.h"
 
+#include <cstdint>
+
 namespace bounced {
 
 nlohmann::json ToJson(const Result& r) {
@@ -23,6 +25,152 @@ nlohmann::json ToJson(const Result& r) {
       {"dsn_action", r.dsn_action},
       {"rule", r.rule},
   };
+}
+
+namespace {
+
+// Well-formed UTF-8 (Unicode 3-7: no overlong forms, no surrogates, nothing past U+10FFFF),
+// the same set nlohmann's decoder accepts.
+bool WellFormedUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t n = s.size(), i = 0;
+  while (i < n) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return false;
+    for (size_t k = 2; k < len; ++k) {
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+void AppendKey(std::string_view key, std::string* out) {
+  out->push_back('"');
+  out->append(key);
+  out->append("\":");
+}
+
+}  // namespace
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  if (!WellFormedUtf8(s)) {
+    // Rare (fields are sanitised): nlohmann's own replacement of bad bytes is the reference.
+    out->append(nlohmann::json(std::string(s))
+                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  size_t plain = 0;  // start of the run of bytes copied as they are
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(s.data() + plain, i - plain);
+    plain = i + 1;
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default: {
+        char u[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+        out->append(u, sizeof u);
+      }
+    }
+  }
+  out->append(s.data() + plain, s.size() - plain);
+  out->push_back('"');
+}
+
+void AppendJson(const Result& r, std::string* out) {
+  const CategoryInfo& info = Describe(r.category);
+  // nlohmann's object is a std::map: keys come out in byte order.
+  out->push_back('{');
+  AppendKey("action", out);
+  AppendJsonString(ToString(info.action), out);
+  out->push_back(',');
+  AppendKey("category", out);
+  AppendJsonString(info.name, out);
+  out->push_back(',');
+  AppendKey("cause", out);
+  AppendJsonString(info.cause, out);
+  out->push_back(',');
+  AppendKey("diagnostic", out);
+  AppendJsonString(r.diagnostic, out);
+  out->push_back(',');
+  AppendKey("dsn_action", out);
+  AppendJsonString(r.dsn_action, out);
+  out->push_back(',');
+  AppendKey("fault", out);
+  AppendJsonString(ToString(info.fault), out);
+  out->push_back(',');
+  AppendKey("hard_bounce", out);
+  out->append(info.hard_bounce ? "true" : "false");
+  out->push_back(',');
+  AppendKey("original_recipient", out);
+  AppendJsonString(r.original_recipient, out);
+  out->push_back(',');
+  AppendKey("provider", out);
+  AppendJsonString(r.provider, out);
+  out->push_back(',');
+  AppendKey("provider_code", out);
+  AppendJsonString(r.provider_code, out);
+  out->push_back(',');
+  AppendKey("recipient", out);
+  AppendJsonString(r.recipient, out);
+  out->push_back(',');
+  AppendKey("remote_mta", out);
+  AppendJsonString(r.remote_mta, out);
+  out->push_back(',');
+  AppendKey("reply_code", out);
+  AppendJsonString(r.reply_code, out);
+  out->push_back(',');
+  AppendKey("rule", out);
+  AppendJsonString(r.rule, out);
+  out->push_back(',');
+  AppendKey("stage", out);
+  AppendJsonString(r.stage, out);
+  out->push_back(',');
+  AppendKey("status", out);
+  AppendJsonString(r.status, out);
+  out->push_back('}');
 }
 
 }  // namespace bounced

@@ -96,14 +96,28 @@ int RunParse(const ParseOptions& opt) {
     if (text) {
       PrintText(file, parsed, &out);
     } else {
-      nlohmann::json line{{"file", file}, {"kind", ToString(parsed.kind)}};
-      nlohmann::json recipients = nlohmann::json::array();
-      for (const Result& r : parsed.recipients) recipients.push_back(ToJson(r));
-      line["recipients"] = std::move(recipients);
-      if (!parsed.error.empty()) line["error"] = parsed.error;
-      if (!parsed.mta.empty()) line["mta"] = parsed.mta;
-      out += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      out += '\n';
+      // {"error", "file", "kind", "mta", "recipients"}: written directly, keys in the order
+      // nlohmann's dump gives them (tests compare the two).
+      out += '{';
+      if (!parsed.error.empty()) {
+        out += "\"error\":";
+        AppendJsonString(parsed.error, &out);
+        out += ',';
+      }
+      out += "\"file\":";
+      AppendJsonString(file, &out);
+      out += ",\"kind\":";
+      AppendJsonString(ToString(parsed.kind), &out);
+      if (!parsed.mta.empty()) {
+        out += ",\"mta\":";
+        AppendJsonString(parsed.mta, &out);
+      }
+      out += ",\"recipients\":[";
+      for (size_t i = 0; i < parsed.recipients.size(); ++i) {
+        if (i > 0) out += ',';
+        AppendJson(parsed.recipients[i], &out);
+      }
+      out += "]}\n";
     }
     if (out.size() > (1 << 16)) {
       std::fwrite(out.data(), 1, out.size(), stdout);
