@@ -219,7 +219,10 @@ struct LogCorrelator::Impl {
   void OnDelivery(const ParsedLogLine& p);
   void OnExpired(const ParsedLogLine& p);
   void FillCommon(const ParsedLogLine& p, const QueueState* st);
-  void Classify(sv recipient_domain, sv relay, sv dsn, sv reason, EventStatus log_status);
+  // `queue_id`, when not empty, is the one the caller looks up after this: its first pending
+  // recipient is prefetched half-way (see OnDelivery).
+  void Classify(sv recipient_domain, sv relay, sv dsn, sv reason, EventStatus log_status,
+                sv queue_id = {});
   sv Provider(sv domain, sv remote);
   void ClearClassCaches();
   void Emit() {
@@ -259,7 +262,7 @@ void LogCorrelator::Impl::ClearClassCaches() {
 }
 
 void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv reason,
-                                   EventStatus log_status) {
+                                   EventStatus log_status, sv queue_id) {
   log_internal::ReasonParts rp = log_internal::AnalyzeReason(reason);
   sv remote = log_internal::RelayHost(relay);
   if (remote.empty()) remote = rp.remote_host;
@@ -270,6 +273,7 @@ void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv rea
               : log_status == EventStatus::kExpired  ? sv("expired")
                                                      : sv("failed");
   sv provider = Provider(recipient_domain, remote);
+  if (!queue_id.empty()) queues.PrefetchPending(queue_id);
   if (log_status == EventStatus::kSent) {
     // Postfix's status=sent is authoritative: no rule can make a delivery a failure.
     r.category = Category::kDelivered;
@@ -406,7 +410,8 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
   if (p.reason_cut) ++stats.cut_reasons;
   size_t at = event.recipient.rfind('@');
   sv domain = at == std::string::npos ? sv() : sv(event.recipient).substr(at + 1);
-  Classify(domain, counts_only ? p.relay : sv(event.relay), event.dsn, p.reason, status);
+  Classify(domain, counts_only ? p.relay : sv(event.relay), event.dsn, p.reason, status,
+           p.queue_id);
   QueueState* st = status == EventStatus::kDeferred ? FindOrCreate(p.queue_id) : Find(p.queue_id);
   FillCommon(p, st);
 

@@ -55,17 +55,25 @@ class QueueTable {
   }
 
   // When `id` is in the table, starts loading its state (the slot itself is read now: call
-  // Prefetch first, then do other work, then this, then other work, then the lookup).
+  // Prefetch first, then do other work, then this, then other work, then PrefetchPending).
   void PrefetchState(std::string_view id) const {
-    if (size_ == 0) return;
+    if (const QueueState* st = Peek(id)) __builtin_prefetch(st);
+  }
+  // When `id` is in the table, starts loading its first pending recipient (the state is read
+  // now: call it a while after PrefetchState, and look `id` up a while later).
+  void PrefetchPending(std::string_view id) const {
+    const QueueState* st = Peek(id);
+    if (st != nullptr && !st->pending.empty()) __builtin_prefetch(st->pending.data());
+  }
+
+  // The state of `id`, or nullptr, without marking it as seen.
+  const QueueState* Peek(std::string_view id) const {
+    if (size_ == 0) return nullptr;
     size_t i = Home(Hash(id));
     for (;;) {
       const Slot& s = slots_[i];
-      if (s.state == 0) return;
-      if (s.len == id.size() && memcmp(s.id, id.data(), id.size()) == 0) {
-        __builtin_prefetch(&states_[s.state - 1]);
-        return;
-      }
+      if (s.state == 0) return nullptr;
+      if (s.len == id.size() && SameId(s.id, id.data(), id.size())) return &states_[s.state - 1];
       i = (i + 1) & mask_;
     }
   }
@@ -77,7 +85,7 @@ class QueueTable {
     for (;;) {
       const Slot& s = slots_[i];
       if (s.state == 0) return nullptr;
-      if (s.len == id.size() && memcmp(s.id, id.data(), id.size()) == 0) {
+      if (s.len == id.size() && SameId(s.id, id.data(), id.size())) {
         QueueState* st = &states_[s.state - 1];
         st->last_seen = ++clock_;
         return st;
@@ -105,7 +113,7 @@ class QueueTable {
     for (;;) {
       Slot& s = slots_[i];
       if (s.state == 0) return;
-      if (s.len == id.size() && memcmp(s.id, id.data(), id.size()) == 0) break;
+      if (s.len == id.size() && SameId(s.id, id.data(), id.size())) break;
       i = (i + 1) & mask_;
     }
     RemoveAt(i);
@@ -145,6 +153,31 @@ class QueueTable {
   };
 
   static constexpr size_t kMaxSpare = 4096;
+
+  // memcmp(a, b, n) == 0 for n <= kMaxIdBytes, as at most six overlapping word loads instead of
+  // a library call (every queue-id line makes one or two of these compares).
+  static bool SameId(const char* a, const char* b, size_t n) {
+    auto load8 = [](const char* p) {
+      uint64_t w;
+      memcpy(&w, p, 8);
+      return w;
+    };
+    auto load4 = [](const char* p) {
+      uint32_t w;
+      memcpy(&w, p, 4);
+      return w;
+    };
+    if (n >= 8) {
+      uint64_t diff = (load8(a) ^ load8(b)) | (load8(a + n - 8) ^ load8(b + n - 8));
+      if (n > 16) diff |= load8(a + 8) ^ load8(b + 8);
+      return diff == 0;
+    }
+    if (n >= 4) return ((load4(a) ^ load4(b)) | (load4(a + n - 4) ^ load4(b + n - 4))) == 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
+  }
 
   static uint64_t Hash(std::string_view id) {
     uint64_t w[3] = {0, 0, 0};
