@@ -2,6 +2,10 @@
 // every bounce line of multi-million-line logs, and each one is a single linear pass.
 #include "classifier/text.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <array>
 #include <cstdint>
 
@@ -227,14 +231,45 @@ bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
 }
 
 size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from) {
-  if (needle.empty()) return from <= haystack.size() ? from : std::string_view::npos;
-  if (haystack.size() < needle.size()) return std::string_view::npos;
+  size_t n = needle.size();
+  if (n == 0) return from <= haystack.size() ? from : std::string_view::npos;
+  if (haystack.size() < n || from > haystack.size() - n) return std::string_view::npos;
+  const char* h = haystack.data();
+  size_t last = haystack.size() - n;  // the last possible start
+  auto rest_matches = [&](size_t at) {
+    for (size_t k = 1; k < n; ++k) {
+      if (AsciiLower(h[at + k]) != AsciiLower(needle[k])) return false;
+    }
+    return true;
+  };
   char first = AsciiLower(needle[0]);
-  for (size_t i = from; i + needle.size() <= haystack.size(); ++i) {
-    if (AsciiLower(haystack[i]) != first) continue;
-    size_t k = 1;
-    while (k < needle.size() && AsciiLower(haystack[i + k]) == AsciiLower(needle[k])) ++k;
-    if (k == needle.size()) return i;
+  size_t i = from;
+#if defined(__SSE2__)
+  if (n >= 2) {
+    // Sixteen starts at a time: bytes equal to the needle's first and second characters in
+    // either case (OR-ing 0x20 folds exactly the upper-case letters onto the lower-case ones,
+    // so it is applied only when the needle's character is a letter), then a full check.
+    char second = AsciiLower(needle[1]);
+    const __m128i v1 = _mm_set1_epi8(first), v2 = _mm_set1_epi8(second);
+    const __m128i f1 = _mm_set1_epi8(IsAlpha(first) ? 0x20 : 0);
+    const __m128i f2 = _mm_set1_epi8(IsAlpha(second) ? 0x20 : 0);
+    for (; i + 17 <= haystack.size(); i += 16) {
+      __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + 1));
+      __m128i hit = _mm_and_si128(_mm_cmpeq_epi8(_mm_or_si128(a, f1), v1),
+                                  _mm_cmpeq_epi8(_mm_or_si128(b, f2), v2));
+      unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
+      while (mask != 0) {
+        size_t at = i + static_cast<size_t>(__builtin_ctz(mask));
+        if (at > last) return std::string_view::npos;
+        if (rest_matches(at)) return at;
+        mask &= mask - 1;
+      }
+    }
+  }
+#endif
+  for (; i <= last; ++i) {
+    if (AsciiLower(h[i]) == first && rest_matches(i)) return i;
   }
   return std::string_view::npos;
 }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 
 namespace bounced {
@@ -130,6 +131,37 @@ TEST(StageFromText, EximSendmailAndGeneric) {
   EXPECT_EQ(NormalizeStage("RCPT"), "rcpt");
   EXPECT_EQ(NormalizeStage("end-of-data"), "eom");
   EXPECT_EQ(NormalizeStage("bogus"), "");
+}
+
+// FindNoCase looks at sixteen positions at a time; it must agree with a plain byte-by-byte
+// search everywhere: at both ends, across block edges, for letters, digits and punctuation,
+// with high bytes, and from any start.
+size_t NaiveFindNoCase(std::string_view h, std::string_view n, size_t from) {
+  if (n.empty()) return from <= h.size() ? from : std::string_view::npos;
+  for (size_t i = from; i + n.size() <= h.size(); ++i) {
+    size_t k = 0;
+    while (k < n.size() && AsciiLower(h[i + k]) == AsciiLower(n[k])) ++k;
+    if (k == n.size()) return i;
+  }
+  return std::string_view::npos;
+}
+
+TEST(FindNoCase, AgreesWithAPlainSearch) {
+  EXPECT_EQ(FindNoCase("550 User Unknown", "user unknown"), 4u);
+  EXPECT_EQ(FindNoCase("550 USER UNKNOWN here", "unknown", 5), 9u);
+  EXPECT_EQ(FindNoCase("abc", "abcd"), std::string_view::npos);
+  EXPECT_EQ(FindNoCase("@[`{", "`{"), 2u);  // neighbours of the letters do not fold
+  EXPECT_EQ(FindNoCase("@@", "`"), std::string_view::npos);
+  std::mt19937 rng(7);
+  const char alphabet[] = "aAbB@`[{ .5\xc3\xa4zZ";
+  for (int i = 0; i < 50000; ++i) {
+    std::string h(rng() % 70, ' '), n(1 + rng() % 4, ' ');
+    for (char& c : h) c = alphabet[rng() % (sizeof alphabet - 1)];
+    for (char& c : n) c = alphabet[rng() % (sizeof alphabet - 1)];
+    size_t from = h.empty() ? 0 : rng() % (h.size() + 2);
+    ASSERT_EQ(FindNoCase(h, n, from), NaiveFindNoCase(h, n, from))
+        << "haystack '" << h << "' needle '" << n << "' from " << from;
+  }
 }
 
 }  // namespace
