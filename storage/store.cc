@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "storage/address.h"
 #include "storage/policy.h"
 #include "storage/sqlite.h"
 #include "storage/suppression_io.h"
@@ -34,7 +35,7 @@ static_assert(std::size(kMigrations) == kSchemaVersion);
 // recipient match within this window (longer than Postfix's default maximal_queue_lifetime).
 constexpr int64_t kSameBounceWindowSeconds = 7 * 86400;
 
-// Recipient states kept in the writer's memory (about 200 bytes each).
+// Recipient states kept in the writer's memory between transactions (about 250 bytes each).
 constexpr size_t kStateCacheSize = 100000;
 
 int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
@@ -175,6 +176,16 @@ struct Job {
   std::vector<ViewChange> changes;
 };
 
+// A recipient's state as the writer knows it. Events change it in memory; the row is written
+// once per transaction (WriteStatesW, just before COMMIT), so a recipient seen several times in
+// a group commit costs one write, and the writes go in key order (B-tree pages visited once).
+struct CachedState {
+  RecipientState state;
+  std::string display;  // the spelling a new row gets (an existing row keeps its own)
+  bool in_db = false;   // a row exists: UPDATE it, else INSERT
+  bool dirty = false;   // changed in the running transaction, not written yet
+};
+
 // day, domain, provider, category, provider code, log status joined by kCounterSeparator.
 using Counters = std::unordered_map<std::string, int64_t>;
 constexpr char kCounterSeparator = '\x1f';
@@ -239,9 +250,13 @@ class StoreImpl final : public Store {
   }
   Status AuditW(const Actor& who, std::string_view action, std::string_view target,
                 std::string_view detail);
-  Expected<RecipientState> GetStateW(const std::string& key);
-  // Takes the state by value: it moves into state_cache_ (no copy of its strings per event).
-  Status PutStateW(RecipientState s, std::string_view display);
+  // The state of `key` in state_cache_, read from the database on a miss (a fresh state when
+  // there is no row). The pointer is valid until the transaction ends.
+  Expected<CachedState*> StateW(const std::string& key);
+  // Notes a change to `c` for WriteStatesW; `display` names a recipient without a row yet.
+  void MarkDirty(CachedState* c, std::string_view display);
+  // Writes every state changed in the running transaction, in key order.
+  Status WriteStatesW();
   // Queues a manual change and waits for its commit.
   Status RunOnWriter(std::function<Status(StoreImpl&)> fn);
 
@@ -274,17 +289,23 @@ class StoreImpl final : public Store {
   }
   std::vector<ViewChange>* pending_ = nullptr;  // the running job's view changes
   std::string counter_key_;  // ApplyEvent's scratch buffer for daily counter keys
+  std::string key_;          // ApplyEvent's scratch buffer for the recipient key
+  // Whether the running transaction changed the allowlist (the view does not show it yet).
+  bool txn_allowlist_changed_ = false;
   // Keys given a suppression row in the running transaction (not in the view yet).
   std::unordered_set<std::string> txn_suppressed_;
-  // Recipient states as last written, so most events need no SELECT. Cleared when a
-  // transaction fails (its writes are gone) and when it grows past kStateCacheSize.
-  std::unordered_map<std::string, RecipientState> state_cache_;
+  // Recipient states as last written (or being changed by the running transaction), so most
+  // events need no SELECT. Cleared when a transaction fails (its writes are gone) and, between
+  // transactions, when it has grown past kStateCacheSize. Nodes are stable: dirty_states_
+  // points into it.
+  std::unordered_map<std::string, CachedState> state_cache_;
+  std::vector<std::pair<const std::string*, CachedState*>> dirty_states_;
 
   sql::Db wdb_;
   struct WriterStatements {
-    sql::Stmt insert_event, same_bounce, get_state, put_state, get_suppression, put_suppression,
-        delete_suppression, touch_suppression, delivered_after, log_suppression, allowed, counter,
-        position, audit;
+    sql::Stmt insert_event, same_bounce, get_state, put_state, update_state, get_suppression,
+        put_suppression, delete_suppression, touch_suppression, delivered_after, log_suppression,
+        allowed, counter, position, audit;
   } w_;
 
   std::mutex queue_mu_;
@@ -415,6 +436,11 @@ Status StoreImpl::PrepareWriter() {
        "last_failure = excluded.last_failure, incidents = excluded.incidents, "
        "incidents_since = excluded.incidents_since, last_incident = excluded.last_incident, "
        "manual_unsuppressed = excluded.manual_unsuppressed, events = excluded.events"},
+      {&w_.update_state,
+       "UPDATE recipient_state SET first_seen = ?2, last_event = ?3, last_category = ?4, "
+       "last_log_status = ?5, last_delivered = ?6, last_failure = ?7, incidents = ?8, "
+       "incidents_since = ?9, last_incident = ?10, manual_unsuppressed = ?11, events = ?12 "
+       "WHERE address = ?1"},
       {&w_.get_suppression,
        "SELECT address, display, reason, category, source, first_event, last_event, created, "
        "expires, detail, delivered_after FROM suppressions WHERE address = ?1"},
@@ -584,10 +610,17 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
   auto discard = [&] {
     if (!sqlite3_get_autocommit(wdb_.get())) wdb_.Exec("ROLLBACK");
     for (size_t i : jobs) group[i]->changes.clear();
+    dirty_states_.clear();
     state_cache_.clear();
   };
   for (size_t i : jobs) group[i]->changes.clear();
   txn_suppressed_.clear();
+  txn_allowlist_changed_ = false;
+  dirty_states_.clear();
+  // Only here, with no transaction running, may the cache shrink (dirty_states_ points into it).
+  if (state_cache_.size() >= kStateCacheSize) state_cache_.clear();
+  // Buckets for the whole cache up front: growing it rehashes every entry several times.
+  if (state_cache_.bucket_count() < kStateCacheSize) state_cache_.reserve(kStateCacheSize);
   if (Status s = wdb_.Exec("BEGIN IMMEDIATE"); !s) return s;
   for (size_t i : jobs) {
     Job& job = *group[i];
@@ -599,6 +632,11 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
       *failed_job = i;
       return s;
     }
+  }
+  if (Status s = WriteStatesW(); !s) {
+    discard();
+    // The state rows belong to every job of the transaction: the failure is not one job's.
+    return s;
   }
   if (Status s = wdb_.Exec("COMMIT"); !s) {
     discard();
@@ -701,7 +739,8 @@ Status StoreImpl::ApplyBatch(Job& job) {
 Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   const int64_t t = ev.unix_time ? ev.unix_time : txn_now_;
   const Result& r = ev.result;
-  std::string key = NormalizeAddress(r.recipient, txn_policy_.recipient_delimiters);
+  std::string& key = key_;
+  NormalizeAddressInto(r.recipient, txn_policy_.recipient_delimiters, key);
   // Something that is not an address is still recorded (nothing is lost), under its own text.
   std::string_view stored_key = key.empty() ? std::string_view(r.recipient) : key;
   std::string_view domain = key.empty() ? std::string_view() : DomainOf(key);
@@ -773,10 +812,10 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   counters[ck]++;
   if (key.empty()) return Status::Ok();
 
-  auto state = GetStateW(key);
+  auto state = StateW(key);
   if (!state) return state.status();
-  PolicyDecision d = bounced::ApplyEvent(txn_policy_, *state, ev, t);
-  if (Status s = PutStateW(std::move(*state), r.recipient); !s) return s;
+  PolicyDecision d = bounced::ApplyEvent(txn_policy_, (*state)->state, ev, t);
+  MarkDirty(*state, r.recipient);
   if (IsDelivery(ev) && MayHaveSuppressionW(key)) {
     w_.delivered_after.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.delivered_after.Run(); !s) return s;
@@ -827,17 +866,18 @@ Expected<std::optional<Suppression>> StoreImpl::GetSuppressionW(const std::strin
 
 Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_action,
                                   int64_t actor_uid) {
-  w_.put_suppression.Bind(1, s.address)
-      .Bind(2, s.display)
-      .Bind(3, DomainOf(s.address))
-      .Bind(4, s.reason)
-      .Bind(5, s.category)
-      .Bind(6, s.source)
+  // BindRef: `s` outlives the statement's run (Run resets it).
+  w_.put_suppression.BindRef(1, s.address)
+      .BindRef(2, s.display)
+      .BindRef(3, DomainOf(s.address))
+      .BindRef(4, s.reason)
+      .BindRef(5, s.category)
+      .BindRef(6, s.source)
       .Bind(7, s.first_event)
       .Bind(8, s.last_event)
       .Bind(9, s.created)
       .Bind(10, s.expires)
-      .Bind(11, s.detail)
+      .BindRef(11, s.detail)
       .Bind(12, s.delivered_after)
       .Bind(13, txn_now_);
   if (Status st = w_.put_suppression.Run(); !st) return st;
@@ -849,18 +889,21 @@ Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_act
 
 Status StoreImpl::LogSuppressionW(const Suppression& s, std::string_view action,
                                   int64_t actor_uid) {
+  const std::string day = DayOf(txn_now_);  // not DayCached: ApplyEvent holds that one
   w_.log_suppression.Bind(1, txn_now_)
-      .Bind(2, DayOf(txn_now_))
-      .Bind(3, s.address)
-      .Bind(4, action)
-      .Bind(5, s.source)
-      .Bind(6, s.reason)
-      .Bind(7, s.category)
+      .BindRef(2, day)
+      .BindRef(3, s.address)
+      .BindRef(4, action)
+      .BindRef(5, s.source)
+      .BindRef(6, s.reason)
+      .BindRef(7, s.category)
       .Bind(8, actor_uid);
   return w_.log_suppression.Run();
 }
 
 Expected<bool> StoreImpl::AllowedW(std::string_view key) {
+  // The view holds the committed allowlist: it answers unless this transaction changed it.
+  if (!txn_allowlist_changed_) return view_.Allowed(key);
   for (const std::string& c : AllowCandidates(key)) {
     w_.allowed.Bind(1, c);
     auto r = w_.allowed.Step();
@@ -882,38 +925,55 @@ Status StoreImpl::AuditW(const Actor& who, std::string_view action, std::string_
   return w_.audit.Run();
 }
 
-Expected<RecipientState> StoreImpl::GetStateW(const std::string& key) {
-  if (auto it = state_cache_.find(key); it != state_cache_.end()) return it->second;
-  w_.get_state.Bind(1, key);
+Expected<CachedState*> StoreImpl::StateW(const std::string& key) {
+  if (auto it = state_cache_.find(key); it != state_cache_.end()) return &it->second;
+  w_.get_state.BindRef(1, key);
   auto r = w_.get_state.Step();
-  RecipientState s;
-  s.address = key;
-  if (r && *r) s = ReadState(w_.get_state);
+  CachedState c;
+  c.state.address = key;
+  if (r && *r) {
+    c.state = ReadState(w_.get_state);
+    c.in_db = true;
+  }
   w_.get_state.Reset();
   if (!r) return r.status();
-  return s;
+  return &state_cache_.emplace(key, std::move(c)).first->second;
 }
 
-Status StoreImpl::PutStateW(RecipientState s, std::string_view display) {
-  w_.put_state.BindRef(1, s.address)
-      .BindRef(2, display)
-      .Bind(3, s.first_seen)
-      .Bind(4, s.last_event)
-      .BindRef(5, s.last_category)
-      .BindRef(6, s.last_log_status)
-      .Bind(7, s.last_delivered)
-      .Bind(8, s.last_failure)
-      .Bind(9, int64_t{s.incidents})
-      .Bind(10, s.incidents_since)
-      .Bind(11, s.last_incident)
-      .Bind(12, s.manual_unsuppressed)
-      .Bind(13, s.events);
-  if (Status st = w_.put_state.Run(); !st) return st;
-  if (state_cache_.size() >= kStateCacheSize) state_cache_.clear();
-  // Buckets for the whole cache up front: growing it rehashes every entry several times.
-  if (state_cache_.bucket_count() < kStateCacheSize) state_cache_.reserve(kStateCacheSize);
-  std::string key = s.address;
-  state_cache_.insert_or_assign(std::move(key), std::move(s));
+void StoreImpl::MarkDirty(CachedState* c, std::string_view display) {
+  if (!c->in_db && c->display.empty()) c->display = std::string(display);
+  if (c->dirty) return;
+  c->dirty = true;
+  dirty_states_.emplace_back(&c->state.address, c);
+}
+
+Status StoreImpl::WriteStatesW() {
+  std::sort(dirty_states_.begin(), dirty_states_.end(),
+            [](const auto& a, const auto& b) { return *a.first < *b.first; });
+  for (auto& [key, c] : dirty_states_) {
+    const RecipientState& s = c->state;
+    sql::Stmt& st = c->in_db ? w_.update_state : w_.put_state;
+    // put_state has display as ?2; update_state keeps the row's own: its values start at ?2.
+    const int o = c->in_db ? 0 : 1;
+    st.BindRef(1, s.address);
+    if (!c->in_db) st.BindRef(2, c->display);
+    st.Bind(o + 2, s.first_seen)
+        .Bind(o + 3, s.last_event)
+        .BindRef(o + 4, s.last_category)
+        .BindRef(o + 5, s.last_log_status)
+        .Bind(o + 6, s.last_delivered)
+        .Bind(o + 7, s.last_failure)
+        .Bind(o + 8, int64_t{s.incidents})
+        .Bind(o + 9, s.incidents_since)
+        .Bind(o + 10, s.last_incident)
+        .Bind(o + 11, s.manual_unsuppressed)
+        .Bind(o + 12, s.events);
+    if (Status r = st.Run(); !r) return r;
+    c->in_db = true;
+    c->dirty = false;
+    c->display.clear();
+  }
+  dirty_states_.clear();
   return Status::Ok();
 }
 
@@ -968,14 +1028,15 @@ Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
     self.w_.delete_suppression.Bind(1, key);
     if (Status r = self.w_.delete_suppression.Run(); !r) return r;
     if (Status r = self.LogSuppressionW(**existing, "remove", who.uid); !r) return r;
-    auto state = self.GetStateW(key);
-    if (!state) return state.status();
-    state->manual_unsuppressed = txn_now_;
-    if (state->first_seen == 0) state->first_seen = txn_now_;
-    state->incidents = 0;
-    state->incidents_since = 0;
-    state->last_incident = 0;
-    if (Status r = self.PutStateW(std::move(*state), (*existing)->display); !r) return r;
+    auto cached = self.StateW(key);
+    if (!cached) return cached.status();
+    RecipientState& state = (*cached)->state;
+    state.manual_unsuppressed = txn_now_;
+    if (state.first_seen == 0) state.first_seen = txn_now_;
+    state.incidents = 0;
+    state.incidents_since = 0;
+    state.last_incident = 0;
+    self.MarkDirty(*cached, (*existing)->display);
     if (Status r =
             self.AuditW(who, "unsuppress", key, (*existing)->source + ": " + (*existing)->reason);
         !r) {
@@ -1011,6 +1072,7 @@ Expected<AllowEntry> StoreImpl::Allow(std::string_view entry, const Actor& who) 
     ins.Bind(1, a.entry).Bind(2, a.domain ? "domain" : "address").Bind(3, a.reason);
     ins.Bind(4, a.created).Bind(5, a.actor_uid);
     if (Status r = ins.Run(); !r) return r;
+    self.txn_allowlist_changed_ = true;
     if (Status r = self.AuditW(who, "allow", a.entry, a.domain ? "domain" : "address"); !r) {
       return r;
     }
@@ -1045,6 +1107,7 @@ Status StoreImpl::Disallow(std::string_view entry, const Actor& who) {
     if (!*row) return Status::Error("disallow: " + key + " is not on the allowlist");
     bool domain = del.TextView(0) == "domain";
     del.Reset();
+    self.txn_allowlist_changed_ = true;
     if (Status r = self.AuditW(who, "disallow", key, domain ? "domain" : "address"); !r) return r;
     self.pending_->push_back(
         ViewChange{domain ? ViewChange::kDisallowDomain : ViewChange::kDisallowAddress, key, {}});

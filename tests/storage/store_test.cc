@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <set>
+#include <future>
 #include <thread>
 
 #include "storage/store_json.h"
@@ -278,6 +279,75 @@ TEST_F(StoreTest, BadBatchFailsAloneAndLeavesPositionUntouched) {
   EXPECT_EQ(Count("SELECT count(*) FROM events"), 2);
   EXPECT_EQ(Count("SELECT count(*) FROM events WHERE recipient_key='b@example.com'"), 0);
   EXPECT_EQ((*store_->LoadPosition("log:x"))->offset, 10u);
+}
+
+TEST_F(StoreTest, RecipientStateCarriesAcrossBatchesOfOneGroupAndSurvivesARerun) {
+  // Batches submitted back to back usually share one transaction, where the writer keeps the
+  // recipient's state in memory and writes its row once, before COMMIT. A bad batch among them
+  // makes the writer roll back and rerun each batch alone: the state must not count twice.
+  SuppressionPolicy p;  // mailbox_full: 3 incidents at least 7 days apart suppress
+  store_->SetPolicy(p);
+  std::vector<std::future<Status>> futures;
+  const char* spellings[] = {"Full@Example.com", "full+x@example.com", "FULL@example.com"};
+  for (int i = 0; i < 3; ++i) {
+    futures.push_back(store_->Submit(
+        Batch{{MakeEvent(spellings[i], Category::kMailboxFull, "bounced", kT0 + i * 4 * kDay)},
+              std::nullopt}));
+    if (i == 1) {
+      futures.push_back(
+          store_->Submit(Batch{{MakeEvent("other@example.com", Category::kDelivered, "sent", kT0)},
+                               InputPosition{"", 1, 1, ""}}));
+    }
+  }
+  for (size_t i = 0; i < futures.size(); ++i) EXPECT_EQ(futures[i].get().ok(), i != 2) << i;
+  EXPECT_EQ(Count("SELECT events FROM recipient_state WHERE address='full@example.com'"), 3);
+  EXPECT_EQ(Count("SELECT incidents FROM recipient_state WHERE address='full@example.com'"), 3);
+  EXPECT_EQ(Count("SELECT count(*) FROM recipient_state WHERE display='Full@Example.com'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM recipient_state WHERE address='other@example.com'"), 0);
+  auto hit = store_->view().Lookup("full@example.com");
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(Count("SELECT count(*) FROM suppressions WHERE reason='repeated_failure'"), 1);
+  // Later transactions start from the written row (or the cache), not from zero.
+  ASSERT_TRUE(store_
+                  ->Write(Batch{{MakeEvent("full@example.com", Category::kDelivered, "sent",
+                                           kT0 + 20 * kDay)},
+                                std::nullopt})
+                  .ok());
+  EXPECT_EQ(Count("SELECT events FROM recipient_state WHERE address='full@example.com'"), 4);
+  EXPECT_EQ(Count("SELECT incidents FROM recipient_state WHERE address='full@example.com'"), 0);
+  store_.reset();
+  store_ = OpenStore(path_);
+  ASSERT_NE(store_, nullptr);
+  ASSERT_TRUE(store_
+                  ->Write(Batch{{MakeEvent("full@example.com", Category::kMailboxFull, "bounced",
+                                           kT0 + 21 * kDay)},
+                                std::nullopt})
+                  .ok());
+  EXPECT_EQ(Count("SELECT events FROM recipient_state WHERE address='full@example.com'"), 5);
+  EXPECT_EQ(Count("SELECT incidents FROM recipient_state WHERE address='full@example.com'"), 1);
+}
+
+TEST_F(StoreTest, AllowlistChangedInTheSameGroupStillWins) {
+  // Allow and a hard bounce queued together: the writer must see the allowlist row written by
+  // the same transaction (the in-memory view only shows it after COMMIT).
+  std::thread allow([&] { EXPECT_TRUE(store_->Allow("example.net", {0, "ours"}).ok()); });
+  std::vector<std::future<Status>> futures;
+  for (int i = 0; i < 50; ++i) {
+    futures.push_back(store_->Submit(Batch{{MakeEvent("u" + std::to_string(i) + "@example.net",
+                                                      Category::kUserUnknown, "bounced", kT0)},
+                                           std::nullopt}));
+  }
+  allow.join();
+  for (auto& f : futures) EXPECT_TRUE(f.get().ok());
+  // Whatever committed before the Allow is suppressed; nothing after it.
+  int64_t suppressed = Count("SELECT count(*) FROM suppressions");
+  ASSERT_TRUE(
+      store_
+          ->Write(Batch{{MakeEvent("late@example.net", Category::kUserUnknown, "bounced", kT0)},
+                        std::nullopt})
+          .ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM suppressions"), suppressed);
+  EXPECT_FALSE(store_->view().Lookup("late@example.net").has_value());
 }
 
 TEST_F(StoreTest, DsnRecordedOncePerMessageIdAndRecipient) {
