@@ -35,6 +35,12 @@ static_assert(std::size(kMigrations) == kSchemaVersion);
 // recipient match within this window (longer than Postfix's default maximal_queue_lifetime).
 constexpr int64_t kSameBounceWindowSeconds = 7 * 86400;
 
+// Expired suppressions no longer suppress (lookups check the time) but keep their rows until the
+// writer purges them: at the first commit after open, then at most once per interval, at most
+// kPurgeLimit rows per transaction (a bigger backlog continues in the next group at once).
+constexpr int64_t kPurgeIntervalSeconds = 3600;
+constexpr int64_t kPurgeLimit = 10000;
+
 // Recipient states kept in the writer's memory between transactions (about 250 bytes each).
 constexpr size_t kStateCacheSize = 100000;
 
@@ -250,6 +256,8 @@ class StoreImpl final : public Store {
   }
   Status AuditW(const Actor& who, std::string_view action, std::string_view target,
                 std::string_view detail);
+  // Deletes up to kPurgeLimit expired suppressions, logged as "remove" by bounced itself.
+  Status PurgeExpiredW();
   // The state of `key` in state_cache_, read from the database on a miss (a fresh state when
   // there is no row). The pointer is valid until the transaction ends.
   Expected<CachedState*> StateW(const std::string& key);
@@ -314,6 +322,7 @@ class StoreImpl final : public Store {
   size_t queued_events_ = 0;
   bool stopping_ = false;
   std::string last_write_error_;
+  int64_t next_purge_ = 0;  // writer thread only
   std::thread writer_;
 
   std::mutex readers_mu_;
@@ -594,6 +603,13 @@ void StoreImpl::WriterLoop() {
         group.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
+    }
+    if (Now() >= next_purge_) {
+      // First in the group, so the group's own new entries are never the ones it removes.
+      next_purge_ = Now() + kPurgeIntervalSeconds;
+      auto purge = std::make_unique<Job>();
+      purge->call = [](StoreImpl& self) { return self.PurgeExpiredW(); };
+      group.insert(group.begin(), std::move(purge));
     }
     CommitGroup(group);
     {
@@ -912,6 +928,37 @@ Expected<bool> StoreImpl::AllowedW(std::string_view key) {
     if (*r) return true;
   }
   return false;
+}
+
+Status StoreImpl::PurgeExpiredW() {
+  sql::Stmt del;
+  if (Status s = del.Prepare(wdb_,
+                             "DELETE FROM suppressions WHERE address IN (SELECT address FROM "
+                             "suppressions WHERE expires <> 0 AND expires <= ?1 LIMIT ?2) "
+                             "RETURNING address, reason, category, source");
+      !s) {
+    return s;
+  }
+  del.Bind(1, txn_now_).Bind(2, kPurgeLimit);
+  std::vector<Suppression> gone;
+  for (;;) {
+    auto r = del.Step();
+    if (!r) return r.status();
+    if (!*r) break;
+    Suppression s;
+    s.address = del.Text(0);
+    s.reason = del.Text(1);
+    s.category = del.Text(2);
+    s.source = del.Text(3);
+    gone.push_back(std::move(s));
+  }
+  del.Reset();
+  for (const Suppression& s : gone) {
+    if (Status st = LogSuppressionW(s, "remove", -1); !st) return st;
+    pending_->push_back(ViewChange{ViewChange::kErase, s.address, {}});
+  }
+  if (gone.size() == static_cast<size_t>(kPurgeLimit)) next_purge_ = 0;  // more are waiting
+  return Status::Ok();
 }
 
 Status StoreImpl::AuditW(const Actor& who, std::string_view action, std::string_view target,

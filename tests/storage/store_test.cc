@@ -350,6 +350,44 @@ TEST_F(StoreTest, AllowlistChangedInTheSameGroupStillWins) {
   EXPECT_FALSE(store_->view().Lookup("late@example.net").has_value());
 }
 
+TEST(StorePurgeTest, ExpiredSuppressionsArePurgedAndLoggedAsRemoved) {
+  TempDir dir;
+  std::string path = dir.File("purge.db");
+  SuppressionPolicy p;
+  p.hard_bounce_expiry_seconds = kDay;  // events at kT0 (2026-11-01): long expired now
+  {
+    auto s = OpenStore(path, p);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->Flush().ok());  // the first commit after open purges (nothing yet)
+    ASSERT_TRUE(
+        s->Write(Batch{{MakeEvent("old@example.com", Category::kUserUnknown, "bounced", kT0)},
+                       std::nullopt})
+            .ok());
+    ASSERT_TRUE(s->Suppress({"kept@example.com", "", 0}, {0, "ticket 7"}).ok());
+    EXPECT_EQ(Scalar(path, "SELECT count(*) FROM suppressions"), 2);
+    // Expired entries never suppress, even before they are purged.
+    EXPECT_FALSE(s->view().Lookup("old@example.com").has_value());
+    EXPECT_EQ(s->view().size(), 2u);
+  }
+  auto s = OpenStore(path, p);
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->Flush().ok());
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM suppressions"), 1);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM suppressions WHERE address='kept@example.com'"), 1);
+  EXPECT_EQ(Scalar(path,
+                   "SELECT count(*) FROM suppression_log WHERE address='old@example.com' "
+                   "AND action='remove' AND actor_uid=-1 AND reason='hard_bounce'"),
+            1);
+  EXPECT_EQ(s->view().size(), 1u);
+  EXPECT_TRUE(s->view().Lookup("kept@example.com").has_value());
+  // The history stays: the event and the recipient's state are not touched.
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events WHERE recipient_key='old@example.com'"), 1);
+  EXPECT_EQ(Scalar(path, "SELECT events FROM recipient_state WHERE address='old@example.com'"), 1);
+  auto st = s->GetStatus("old@example.com");
+  ASSERT_TRUE(st.ok());
+  EXPECT_FALSE(st->suppression.has_value());
+}
+
 TEST_F(StoreTest, DsnRecordedOncePerMessageIdAndRecipient) {
   ParsedBounce pb;
   pb.kind = MessageKind::kDsn;
