@@ -402,8 +402,11 @@ std::string_view FindRaw(const RawPart& p, std::string_view name) {
   return {};
 }
 
-// Splits a header block from its body. The block must start with a header line.
-RawPart SplitHeaders(std::string_view text) {
+// Splits a header block from its body. The block must start with a header line. Inside a
+// message (`nested`), a line that is not a header is dropped and the block read on, as GMime
+// reads it: returned messages often carry a mangled header (a Received line folded without
+// indentation); at the top such a message goes to GMime's parser whole.
+RawPart SplitHeaders(std::string_view text, bool nested) {
   RawPart part;
   size_t pos = 0;
   if (!text.empty() && text[0] == '\n') {  // no headers at all: the body starts at once
@@ -430,6 +433,10 @@ RawPart SplitHeaders(std::string_view text) {
       size_t colon = line.find(':');
       if (colon == std::string_view::npos || colon == 0 || colon > 76 ||
           line.substr(0, colon).find_first_of(" \t") != std::string_view::npos) {
+        if (nested && !part.headers.empty()) {
+          pos = end + 1;  // GMime drops the line and reads on
+          continue;
+        }
         part.ok = false;  // not a header line: leave the oddity to GMime
         return part;
       }
@@ -610,7 +617,7 @@ struct FastWalker {
         }
         inner = decoded;
       }
-      RawPart msg = SplitHeaders(inner);
+      RawPart msg = SplitHeaders(inner, true);
       if (!msg.ok) {
         failed = true;
         return;
@@ -628,7 +635,7 @@ struct FastWalker {
   void Multipart(std::string_view body, const ContentType& ct, int depth, bool attached) {
     std::string boundary = ct.Param("boundary");
     if (boundary.empty()) {
-      failed = true;
+      if (depth == 0) failed = true;  // inside: no parts, as below
       return;
     }
     std::string delim = "--" + boundary;
@@ -673,7 +680,10 @@ struct FastWalker {
       pos = end + 1;
     }
     if (!found) {
-      failed = true;  // the boundary never occurs: GMime's recovery (and ours) applies
+      // The boundary never occurs. At the top that is GMime's (and our) recovery to apply;
+      // inside, it is a returned message cut short, which has no parts (as with GMime, whose
+      // inner parser stops at the enclosing boundary the caller already cut at).
+      if (depth == 0) failed = true;
       return;
     }
     if (!closed && part_start != std::string_view::npos && part_start < body.size()) {
@@ -692,7 +702,7 @@ struct FastWalker {
   }
 
   void Child(std::string_view text, int depth, bool attached, std::string_view default_type) {
-    RawPart part = SplitHeaders(text);
+    RawPart part = SplitHeaders(text, true);
     if (!part.ok) {
       failed = true;
       return;
@@ -709,7 +719,7 @@ bool FastDecode(std::string_view normalized, bool nested_ok, MimeView* view) {
     if (nl == std::string_view::npos) return false;
     normalized.remove_prefix(nl + 1);
   }
-  RawPart top = SplitHeaders(normalized);
+  RawPart top = SplitHeaders(normalized, false);
   if (!top.ok || top.headers.empty()) return false;
   AddRawHeaders(top, &view->headers);
   FastWalker walker{view, nested_ok};

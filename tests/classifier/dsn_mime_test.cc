@@ -61,6 +61,64 @@ TEST(DecodeMime, FastPathMatchesGMimeOnEveryTestBounce) {
   EXPECT_GT(files, 100);
 }
 
+// Returned messages are often mangled: a header line folded without indentation, a multipart
+// whose boundary parameter is missing or never occurs because the body was cut. The fast path
+// reads past them (the returned message just has fewer parts) where GMime does too.
+TEST(DecodeMime, MangledReturnedMessageReadsAsGMimeReadsIt) {
+  const std::string msg =
+      "From: MAILER-DAEMON@example.net\n"
+      "To: sender@example.org\n"
+      "Subject: Undelivered Mail Returned to Sender\n"
+      "MIME-Version: 1.0\n"
+      "Content-Type: multipart/report; report-type=delivery-status; boundary=\"B1\"\n"
+      "\n"
+      "--B1\n"
+      "Content-Type: text/plain\n"
+      "\n"
+      "Your message could not be delivered.\n"
+      "--B1\n"
+      "Content-Type: message/delivery-status\n"
+      "\n"
+      "Reporting-MTA: dns; mx.example.net\n"
+      "\n"
+      "Final-Recipient: rfc822; gone@example.com\n"
+      "Action: failed\n"
+      "Status: 5.1.1\n"
+      "--B1\n"
+      "Content-Type: message/rfc822\n"
+      "\n"
+      "Received: from client.example.org\n"
+      "from [192.0.2.1] by mx.example.org\n"
+      "Message-ID: <lost@example.org>\n"
+      "Content-Type: multipart/alternative; boundary=\"never-there\"\n"
+      "\n"
+      "the body was cut here\n"
+      "--B1\n"
+      "Content-Type: message/rfc822\n"
+      "\n"
+      "Message-ID: <second@example.org>\n"
+      "Content-Type: multipart/mixed\n"
+      "\n"
+      "no boundary parameter at all\n"
+      "--B1--\n";
+  MimeView fast = DecodeMime(msg, MimeDecoder::kAuto);
+  MimeView gmime = DecodeMime(msg, MimeDecoder::kGMime);
+  EXPECT_EQ(fast.content_type, gmime.content_type);
+  EXPECT_EQ(fast.report_type, "delivery-status");
+  size_t unattached = 0;
+  for (const MimeLeaf& p : fast.parts) unattached += p.attached ? 0 : 1;
+  ASSERT_EQ(unattached, 2u);
+  size_t unattached_gmime = 0;
+  for (const MimeLeaf& p : gmime.parts) unattached_gmime += p.attached ? 0 : 1;
+  ASSERT_EQ(unattached_gmime, 2u);
+  for (size_t i = 0; i < unattached; ++i) {
+    EXPECT_EQ(fast.parts[i].type, gmime.parts[i].type);
+    EXPECT_EQ(TrimEnd(fast.parts[i].text), TrimEnd(gmime.parts[i].text));
+  }
+  EXPECT_EQ(MimeView::Find(fast.original_headers, "message-id"),
+            MimeView::Find(gmime.original_headers, "message-id"));
+}
+
 TEST(DecodeMime, Rfc2047AndBase64) {
   MimeView v = DecodeMime(
       "From: =?ISO-8859-1?Q?Mail_Delivery_Syst=E8me?= <MAILER-DAEMON@example.fr>\r\n"
