@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 namespace bounced {
 namespace {
@@ -414,6 +415,19 @@ std::string DomainOf(std::string_view address) {
   return a.substr(at + 1);
 }
 
+namespace {
+
+// Position of `needle` in `hay` at or after `from` (memmem: far fewer false starts than
+// string_view::find's first-byte memchr for phrases starting with common letters).
+size_t FindBytes(std::string_view hay, std::string_view needle, size_t from = 0) {
+  if (from > hay.size()) return std::string_view::npos;
+  const void* hit = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
+  return hit == nullptr ? std::string_view::npos
+                        : static_cast<size_t>(static_cast<const char*>(hit) - hay.data());
+}
+
+}  // namespace
+
 std::string_view StageFromText(std::string_view text) {
   // Lower-case once (into a reused per-thread buffer) so each phrase is one memchr/memcmp
   // search: this runs for every bounce line of large logs.
@@ -428,7 +442,7 @@ std::string_view StageFromText(std::string_view text) {
   size_t best_pos = std::string_view::npos;
   std::string_view best;
   for (std::string_view anchor : kAnchors) {
-    for (size_t pos = t.find(anchor); pos < best_pos; pos = t.find(anchor, pos + 1)) {
+    for (size_t pos = FindBytes(t, anchor); pos < best_pos; pos = FindBytes(t, anchor, pos + 1)) {
       std::string_view rest = t.substr(pos);
       for (const auto& p : kStagePhrases) {
         if (p.phrase.starts_with(anchor) && rest.starts_with(p.phrase)) {
@@ -442,7 +456,7 @@ std::string_view StageFromText(std::string_view text) {
   if (!best.empty()) return best;
   if (std::string_view st = StageFromTranscript(text); !st.empty()) return st;
   for (const auto& p : kGenericStagePhrases) {
-    size_t pos = t.find(p.phrase);
+    size_t pos = FindBytes(t, p.phrase);
     if (pos < best_pos) {
       best_pos = pos;
       best = p.stage;
