@@ -41,9 +41,10 @@ bool StartsWithNoCaseAscii(std::string_view s, std::string_view prefix) {
 bool IEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
   }
   return true;
 }
@@ -390,14 +391,14 @@ namespace {
 // parser does the whole message: results never depend on which path ran, only speed does.
 
 struct RawPart {
-  std::vector<std::pair<std::string, std::string_view>> headers;  // lower-case name, raw value
+  std::vector<std::pair<std::string_view, std::string_view>> headers;  // name as written, raw value
   std::string_view body;
   bool ok = true;
 };
 
 std::string_view FindRaw(const RawPart& p, std::string_view name) {
   for (const auto& [n, v] : p.headers) {
-    if (n == name) return v;
+    if (IEquals(n, name)) return v;
   }
   return {};
 }
@@ -408,6 +409,7 @@ std::string_view FindRaw(const RawPart& p, std::string_view name) {
 // indentation); at the top such a message goes to GMime's parser whole.
 RawPart SplitHeaders(std::string_view text, bool nested) {
   RawPart part;
+  part.headers.reserve(24);
   size_t pos = 0;
   if (!text.empty() && text[0] == '\n') {  // no headers at all: the body starts at once
     part.body = text.substr(1);
@@ -441,7 +443,7 @@ RawPart SplitHeaders(std::string_view text, bool nested) {
         return part;
       }
       std::string_view value = line.substr(colon + 1);
-      part.headers.emplace_back(Lower(line.substr(0, colon)), value);
+      part.headers.emplace_back(line.substr(0, colon), value);
     }
     pos = end + 1;
   }
@@ -476,7 +478,7 @@ std::string DecodeHeaderValue(std::string_view raw) {
 
 void AddRawHeaders(const RawPart& p, std::vector<Header>* out) {
   for (const auto& [name, value] : p.headers) {
-    if (WantedHeader(name)) out->push_back(Header{name, DecodeHeaderValue(value)});
+    if (WantedHeader(name)) out->push_back(Header{Lower(name), DecodeHeaderValue(value)});
   }
 }
 
