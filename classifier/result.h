@@ -87,7 +87,8 @@ struct Result {
   std::string provider_code;  // CS01, HM08, TSS04, S3150, NoSuchUser ... or ""
   std::string diagnostic;     // the remote reply, whitespace-folded
   std::string remote_mta;     // host name or address of the remote MTA, or ""
-  std::string dsn_action;     // the DSN Action field (failed, delayed, delivered, ...) or ""
+  std::string dsn_action;     // the DSN Action field (failed, delayed, delivered, ...); for a
+                              // prose bounce "failed" (or "delayed" for a warning); else ""
   std::string rule;           // id of the rule that decided the category, or "rfc3463"/"" fallback
 
   Fault fault() const { return Describe(category).fault; }
