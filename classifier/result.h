@@ -59,7 +59,7 @@ enum class Action { kSuppress, kCount, kNone };
 
 struct CategoryInfo {
   Category category;
-  std::string_view name;   // e.g. "user_unknown"
+  std::string_view name;  // e.g. "user_unknown"
   Fault fault;
   Action action;
   bool hard_bounce;
