@@ -347,6 +347,10 @@ Status StoreImpl::OpenAll() {
                            std::to_string(app) + ")");
     }
   }
+  // 16 KiB pages for a new file (an existing one keeps its size; the pragma must come before
+  // WAL mode): shallower B-trees and fewer page splits for the events and recipient indexes,
+  // measured ~2 % fewer instructions and ~10-20 % less CPU per ingested event than 4 KiB.
+  if (Status s = wdb_.Exec("PRAGMA page_size=16384"); !s) return s;
   {
     sql::Stmt st;
     if (Status s = st.Prepare(wdb_, "PRAGMA journal_mode=WAL"); !s) return s;
@@ -364,8 +368,18 @@ Status StoreImpl::OpenAll() {
   }
   // A big page cache keeps the random-key indexes (recipients) in memory across group commits;
   // without it each transaction re-reads pages from the WAL through system calls.
-  if (Status s = wdb_.Exec(
-          "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=16384");
+  int64_t page_size = 4096;
+  {
+    sql::Stmt st;
+    if (Status s = st.Prepare(wdb_, "PRAGMA page_size"); !s) return s;
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (*r && st.Int(0) > 0) page_size = st.Int(0);
+  }
+  // The WAL is checkpointed at about 64 MiB whatever the page size (the pragma counts pages).
+  if (Status s = wdb_.Exec("PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; "
+                           "PRAGMA wal_autocheckpoint=" +
+                           std::to_string((int64_t{64} << 20) / page_size));
       !s)
     return s;
   if (Status s = Migrate(); !s) return s;

@@ -6,8 +6,8 @@
 #include <sqlite3.h>
 
 #include <fstream>
-#include <set>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "storage/store_json.h"
@@ -50,6 +50,7 @@ TEST(StoreOpenTest, CreatesWalDatabaseAtCurrentSchemaVersion) {
     ASSERT_NE(s, nullptr);
   }
   EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(Scalar(path, "PRAGMA page_size"), 16384);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
@@ -161,6 +162,26 @@ TEST(StoreOpenTest, MigratesAnEmptyVersionZeroFile) {
   auto s = OpenStore(path);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
+}
+
+TEST(StoreOpenTest, ExistingFileKeepsItsPageSize) {
+  // Databases created before 16 KiB pages (4 KiB, WAL) open, take writes and keep their size.
+  TempDir dir;
+  std::string path = dir.File("b.db");
+  ExecSql(path,
+          "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE x (y); DROP TABLE x");
+  {
+    auto s = OpenStore(path);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->Write(Batch{{MakeEvent("a@example.com", Category::kUserUnknown, "bounced", kT0)},
+                               InputPosition{"log:x", 1, 10, ""}})
+                    .ok());
+  }
+  auto s = OpenStore(path);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(Scalar(path, "PRAGMA page_size"), 4096);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events"), 1);
+  EXPECT_TRUE(s->view().Lookup("a@example.com").has_value());
 }
 
 class StoreTest : public ::testing::Test {
