@@ -1,7 +1,8 @@
 // rules.cc: the rules engine (see rules.h). Reads rules text (TOML, format in rules/README.md),
-// compiles every pattern of every file into one case-insensitive RE2::Set, and classifies
-// replies: one Set match per reply, then the first matching rule in file order whose other
-// conditions hold; otherwise the RFC 3463 status classes (Rfc3463Category below) decide.
+// and classifies replies: every pattern of every file is matched in one pass (a literal
+// prefilter picks the patterns that can match, each runs as its own RE2; the few without a
+// literal share one case-insensitive RE2::Set), then the first matching rule in file order whose
+// other conditions hold wins; otherwise the RFC 3463 status classes (Rfc3463Category) decide.
 #include "classifier/rules.h"
 
 #include <re2/re2.h>
@@ -34,7 +35,7 @@ namespace {
 constexpr size_t kMaxRulesFileBytes = 4 * 1024 * 1024;
 constexpr size_t kMaxPatternBytes = 4096;
 constexpr size_t kMaxPatterns = 20000;
-constexpr int64_t kRe2MaxMem = 256 << 20;  // the Set's DFA for a few thousand patterns
+constexpr int64_t kRe2MaxMem = 256 << 20;  // per RE2 (and the Set's DFA), a generous cap
 // Caps on the short fields of a Result (bytes).
 constexpr size_t kMaxAddressBytes = 512;
 constexpr size_t kMaxHostBytes = 256;

@@ -2,10 +2,12 @@
 // reply (text, status, code, stage, recipient, remote host) and returns a classified Result.
 //
 // Rules are data (rules/default.toml and files merged on top of it). All patterns of a RuleSet
-// are compiled once into one RE2::Set, so a reply is matched against every rule in one pass;
-// among the rules that match, the first in file order wins (files in the order given). When no
-// rule matches, the RFC 3463 status classes decide. A RuleSet is immutable after Compile and
-// safe to share between threads; reloading means compiling a new one and swapping a pointer.
+// are parsed once at Compile; a reply is matched against every rule in one pass (a literal
+// prefilter, then only the patterns that can match; see rules.cc); among the rules that match,
+// the first in file order wins (files in the order given). When no rule matches, the RFC 3463
+// status classes decide. A RuleSet is immutable after Compile (patterns compile on first use,
+// thread-safely) and safe to share between threads; reloading means compiling a new one and
+// swapping a pointer. Each thread remembers its recent classifications per RuleSet.
 #pragma once
 
 #include <memory>
