@@ -59,19 +59,26 @@ std::string_view ToString(Category c) { return Describe(c).name; }
 
 std::string_view ToString(Fault f) {
   switch (f) {
-    case Fault::kRecipient: return "recipient";
-    case Fault::kSender: return "sender";
-    case Fault::kTransient: return "transient";
-    case Fault::kNone: return "none";
+    case Fault::kRecipient:
+      return "recipient";
+    case Fault::kSender:
+      return "sender";
+    case Fault::kTransient:
+      return "transient";
+    case Fault::kNone:
+      return "none";
   }
   return "none";
 }
 
 std::string_view ToString(Action a) {
   switch (a) {
-    case Action::kSuppress: return "suppress";
-    case Action::kCount: return "count";
-    case Action::kNone: return "none";
+    case Action::kSuppress:
+      return "suppress";
+    case Action::kCount:
+      return "count";
+    case Action::kNone:
+      return "none";
   }
   return "none";
 }
