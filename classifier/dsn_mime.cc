@@ -6,47 +6,21 @@
 #include <iconv.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
 
+#include "classifier/text.h"
+
 namespace bounced::dsn {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view TrimSpaceView(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\n");
   if (b == std::string_view::npos) return {};
   size_t e = s.find_last_not_of(" \t\n");
   return s.substr(b, e - b + 1);
-}
-
-bool StartsWithNoCaseAscii(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    char c = s[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != prefix[i]) return false;
-  }
-  return true;
-}
-
-bool IEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
 }
 
 void InitGMimeOnce() {
@@ -93,15 +67,8 @@ bool WantedHeader(std::string_view name) {
       "x-hmxmroriginalrecipient",
       "x-spasign",
   };
-  char lower[32];
-  if (name.size() > sizeof lower) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    lower[i] = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-  }
-  std::string_view key(lower, name.size());
   for (std::string_view n : kNames) {
-    if (n == key) return true;
+    if (EqualsNoCase(n, name)) return true;
   }
   return false;
 }
@@ -187,9 +154,9 @@ bool IsAscii(std::string_view s) {
 
 // Charsets whose 7-bit bytes are not simply ASCII (they encode other characters with them).
 bool SevenBitIsNotAscii(std::string_view charset) {
-  return StartsWithNoCaseAscii(charset, "utf-7") || StartsWithNoCaseAscii(charset, "utf-16") ||
-         StartsWithNoCaseAscii(charset, "utf-32") || StartsWithNoCaseAscii(charset, "ucs") ||
-         StartsWithNoCaseAscii(charset, "iso-2022") || StartsWithNoCaseAscii(charset, "hz");
+  return StartsWithNoCase(charset, "utf-7") || StartsWithNoCase(charset, "utf-16") ||
+         StartsWithNoCase(charset, "utf-32") || StartsWithNoCase(charset, "ucs") ||
+         StartsWithNoCase(charset, "iso-2022") || StartsWithNoCase(charset, "hz");
 }
 
 std::string MakeValidUtf8(std::string_view s) {
@@ -211,7 +178,7 @@ void AddHeaders(GMimeObject* obj, std::vector<Header>* out) {
     const char* name = g_mime_header_get_name(h);
     if (name == nullptr || !WantedHeader(name)) continue;
     const char* value = g_mime_header_get_value(h);
-    out->push_back(Header{Lower(name), MakeValidUtf8(value != nullptr ? value : "")});
+    out->push_back(Header{AsciiLowerCopy(name), MakeValidUtf8(value != nullptr ? value : "")});
   }
 }
 
@@ -220,8 +187,8 @@ std::string TypeOf(GMimeObject* obj) {
   if (ct == nullptr) return "text/plain";
   const char* type = g_mime_content_type_get_media_type(ct);
   const char* sub = g_mime_content_type_get_media_subtype(ct);
-  return Lower(std::string(type != nullptr ? type : "text") + "/" +
-               (sub != nullptr ? sub : "plain"));
+  return AsciiLowerCopy(std::string(type != nullptr ? type : "text") + "/" +
+                        (sub != nullptr ? sub : "plain"));
 }
 
 std::string DecodedContent(GMimePart* part) {
@@ -338,16 +305,16 @@ std::vector<Header> ParseHeaderBlock(std::string_view text) {
     std::string_view value = line.substr(colon + 1);
     size_t first = value.find_first_not_of(" \t");
     value = first == std::string_view::npos ? std::string_view() : value.substr(first);
-    out.push_back(Header{Lower(line.substr(0, colon)), std::string(value)});
+    out.push_back(Header{AsciiLowerCopy(line.substr(0, colon)), std::string(value)});
   }
   return out;
 }
 
 std::string ToUtf8(std::string_view bytes, std::string_view charset) {
   std::string out;
-  bool ascii_or_utf8 = charset.empty() || IEquals(charset, "us-ascii") ||
-                       IEquals(charset, "utf-8") || IEquals(charset, "utf8") ||
-                       IEquals(charset, "ascii") ||
+  bool ascii_or_utf8 = charset.empty() || EqualsNoCase(charset, "us-ascii") ||
+                       EqualsNoCase(charset, "utf-8") || EqualsNoCase(charset, "utf8") ||
+                       EqualsNoCase(charset, "ascii") ||
                        (IsAscii(bytes) && !SevenBitIsNotAscii(charset));
   if (!ascii_or_utf8) {
     std::string name(charset);
@@ -398,7 +365,7 @@ struct RawPart {
 
 std::string_view FindRaw(const RawPart& p, std::string_view name) {
   for (const auto& [n, v] : p.headers) {
-    if (IEquals(n, name)) return v;
+    if (EqualsNoCase(n, name)) return v;
   }
   return {};
 }
@@ -478,7 +445,7 @@ std::string DecodeHeaderValue(std::string_view raw) {
 
 void AddRawHeaders(const RawPart& p, std::vector<Header>* out) {
   for (const auto& [name, value] : p.headers) {
-    if (WantedHeader(name)) out->push_back(Header{Lower(name), DecodeHeaderValue(value)});
+    if (WantedHeader(name)) out->push_back(Header{AsciiLowerCopy(name), DecodeHeaderValue(value)});
   }
 }
 
@@ -502,7 +469,7 @@ ContentType ParseContentType(std::string_view raw, std::string_view fallback) {
     return ct;
   }
   size_t semi = v.find(';');
-  std::string type = Lower(std::string_view(v).substr(0, semi));
+  std::string type = AsciiLowerCopy(std::string_view(v).substr(0, semi));
   while (!type.empty() && (type.back() == ' ')) type.pop_back();
   if (type.find('/') == std::string::npos || type.find_first_of(" \"(") != std::string::npos) {
     ct.ok = false;
@@ -515,7 +482,7 @@ ContentType ParseContentType(std::string_view raw, std::string_view fallback) {
     while (pos < v.size() && v[pos] == ' ') ++pos;
     size_t eq = v.find('=', pos);
     if (eq == std::string::npos) break;
-    std::string name = Lower(std::string_view(v).substr(pos, eq - pos));
+    std::string name = AsciiLowerCopy(std::string_view(v).substr(pos, eq - pos));
     while (!name.empty() && name.back() == ' ') name.pop_back();
     if (name.find('*') != std::string::npos || name.find_first_of(" ;\"") != std::string::npos) {
       ct.ok = false;  // RFC 2231 or garbage: GMime knows better
@@ -549,7 +516,7 @@ ContentType ParseContentType(std::string_view raw, std::string_view fallback) {
 
 // Transfer-decodes a body; false for encodings left to GMime.
 bool TransferDecode(std::string_view body, std::string_view cte_raw, std::string* out) {
-  std::string cte = Lower(Unfold(cte_raw));
+  std::string cte = AsciiLowerCopy(Unfold(cte_raw));
   body = body.substr(0, std::min(body.size(), 4 * kMaxPartTextBytes));
   if (cte.empty() || cte == "7bit" || cte == "8bit" || cte == "binary") {
     out->assign(body.substr(0, std::min(body.size(), kMaxPartTextBytes)));
@@ -602,7 +569,7 @@ struct FastWalker {
     }
     if (depth == 0) {
       view->content_type = ct.type;
-      view->report_type = Lower(ct.Param("report-type"));
+      view->report_type = AsciiLowerCopy(ct.Param("report-type"));
     }
     if (ct.type.starts_with("multipart/")) {
       Multipart(part.body, ct, depth, attached);
@@ -778,7 +745,7 @@ MimeView DecodeMimeImpl(std::string_view message, bool nested_ok, bool fast_ok) 
     if (body != nullptr) {
       view.content_type = TypeOf(body);
       const char* rt = g_mime_object_get_content_type_parameter(body, "report-type");
-      if (rt != nullptr) view.report_type = Lower(rt);
+      if (rt != nullptr) view.report_type = AsciiLowerCopy(rt);
     }
     Walker walker{&view, nested_ok};
     walker.Walk(body, 0, false);
