@@ -2,6 +2,7 @@
 #include "classifier/result_json.h"
 
 #include <cstdint>
+#include <utility>
 
 namespace bounced {
 
@@ -64,12 +65,6 @@ bool WellFormedUtf8(std::string_view s) {
   return true;
 }
 
-void AppendKey(std::string_view key, std::string* out) {
-  out->push_back('"');
-  out->append(key);
-  out->append("\":");
-}
-
 }  // namespace
 
 void AppendJsonString(std::string_view s, std::string* out) {
@@ -122,54 +117,43 @@ void AppendJsonString(std::string_view s, std::string* out) {
 void AppendJson(const Result& r, std::string* out) {
   const CategoryInfo& info = Describe(r.category);
   // nlohmann's object is a std::map: keys come out in byte order.
-  out->push_back('{');
-  AppendKey("action", out);
-  AppendJsonString(ToString(info.action), out);
-  out->push_back(',');
-  AppendKey("category", out);
-  AppendJsonString(info.name, out);
-  out->push_back(',');
-  AppendKey("cause", out);
-  AppendJsonString(info.cause, out);
-  out->push_back(',');
-  AppendKey("diagnostic", out);
-  AppendJsonString(r.diagnostic, out);
-  out->push_back(',');
-  AppendKey("dsn_action", out);
-  AppendJsonString(r.dsn_action, out);
-  out->push_back(',');
-  AppendKey("fault", out);
-  AppendJsonString(ToString(info.fault), out);
-  out->push_back(',');
-  AppendKey("hard_bounce", out);
+  const std::pair<std::string_view, std::string_view> before[] = {
+      {"action", ToString(info.action)},
+      {"category", info.name},
+      {"cause", info.cause},
+      {"diagnostic", r.diagnostic},
+      {"dsn_action", r.dsn_action},
+      {"fault", ToString(info.fault)},
+  };
+  const std::pair<std::string_view, std::string_view> after[] = {
+      {"original_recipient", r.original_recipient},
+      {"provider", r.provider},
+      {"provider_code", r.provider_code},
+      {"recipient", r.recipient},
+      {"remote_mta", r.remote_mta},
+      {"reply_code", r.reply_code},
+      {"rule", r.rule},
+      {"stage", r.stage},
+      {"status", r.status},
+  };
+  char sep = '{';
+  auto field = [&](std::string_view key) {
+    out->push_back(sep);
+    sep = ',';
+    out->push_back('"');
+    out->append(key);
+    out->append("\":");
+  };
+  for (const auto& [key, value] : before) {
+    field(key);
+    AppendJsonString(value, out);
+  }
+  field("hard_bounce");
   out->append(info.hard_bounce ? "true" : "false");
-  out->push_back(',');
-  AppendKey("original_recipient", out);
-  AppendJsonString(r.original_recipient, out);
-  out->push_back(',');
-  AppendKey("provider", out);
-  AppendJsonString(r.provider, out);
-  out->push_back(',');
-  AppendKey("provider_code", out);
-  AppendJsonString(r.provider_code, out);
-  out->push_back(',');
-  AppendKey("recipient", out);
-  AppendJsonString(r.recipient, out);
-  out->push_back(',');
-  AppendKey("remote_mta", out);
-  AppendJsonString(r.remote_mta, out);
-  out->push_back(',');
-  AppendKey("reply_code", out);
-  AppendJsonString(r.reply_code, out);
-  out->push_back(',');
-  AppendKey("rule", out);
-  AppendJsonString(r.rule, out);
-  out->push_back(',');
-  AppendKey("stage", out);
-  AppendJsonString(r.stage, out);
-  out->push_back(',');
-  AppendKey("status", out);
-  AppendJsonString(r.status, out);
+  for (const auto& [key, value] : after) {
+    field(key);
+    AppendJsonString(value, out);
+  }
   out->push_back('}');
 }
 
