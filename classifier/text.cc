@@ -211,6 +211,53 @@ std::string_view StageFromTranscript(std::string_view text) {
   return {};
 }
 
+// Where `needle` occurs in `hay` at or after `from`, exactly or (kFold) ignoring ASCII case.
+// The scanners look for dozens of short phrases per message, many starting with common letters,
+// so a first-byte memchr stops at most words and memmem's set-up costs more than the text:
+// sixteen starts are checked at a time on the needle's first and last bytes (OR-ing 0x20 folds
+// exactly the upper-case letters onto the lower-case ones, so it is applied only to letters),
+// then in full; a scalar loop does the tail and non-SSE2 builds.
+template <bool kFold>
+size_t FindFiltered(std::string_view hay, std::string_view needle, size_t from = 0) {
+  size_t n = needle.size();
+  if (n == 0) return from <= hay.size() ? from : std::string_view::npos;
+  if (hay.size() < n || from > hay.size() - n) return std::string_view::npos;
+  const char* h = hay.data();
+  auto fold = [](char c) { return kFold ? AsciiLower(c) : c; };
+  auto matches_at = [&](size_t at) {
+    if constexpr (!kFold) {
+      return std::memcmp(h + at, needle.data(), n) == 0;
+    } else {
+      for (size_t k = 0; k < n; ++k) {
+        if (AsciiLower(h[at + k]) != AsciiLower(needle[k])) return false;
+      }
+      return true;
+    }
+  };
+  size_t i = from;
+#if defined(__SSE2__)
+  char first = fold(needle[0]), last = fold(needle[n - 1]);
+  const __m128i v1 = _mm_set1_epi8(first), v2 = _mm_set1_epi8(last);
+  const __m128i f1 = _mm_set1_epi8(kFold && IsAlpha(first) ? 0x20 : 0);
+  const __m128i f2 = _mm_set1_epi8(kFold && IsAlpha(last) ? 0x20 : 0);
+  for (; i + n - 1 + 16 <= hay.size(); i += 16) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + n - 1));
+    __m128i hit = _mm_and_si128(_mm_cmpeq_epi8(_mm_or_si128(a, f1), v1),
+                                _mm_cmpeq_epi8(_mm_or_si128(b, f2), v2));
+    for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit)); mask != 0;
+         mask &= mask - 1) {
+      size_t at = i + static_cast<size_t>(__builtin_ctz(mask));
+      if (matches_at(at)) return at;
+    }
+  }
+#endif
+  for (; i + n <= hay.size(); ++i) {
+    if (fold(h[i]) == fold(needle[0]) && matches_at(i)) return i;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 std::string AsciiLowerCopy(std::string_view s) {
@@ -232,47 +279,7 @@ bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
 }
 
 size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from) {
-  size_t n = needle.size();
-  if (n == 0) return from <= haystack.size() ? from : std::string_view::npos;
-  if (haystack.size() < n || from > haystack.size() - n) return std::string_view::npos;
-  const char* h = haystack.data();
-  size_t last = haystack.size() - n;  // the last possible start
-  auto rest_matches = [&](size_t at) {
-    for (size_t k = 1; k < n; ++k) {
-      if (AsciiLower(h[at + k]) != AsciiLower(needle[k])) return false;
-    }
-    return true;
-  };
-  char first = AsciiLower(needle[0]);
-  size_t i = from;
-#if defined(__SSE2__)
-  if (n >= 2) {
-    // Sixteen starts at a time: bytes equal to the needle's first and second characters in
-    // either case (OR-ing 0x20 folds exactly the upper-case letters onto the lower-case ones,
-    // so it is applied only when the needle's character is a letter), then a full check.
-    char second = AsciiLower(needle[1]);
-    const __m128i v1 = _mm_set1_epi8(first), v2 = _mm_set1_epi8(second);
-    const __m128i f1 = _mm_set1_epi8(IsAlpha(first) ? 0x20 : 0);
-    const __m128i f2 = _mm_set1_epi8(IsAlpha(second) ? 0x20 : 0);
-    for (; i + 17 <= haystack.size(); i += 16) {
-      __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
-      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + 1));
-      __m128i hit = _mm_and_si128(_mm_cmpeq_epi8(_mm_or_si128(a, f1), v1),
-                                  _mm_cmpeq_epi8(_mm_or_si128(b, f2), v2));
-      unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
-      while (mask != 0) {
-        size_t at = i + static_cast<size_t>(__builtin_ctz(mask));
-        if (at > last) return std::string_view::npos;
-        if (rest_matches(at)) return at;
-        mask &= mask - 1;
-      }
-    }
-  }
-#endif
-  for (; i <= last; ++i) {
-    if (AsciiLower(h[i]) == first && rest_matches(i)) return i;
-  }
-  return std::string_view::npos;
+  return FindFiltered<true>(haystack, needle, from);
 }
 
 std::string_view TrimSpace(std::string_view s) {
@@ -415,41 +422,6 @@ std::string DomainOf(std::string_view address) {
   return a.substr(at + 1);
 }
 
-namespace {
-
-// Position of `needle` in `hay` at or after `from`. The phrases searched for start with
-// common letters ("while ", "after "), so string_view::find's first-byte memchr stops at most
-// words, and memmem's set-up costs more than these short texts; sixteen starts are checked at
-// a time on the needle's first and last bytes instead.
-size_t FindBytes(std::string_view hay, std::string_view needle, size_t from = 0) {
-  size_t n = needle.size();
-  if (n == 0) return from <= hay.size() ? from : std::string_view::npos;
-  if (hay.size() < n || from > hay.size() - n) return std::string_view::npos;
-  const char* h = hay.data();
-  size_t last = hay.size() - n;
-  size_t i = from;
-#if defined(__SSE2__)
-  const __m128i first = _mm_set1_epi8(needle[0]), final = _mm_set1_epi8(needle[n - 1]);
-  for (; i + n - 1 + 16 <= hay.size(); i += 16) {
-    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + n - 1));
-    unsigned mask = static_cast<unsigned>(
-        _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, final))));
-    while (mask != 0) {
-      size_t at = i + static_cast<size_t>(__builtin_ctz(mask));
-      if (std::memcmp(h + at, needle.data(), n) == 0) return at;
-      mask &= mask - 1;
-    }
-  }
-#endif
-  for (; i <= last; ++i) {
-    if (h[i] == needle[0] && std::memcmp(h + i, needle.data(), n) == 0) return i;
-  }
-  return std::string_view::npos;
-}
-
-}  // namespace
-
 std::string_view StageFromText(std::string_view text) {
   // Lower-case once (into a reused per-thread buffer) so each phrase is one memchr/memcmp
   // search: this runs for every bounce line of large logs.
@@ -464,7 +436,8 @@ std::string_view StageFromText(std::string_view text) {
   size_t best_pos = std::string_view::npos;
   std::string_view best;
   for (std::string_view anchor : kAnchors) {
-    for (size_t pos = FindBytes(t, anchor); pos < best_pos; pos = FindBytes(t, anchor, pos + 1)) {
+    for (size_t pos = FindFiltered<false>(t, anchor); pos < best_pos;
+         pos = FindFiltered<false>(t, anchor, pos + 1)) {
       std::string_view rest = t.substr(pos);
       for (const auto& p : kStagePhrases) {
         if (p.phrase.starts_with(anchor) && rest.starts_with(p.phrase)) {
@@ -478,7 +451,7 @@ std::string_view StageFromText(std::string_view text) {
   if (!best.empty()) return best;
   if (std::string_view st = StageFromTranscript(text); !st.empty()) return st;
   for (const auto& p : kGenericStagePhrases) {
-    size_t pos = FindBytes(t, p.phrase);
+    size_t pos = FindFiltered<false>(t, p.phrase);
     if (pos < best_pos) {
       best_pos = pos;
       best = p.stage;
