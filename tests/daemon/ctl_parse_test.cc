@@ -1,0 +1,89 @@
+// ctl_parse_test.cc: `bouncectl parse` as a process over the repository's test bounces: the
+// output of several threads is the sequential output, line for line, in the order the files
+// were given, and an unreadable file in the middle keeps its place and sets exit code 1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/daemon/daemon_harness.h"
+
+namespace bounced::testing {
+namespace {
+
+std::vector<std::string> TestBounces() {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(kTestData)) {
+    if (e.is_regular_file() && e.path().extension() == ".eml") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string Args(const std::vector<std::string>& files) {
+  std::string out;
+  for (const std::string& f : files) out += " " + Quote(f);
+  return out;
+}
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t nl = s.find('\n', pos);
+    if (nl == std::string::npos) nl = s.size();
+    out.push_back(s.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return out;
+}
+
+TEST(CtlParse, ThreadsGiveTheSequentialOutputInFileOrder) {
+  std::vector<std::string> files = TestBounces();
+  ASSERT_GT(files.size(), 50u);
+  // Twice over, so chunks hold repeated files and the per-thread caches get hits.
+  std::vector<std::string> twice = files;
+  twice.insert(twice.end(), files.begin(), files.end());
+  for (const char* format : {"jsonl", "text"}) {
+    int rc_seq = -1;
+    int rc_par = -1;
+    std::string seq = Shell(
+        kBouncectl + " parse --jobs 1 --format=" + format + Args(twice) + " 2>/dev/null", &rc_seq);
+    std::string par = Shell(
+        kBouncectl + " parse --jobs 4 --format=" + format + Args(twice) + " 2>/dev/null", &rc_par);
+    EXPECT_EQ(rc_seq, rc_par) << format;
+    ASSERT_FALSE(seq.empty()) << format;
+    EXPECT_EQ(seq, par) << format;
+  }
+  std::vector<std::string> lines =
+      Lines(Shell(kBouncectl + " parse --jobs 3" + Args(twice) + " 2>/dev/null"));
+  ASSERT_EQ(lines.size(), twice.size());
+  for (size_t i = 0; i < twice.size(); ++i) {
+    EXPECT_NE(lines[i].find("\"file\":\"" + twice[i] + "\""), std::string::npos) << i;
+  }
+}
+
+TEST(CtlParse, UnreadableFileKeepsItsPlaceAndFailsTheRun) {
+  std::vector<std::string> files = TestBounces();
+  files.resize(std::min<size_t>(files.size(), 40));
+  files.insert(files.begin() + 17, "/nonexistent/bounce.eml");
+  int rc = -1;
+  std::vector<std::string> lines =
+      Lines(Shell(kBouncectl + " parse --jobs 2" + Args(files) + " 2>/dev/null", &rc));
+  EXPECT_EQ(rc, 1);
+  ASSERT_EQ(lines.size(), files.size());
+  EXPECT_NE(lines[17].find("\"error\":\"cannot open /nonexistent/bounce.eml"), std::string::npos)
+      << lines[17];
+  EXPECT_NE(lines[17].find("\"recipients\":[]"), std::string::npos) << lines[17];
+}
+
+TEST(CtlParse, RejectsANegativeJobCount) {
+  int rc = -1;
+  Shell(kBouncectl + " parse --jobs -1 " + Quote(TestBounces().front()) + " >/dev/null 2>&1", &rc);
+  EXPECT_EQ(rc, 2);
+}
+
+}  // namespace
+}  // namespace bounced::testing
