@@ -67,8 +67,10 @@ bool WantedHeader(std::string_view name) {
       "x-hmxmroriginalrecipient",
       "x-spasign",
   };
+  // Most header names (Received, DKIM-Signature, X-...) differ in length from all of these:
+  // compare lengths before bytes.
   for (std::string_view n : kNames) {
-    if (EqualsNoCase(n, name)) return true;
+    if (n.size() == name.size() && EqualsNoCase(n, name)) return true;
   }
   return false;
 }
@@ -221,7 +223,7 @@ struct Walker {
 
   void AddLeaf(std::string type, std::string text, bool attached) {
     if (view->parts.size() >= kMaxMimeParts) return;
-    view->parts.push_back(MimeLeaf{std::move(type), NormalizeLineEnds(text), attached});
+    view->parts.emplace_back(std::move(type), NormalizeLineEnds(text), attached);
   }
 
   void Walk(GMimeObject* obj, int depth, bool attached) {
@@ -538,16 +540,36 @@ bool TransferDecode(std::string_view body, std::string_view cte_raw, std::string
   return true;
 }
 
+// Whether TransferDecode handles this Content-Transfer-Encoding.
+bool KnownTransferEncoding(std::string_view cte_raw) {
+  std::string cte = AsciiLowerCopy(Unfold(cte_raw));
+  return cte.empty() || cte == "7bit" || cte == "8bit" || cte == "binary" || cte == "base64" ||
+         cte == "quoted-printable";
+}
+
 struct FastWalker {
   MimeView* view;
   bool nested_ok;
+  std::shared_ptr<const std::string> owner;  // holds the bytes the raw parts point into
   bool have_original = false;
   bool failed = false;
 
   void Leaf(const RawPart& part, const ContentType& ct, bool attached) {
     if (!IsTextual(ct.type) || view->parts.size() >= kMaxMimeParts) return;
+    std::string_view cte = FindRaw(part, "content-transfer-encoding");
+    if (attached) {
+      // The returned message's parts: decoded only if something reads them.
+      if (!KnownTransferEncoding(cte)) {
+        failed = true;
+        return;
+      }
+      view->parts.push_back(MimeLeaf::Deferred(
+          ct.type, MimeLeaf::Pending{owner, part.body, std::string(cte), ct.Param("charset")},
+          attached));
+      return;
+    }
     std::string raw;
-    if (!TransferDecode(part.body, FindRaw(part, "content-transfer-encoding"), &raw)) {
+    if (!TransferDecode(part.body, cte, &raw)) {
       failed = true;
       return;
     }
@@ -556,7 +578,7 @@ struct FastWalker {
       have_original = true;
       view->original_headers = ParseHeaderBlock(text);
     }
-    view->parts.push_back(MimeLeaf{ct.type, std::move(text), attached});
+    view->parts.emplace_back(ct.type, std::move(text), attached);
   }
 
   // One entity (a message's body part or a multipart's part), given its headers and body.
@@ -576,15 +598,17 @@ struct FastWalker {
       return;
     }
     if (ct.type == "message/rfc822" || ct.type == "message/global") {
-      std::string decoded;
       std::string_view inner = part.body;
       std::string_view cte = FindRaw(part, "content-transfer-encoding");
+      std::shared_ptr<const std::string> outer = owner;
       if (!TrimSpaceView(cte).empty()) {
-        if (!TransferDecode(part.body, cte, &decoded)) {
+        auto decoded = std::make_shared<std::string>();
+        if (!TransferDecode(part.body, cte, decoded.get())) {
           failed = true;
           return;
         }
-        inner = decoded;
+        inner = *decoded;
+        owner = std::move(decoded);
       }
       RawPart msg = SplitHeaders(inner, true);
       if (!msg.ok) {
@@ -596,6 +620,7 @@ struct FastWalker {
         AddRawHeaders(msg, &view->original_headers);
       }
       Entity(msg, depth + 1, true, "text/plain");
+      owner = std::move(outer);
       return;
     }
     Leaf(part, ct, attached);
@@ -681,7 +706,8 @@ struct FastWalker {
 };
 
 // Returns false when the message needs GMime's parser.
-bool FastDecode(std::string_view normalized, bool nested_ok, MimeView* view) {
+bool FastDecode(const std::shared_ptr<const std::string>& buffer, bool nested_ok, MimeView* view) {
+  std::string_view normalized = *buffer;
   // An mbox "From " separator line before the headers is not part of the message.
   if (normalized.starts_with("From ")) {
     size_t nl = normalized.find('\n');
@@ -691,7 +717,7 @@ bool FastDecode(std::string_view normalized, bool nested_ok, MimeView* view) {
   RawPart top = SplitHeaders(normalized, false);
   if (!top.ok || top.headers.empty()) return false;
   AddRawHeaders(top, &view->headers);
-  FastWalker walker{view, nested_ok};
+  FastWalker walker{view, nested_ok, buffer};
   walker.Entity(top, 0, false, "text/plain");
   if (walker.failed) return false;
   // A multipart that parsed but produced no text (all binary) is fine; an empty body too.
@@ -729,8 +755,9 @@ void AppendGluedMessage(std::string_view normalized, MimeView* view) {
 
 MimeView DecodeMimeImpl(std::string_view message, bool nested_ok, bool fast_ok) {
   MimeView view;
-  std::string normalized = NormalizeLineEnds(message);
-  if (fast_ok && FastDecode(normalized, nested_ok, &view)) {
+  auto buffer = std::make_shared<const std::string>(NormalizeLineEnds(message));
+  const std::string& normalized = *buffer;
+  if (fast_ok && FastDecode(buffer, nested_ok, &view)) {
     if (nested_ok) AppendGluedMessage(normalized, &view);
     return view;
   }
@@ -753,8 +780,7 @@ MimeView DecodeMimeImpl(std::string_view message, bool nested_ok, bool fast_ok) 
       // A multipart type with no parts (the boundary never occurs): the body is plain text.
       size_t blank = normalized.find("\n\n");
       if (blank != std::string::npos) {
-        view.parts.push_back(
-            MimeLeaf{"text/plain", ToUtf8(normalized.substr(blank + 2), ""), false});
+        view.parts.emplace_back("text/plain", ToUtf8(normalized.substr(blank + 2), ""), false);
       }
     }
     g_object_unref(msg);
@@ -764,7 +790,7 @@ MimeView DecodeMimeImpl(std::string_view message, bool nested_ok, bool fast_ok) 
   if (view.headers.empty() && view.parts.empty()) {
     // Not a message GMime could read (no header block): scan the bytes as plain text.
     view.content_type = "text/plain";
-    view.parts.push_back(MimeLeaf{"text/plain", ToUtf8(normalized, ""), false});
+    view.parts.emplace_back("text/plain", ToUtf8(normalized, ""), false);
   }
   if (nested_ok) AppendGluedMessage(normalized, &view);
   return view;
@@ -778,6 +804,22 @@ MimeView DecodeMimeNested(std::string_view message) {
 }
 
 }  // namespace
+
+MimeLeaf MimeLeaf::Deferred(std::string type, Pending pending, bool attached) {
+  MimeLeaf leaf(std::move(type), std::string(), attached);
+  leaf.pending_ = std::move(pending);
+  return leaf;
+}
+
+const std::string& MimeLeaf::text() const {
+  if (pending_) {
+    std::string raw;
+    TransferDecode(pending_->body, pending_->transfer_encoding, &raw);
+    text_ = ToUtf8(raw, pending_->charset);
+    pending_.reset();
+  }
+  return text_;
+}
 
 MimeView DecodeMime(std::string_view message, MimeDecoder decoder) {
   InitGMimeOnce();

@@ -5,6 +5,8 @@
 // yields a view whose only part is the raw text.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,8 +25,28 @@ struct Header {
 
 struct MimeLeaf {
   std::string type;       // "text/plain": lower-case type/subtype ("text/plain" when absent)
-  std::string text;       // content after transfer decoding, as UTF-8 with '\n' line ends
   bool attached = false;  // inside an attached message/rfc822 (the returned message)
+
+  MimeLeaf(std::string type, std::string text, bool attached)
+      : type(std::move(type)), attached(attached), text_(std::move(text)) {}
+
+  // The content after transfer decoding, as UTF-8 with '\n' line ends. The returned message's
+  // parts are decoded on first use (most bounces never read them, and they are most of the
+  // bytes); the result is the same either way.
+  const std::string& text() const;
+
+  // Not decoded yet: the raw body (a view into `owner`) and how it is encoded.
+  struct Pending {
+    std::shared_ptr<const std::string> owner;
+    std::string_view body;
+    std::string transfer_encoding;  // raw Content-Transfer-Encoding value
+    std::string charset;
+  };
+  static MimeLeaf Deferred(std::string type, Pending pending, bool attached);
+
+ private:
+  mutable std::string text_;
+  mutable std::optional<Pending> pending_;
 };
 
 // Only the headers the parser reads are kept (From, To, Subject, Message-ID, Return-Path,

@@ -519,7 +519,7 @@ std::string AllText(const MimeView& view) {
   std::string all;
   for (const MimeLeaf& p : view.parts) {
     if (p.type.starts_with("text/") || p.type == "message/rfc822") {
-      all += p.text;
+      all += p.text();
       all += '\n';
       if (all.size() > dsn::kMaxExplanationBytes) break;
     }
@@ -604,7 +604,7 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
   if (feedback != nullptr || view.report_type == "feedback-report" || hotmail_complaint) {
     out.kind = MessageKind::kFeedbackReport;
     out.mta = "arf";
-    findings = FindingsFromFeedback(view, feedback != nullptr ? feedback->text : "");
+    findings = FindingsFromFeedback(view, feedback != nullptr ? feedback->text() : "");
     forced = Category::kComplaint;
     forced_rule = "arf";
   }
@@ -619,7 +619,7 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
         if (p.attached == attached &&
             (p.type == "message/delivery-status" || p.type == "message/global-delivery-status" ||
              p.type == "text/delivery-status"))
-          reports.push_back(p.text);
+          reports.push_back(p.text());
       }
       if (!reports.empty()) break;
     }

@@ -24,11 +24,14 @@ struct AddressHit {
   std::string address;  // NormalizeAddress form
 };
 
-// Every address in a line ("local@domain.tld"; the domain needs a dot and a letter TLD).
-std::vector<AddressHit> AddressesIn(std::string_view line) {
-  std::vector<AddressHit> out;
+// Calls span(begin, end) for every address in a line ("local@domain.tld"; the domain needs a
+// dot and a letter TLD), at most 16, in order. No allocation: HasReasonText runs it on every
+// line it counts.
+template <typename Span>
+void ForEachAddressSpan(std::string_view line, Span&& span) {
   size_t at = line.find('@');
-  while (at != std::string_view::npos && out.size() < 16) {
+  int found = 0;
+  while (at != std::string_view::npos && found < 16) {
     size_t b = at;
     while (b > 0 && IsLocalChar(line[b - 1])) --b;
     // Quotes and apostrophes around an address are punctuation, not local-part characters.
@@ -41,10 +44,19 @@ std::vector<AddressHit> AddressesIn(std::string_view line) {
     bool ok = b < at && dot != std::string_view::npos && dot + 2 < domain.size() + 1 &&
               dot + 1 < domain.size() && std::isalpha(static_cast<unsigned char>(domain[dot + 1]));
     if (ok) {
-      out.push_back(AddressHit{b, e, NormalizeAddress(line.substr(b, e - b))});
+      span(b, e);
+      ++found;
     }
     at = line.find('@', std::max(e, at + 1));
   }
+}
+
+// Every address in a line, normalised.
+std::vector<AddressHit> AddressesIn(std::string_view line) {
+  std::vector<AddressHit> out;
+  ForEachAddressSpan(line, [&](size_t b, size_t e) {
+    out.push_back(AddressHit{b, e, NormalizeAddress(line.substr(b, e - b))});
+  });
   return out;
 }
 
@@ -73,11 +85,11 @@ bool IsSeparator(std::string_view line) {
 bool IsReturnedMessageMarker(std::string_view line) {
   std::string_view t = TrimSpace(line);
   if (t.size() < 8 || t.size() > 100) return false;
-  std::string lower = AsciiLowerCopy(t);
   // Every marker phrase has one of these words: a cheap first test for the many other lines.
-  if (lower.find("messag") == std::string::npos && lower.find("mail") == std::string::npos &&
-      lower.find("original") == std::string::npos && lower.find("copy") == std::string::npos)
+  if (!ContainsNoCase(t, "messag") && !ContainsNoCase(t, "mail") &&
+      !ContainsNoCase(t, "original") && !ContainsNoCase(t, "copy"))
     return false;
+  std::string lower = AsciiLowerCopy(t);
   static constexpr std::string_view kPhrases[] = {
       "original message",        "returned message",       "unsent message",
       "copy of the message",     "copy of your message",   "header of the original",
@@ -256,8 +268,11 @@ std::string CodeLines(const std::vector<std::string_view>& lines) {
       in_transcript = ContainsNoCase(t, "transcript of session");
       continue;
     }
+    // Both codes start with 2, 4 or 5: a line without those digits has neither.
+    bool code_digit = t.find_first_of("245") != std::string_view::npos;
     if ((in_transcript && !t.empty()) || t.starts_with("<<<") ||
-        (!ExtractReplyCode(t).empty() && t.size() > 4) || !ExtractEnhancedStatus(t).empty()) {
+        (code_digit &&
+         ((!ExtractReplyCode(t).empty() && t.size() > 4) || !ExtractEnhancedStatus(t).empty()))) {
       out += t;
       out += '\n';
       if (out.size() > 4096) break;
@@ -266,24 +281,40 @@ std::string CodeLines(const std::vector<std::string_view>& lines) {
   return out;
 }
 
+bool IsAsciiAlpha(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
+
+// Letters in one line outside its addresses (bytes >= 0x80 count after the last address).
+size_t ReasonLetters(std::string_view line) {
+  size_t letters = 0;
+  size_t pos = 0;
+  ForEachAddressSpan(line, [&](size_t b, size_t e) {
+    for (size_t i = pos; i < b; ++i) letters += IsAsciiAlpha(static_cast<unsigned char>(line[i]));
+    pos = e;
+  });
+  for (size_t i = pos; i < line.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(line[i]);
+    letters += (IsAsciiAlpha(c) || c >= 0x80) ? 1 : 0;
+  }
+  return letters;
+}
+
+// Whether `letters` reason letters in `block` make reason text: "User Unknown" after an
+// address and a reply code is a reason; a lone word is not.
+bool EnoughReason(size_t letters, std::string_view block) {
+  return letters >= 12 || (letters >= 6 && HasCode(block));
+}
+
 // Letters other than the address itself: is there any reason text in a block?
 bool HasReasonText(std::string_view block) {
   size_t letters = 0;
-  for (std::string_view line : SplitLines(block)) {
-    std::vector<AddressHit> hits = AddressesIn(line);
-    size_t pos = 0;
-    for (const AddressHit& h : hits) {
-      for (size_t i = pos; i < h.begin; ++i)
-        letters += std::isalpha(static_cast<unsigned char>(line[i])) ? 1 : 0;
-      pos = h.end;
-    }
-    for (size_t i = pos; i < line.size(); ++i) {
-      unsigned char c = static_cast<unsigned char>(line[i]);
-      letters += (std::isalpha(c) || c >= 0x80) ? 1 : 0;
-    }
+  size_t pos = 0;
+  while (pos < block.size() && letters < 12) {
+    size_t end = block.find('\n', pos);
+    if (end == std::string_view::npos) end = block.size();
+    letters += ReasonLetters(block.substr(pos, end - pos));
+    pos = end + 1;
   }
-  // "User Unknown" after an address and a reply code is a reason; a lone word is not.
-  return letters >= 12 || (letters >= 6 && HasCode(block));
+  return EnoughReason(letters, block);
 }
 
 // qmail-remote names the step that failed in fixed words ("192.0.2.1 does not like recipient.",
@@ -370,18 +401,22 @@ std::string ExplanationText(const MimeView& view) {
     bool take = p.type == "text/plain" || (!have_plain && p.type == "text/html");
     if (!take) continue;
     if (!text.empty()) text += "\n\n";
-    text += p.type == "text/html" ? StripHtml(p.text) : p.text;
+    text += p.type == "text/html" ? StripHtml(p.text()) : p.text();
     if (text.size() > kMaxExplanationBytes) break;
   }
   if (text.size() > kMaxExplanationBytes) text.resize(kMaxExplanationBytes);
   std::vector<std::string_view> lines = SplitLines(text);
   size_t cut = text.size();
   size_t offset = 0;
+  // Reason letters in the lines before the current one, counted as far as a marker needed
+  // them (HasReasonText of the text above the marker, without reading it again each time).
+  size_t letters = 0;
+  size_t counted = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
     // A marker in the first lines is a heading over the explanation (Notes, ezweb): skip it.
     if (offset > 0 && (IsReturnedMessageMarker(lines[i]) || StartsHeaderBlock(lines, i))) {
-      bool explanation_before = HasReasonText(std::string_view(text).substr(0, offset));
-      if (explanation_before) {
+      for (; counted < i && letters < 12; ++counted) letters += ReasonLetters(lines[counted]);
+      if (EnoughReason(letters, std::string_view(text).substr(0, offset))) {
         cut = offset;
         break;
       }

@@ -266,8 +266,7 @@ std::string AsciiLowerCopy(std::string_view s) {
   return out;
 }
 
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
+bool EqualsNoCaseSameSize(std::string_view a, std::string_view b) {
   for (size_t i = 0; i < a.size(); ++i) {
     if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
   }
@@ -374,6 +373,8 @@ std::string ExtractReplyCode(std::string_view text) {
   }
   if (IsReplyCodeAt(text, start)) return std::string(text.substr(start, 3));
   for (size_t i = start + 1; i + 3 <= text.size(); ++i) {
+    char c = text[i];
+    if (c != '2' && c != '4' && c != '5') continue;  // most bytes: no call
     if (!IsReplyCodeAt(text, i)) continue;
     // Look back over spaces and tabs for what introduces the code.
     size_t j = i;

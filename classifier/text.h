@@ -15,7 +15,11 @@ inline constexpr size_t kMaxDiagnosticBytes = 4096;
 // ASCII-only helpers (SMTP keywords and codes are ASCII; we never case-fold other scripts).
 inline char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 std::string AsciiLowerCopy(std::string_view s);
-bool EqualsNoCase(std::string_view a, std::string_view b);
+bool EqualsNoCaseSameSize(std::string_view a, std::string_view b);
+// Inline so that the common case, different lengths, costs no call.
+inline bool EqualsNoCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && EqualsNoCaseSameSize(a, b);
+}
 bool StartsWithNoCase(std::string_view s, std::string_view prefix);
 // Position of the first case-insensitive occurrence of `needle` at or after `from`, or npos.
 size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from = 0);
