@@ -17,10 +17,12 @@ namespace bounced::dsn {
 namespace {
 
 std::string_view TrimSpaceView(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\n");
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(" \t\n");
-  return s.substr(b, e - b + 1);
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n'; };
+  size_t b = 0;
+  size_t e = s.size();
+  while (b < e && blank(s[b])) ++b;
+  while (e > b && blank(s[e - 1])) --e;
+  return s.substr(b, e - b);
 }
 
 void InitGMimeOnce() {
@@ -300,7 +302,7 @@ std::vector<Header> ParseHeaderBlock(std::string_view text) {
     }
     size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0 ||
-        line.substr(0, colon).find_first_of(" \t") != std::string_view::npos) {
+        ContainsAnyOf(line.substr(0, colon), " \t")) {
       if (!out.empty()) break;
       continue;
     }
@@ -375,8 +377,10 @@ std::string_view FindRaw(const RawPart& p, std::string_view name) {
 // Splits a header block from its body. The block must start with a header line. Inside a
 // message (`nested`), a line that is not a header is dropped and the block read on, as GMime
 // reads it: returned messages often carry a mangled header (a Received line folded without
-// indentation); at the top such a message goes to GMime's parser whole.
-RawPart SplitHeaders(std::string_view text, bool nested) {
+// indentation); at the top such a message goes to GMime's parser whole. An attached message
+// (`message`) may even start with such a line: samples replace the returned message with a
+// placeholder ("[original message goes here]"), which GMime drops the same way.
+RawPart SplitHeaders(std::string_view text, bool nested, bool message = false) {
   RawPart part;
   part.headers.reserve(24);
   size_t pos = 0;
@@ -403,8 +407,8 @@ RawPart SplitHeaders(std::string_view text, bool nested) {
     } else {
       size_t colon = line.find(':');
       if (colon == std::string_view::npos || colon == 0 || colon > 76 ||
-          line.substr(0, colon).find_first_of(" \t") != std::string_view::npos) {
-        if (nested && !part.headers.empty()) {
+          ContainsAnyOf(line.substr(0, colon), " \t")) {
+        if (nested && (!part.headers.empty() || message)) {
           pos = end + 1;  // GMime drops the line and reads on
           continue;
         }
@@ -420,17 +424,24 @@ RawPart SplitHeaders(std::string_view text, bool nested) {
   return part;
 }
 
+// Folded header value -> one line: line ends dropped, tabs made spaces, spaces trimmed.
 std::string Unfold(std::string_view raw) {
-  std::string out;
-  out.reserve(raw.size());
-  for (char c : raw) {
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n'; };
+  size_t b = 0;
+  size_t e = raw.size();
+  while (b < e && blank(raw[b])) ++b;
+  while (e > b && blank(raw[e - 1])) --e;
+  raw = raw.substr(b, e - b);
+  std::string out(raw);
+  // Most values are one line: nothing more to do then.
+  if (!ContainsAnyOf(raw, "\t\n")) return out;
+  size_t w = 0;
+  for (char c : out) {
     if (c == '\n') continue;
-    out.push_back(c == '\t' ? ' ' : c);
+    out[w++] = c == '\t' ? ' ' : c;
   }
-  size_t b = out.find_first_not_of(' ');
-  if (b == std::string::npos) return {};
-  size_t e = out.find_last_not_of(' ');
-  return out.substr(b, e - b + 1);
+  out.resize(w);
+  return out;
 }
 
 std::string DecodeHeaderValue(std::string_view raw) {
@@ -442,6 +453,7 @@ std::string DecodeHeaderValue(std::string_view raw) {
       g_free(decoded);
     }
   }
+  if (IsAscii(v)) return v;  // the usual case: no second copy
   return MakeValidUtf8(v);
 }
 
@@ -473,7 +485,7 @@ ContentType ParseContentType(std::string_view raw, std::string_view fallback) {
   size_t semi = v.find(';');
   std::string type = AsciiLowerCopy(std::string_view(v).substr(0, semi));
   while (!type.empty() && (type.back() == ' ')) type.pop_back();
-  if (type.find('/') == std::string::npos || type.find_first_of(" \"(") != std::string::npos) {
+  if (type.find('/') == std::string::npos || ContainsAnyOf(type, " \"(")) {
     ct.ok = false;
     return ct;
   }
@@ -486,7 +498,7 @@ ContentType ParseContentType(std::string_view raw, std::string_view fallback) {
     if (eq == std::string::npos) break;
     std::string name = AsciiLowerCopy(std::string_view(v).substr(pos, eq - pos));
     while (!name.empty() && name.back() == ' ') name.pop_back();
-    if (name.find('*') != std::string::npos || name.find_first_of(" ;\"") != std::string::npos) {
+    if (name.find('*') != std::string::npos || ContainsAnyOf(name, " ;\"")) {
       ct.ok = false;  // RFC 2231 or garbage: GMime knows better
       return ct;
     }
@@ -553,6 +565,7 @@ struct FastWalker {
   std::shared_ptr<const std::string> owner;  // holds the bytes the raw parts point into
   bool have_original = false;
   bool failed = false;
+  bool top_without_parts = false;  // a top-level multipart whose boundary never occurs
 
   void Leaf(const RawPart& part, const ContentType& ct, bool attached) {
     if (!IsTextual(ct.type) || view->parts.size() >= kMaxMimeParts) return;
@@ -610,7 +623,7 @@ struct FastWalker {
         inner = *decoded;
         owner = std::move(decoded);
       }
-      RawPart msg = SplitHeaders(inner, true);
+      RawPart msg = SplitHeaders(inner, true, true);
       if (!msg.ok) {
         failed = true;
         return;
@@ -674,10 +687,12 @@ struct FastWalker {
       pos = end + 1;
     }
     if (!found) {
-      // The boundary never occurs. At the top that is GMime's (and our) recovery to apply;
-      // inside, it is a returned message cut short, which has no parts (as with GMime, whose
-      // inner parser stops at the enclosing boundary the caller already cut at).
-      if (depth == 0) failed = true;
+      // The boundary never occurs. Inside, it is a returned message cut short, which has no parts
+      // (as with GMime, whose inner parser stops at the enclosing boundary the caller already cut
+      // at). At the top, GMime sees a multipart without parts, and DecodeMimeImpl then reads the
+      // whole body as text (a report whose MIME structure a gateway stripped): the caller does
+      // the same.
+      if (depth == 0) top_without_parts = true;
       return;
     }
     if (!closed && part_start != std::string_view::npos && part_start < body.size()) {
@@ -720,6 +735,13 @@ bool FastDecode(const std::shared_ptr<const std::string>& buffer, bool nested_ok
   FastWalker walker{view, nested_ok, buffer};
   walker.Entity(top, 0, false, "text/plain");
   if (walker.failed) return false;
+  if (walker.top_without_parts && view->parts.empty()) {
+    // As the GMime path reads a multipart without parts: its body is the text.
+    size_t blank = normalized.find("\n\n");
+    if (blank != std::string_view::npos) {
+      view->parts.emplace_back("text/plain", ToUtf8(normalized.substr(blank + 2), ""), false);
+    }
+  }
   // A multipart that parsed but produced no text (all binary) is fine; an empty body too.
   return true;
 }

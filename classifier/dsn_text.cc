@@ -2,6 +2,8 @@
 #include "classifier/dsn_text.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #include "classifier/text.h"
 
@@ -81,14 +83,36 @@ bool IsSeparator(std::string_view line) {
                            t.starts_with("___"));
 }
 
+// Whether the `word.size()` bytes at t[i] are `word` (lower-case ASCII letters) in any case:
+// OR-ing 0x20 maps exactly the two cases of a letter onto its lower case.
+inline bool LetterWordAt(std::string_view t, size_t i, std::string_view word) {
+  if (word.size() > 8 || i + word.size() > t.size()) return false;
+  uint64_t v = 0;
+  uint64_t w = 0;
+  std::memcpy(&v, t.data() + i, word.size());
+  std::memcpy(&w, word.data(), word.size());
+  uint64_t mask = word.size() == 8 ? ~0ull : (1ull << (8 * word.size())) - 1;
+  return ((v | 0x2020202020202020ull) & mask) == w;
+}
+
+// Whether `t` contains "messag", "mail", "original" or "copy" in any case: one inline pass,
+// as this runs on every line of every explanation.
+bool HasMarkerWord(std::string_view t) {
+  for (size_t i = 0; i < t.size(); ++i) {
+    char c = static_cast<char>(t[i] | 0x20);
+    if ((c == 'm' && (LetterWordAt(t, i, "messag") || LetterWordAt(t, i, "mail"))) ||
+        (c == 'o' && LetterWordAt(t, i, "original")) || (c == 'c' && LetterWordAt(t, i, "copy")))
+      return true;
+  }
+  return false;
+}
+
 // Where an explanation ends and the returned message (or its headers) begins.
 bool IsReturnedMessageMarker(std::string_view line) {
   std::string_view t = TrimSpace(line);
   if (t.size() < 8 || t.size() > 100) return false;
   // Every marker phrase has one of these words: a cheap first test for the many other lines.
-  if (!ContainsNoCase(t, "messag") && !ContainsNoCase(t, "mail") &&
-      !ContainsNoCase(t, "original") && !ContainsNoCase(t, "copy"))
-    return false;
+  if (!HasMarkerWord(t)) return false;
   std::string lower = AsciiLowerCopy(t);
   static constexpr std::string_view kPhrases[] = {
       "original message",        "returned message",       "unsent message",
@@ -256,6 +280,19 @@ bool HasCode(std::string_view text) {
   return !ExtractReplyCode(text).empty() || !ExtractEnhancedStatus(text).empty();
 }
 
+// False when `t` can hold neither a reply code ("550") nor an enhanced status ("5.1.1"): both
+// start with 2, 4 or 5, followed by a digit 0-5 and a digit, or by a dot. Most lines fail this
+// at once, before the exact (and dearer) ExtractReplyCode / ExtractEnhancedStatus.
+bool MayHoldCode(std::string_view t) {
+  for (size_t i = 0; i + 2 < t.size(); ++i) {
+    char c = t[i];
+    if (c != '2' && c != '4' && c != '5') continue;
+    char n = t[i + 1];
+    if (n == '.' || (n >= '0' && n <= '5' && t[i + 2] >= '0' && t[i + 2] <= '9')) return true;
+  }
+  return false;
+}
+
 // Reason lines anywhere in the explanation: SMTP replies, transcript lines, and every line of
 // a Sendmail "Transcript of session follows" section (its local mailer says "mail.local:
 // unknown user: x" with no code before the summary reply).
@@ -268,8 +305,7 @@ std::string CodeLines(const std::vector<std::string_view>& lines) {
       in_transcript = ContainsNoCase(t, "transcript of session");
       continue;
     }
-    // Both codes start with 2, 4 or 5: a line without those digits has neither.
-    bool code_digit = t.find_first_of("245") != std::string_view::npos;
+    bool code_digit = MayHoldCode(t);
     if ((in_transcript && !t.empty()) || t.starts_with("<<<") ||
         (code_digit &&
          ((!ExtractReplyCode(t).empty() && t.size() > 4) || !ExtractEnhancedStatus(t).empty()))) {

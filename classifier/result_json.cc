@@ -1,6 +1,8 @@
 // result_json.cc: see result_json.h.
 #include "classifier/result_json.h"
 
+#include <emmintrin.h>
+
 #include <cstdint>
 #include <utility>
 
@@ -67,7 +69,43 @@ bool WellFormedUtf8(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// Length of the leading run of bytes that JSON takes as they are and that are ASCII (no
+// control character, quote, backslash or byte >= 0x80), sixteen bytes at a time: most fields
+// are entirely such bytes and are then appended in one piece.
+size_t PlainAsciiPrefix(std::string_view s) {
+  const char* p = s.data();
+  size_t n = s.size();
+  size_t i = 0;
+  const __m128i space = _mm_set1_epi8(0x20);
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    // Signed compare: bytes >= 0x80 are negative, so "v < 0x20" catches them with the controls.
+    __m128i bad =
+        _mm_or_si128(_mm_cmplt_epi8(v, space),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+    int mask = _mm_movemask_epi8(bad);
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+  for (; i < n; ++i) {
+    unsigned char c = static_cast<unsigned char>(p[i]);
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') return i;
+  }
+  return n;
+}
+
+}  // namespace
+
 void AppendJsonString(std::string_view s, std::string* out) {
+  if (PlainAsciiPrefix(s) == s.size()) {
+    out->push_back('"');
+    out->append(s);
+    out->push_back('"');
+    return;
+  }
   if (!WellFormedUtf8(s)) {
     // Rare (fields are sanitised): nlohmann's own replacement of bad bytes is the reference.
     out->append(nlohmann::json(std::string(s))

@@ -26,6 +26,16 @@ size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t fro
 inline bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
   return FindNoCase(haystack, needle) != std::string_view::npos;
 }
+// Whether `s` holds any byte of `set`. One pass over `s` (std::string_view::find_first_of
+// calls memchr on `set` once per byte of `s`, which dominates on header-sized strings).
+inline bool ContainsAnyOf(std::string_view s, std::string_view set) {
+  for (char c : s) {
+    for (char x : set) {
+      if (c == x) return true;
+    }
+  }
+  return false;
+}
 // Removes leading and trailing ASCII whitespace (space, tab, CR, LF, VT, FF).
 std::string_view TrimSpace(std::string_view s);
 
