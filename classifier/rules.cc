@@ -106,6 +106,30 @@ std::string NormalizeReplyCodeField(std::string_view s) {
   return std::string(s.substr(0, 3));
 }
 
+// An RE2 compiled on first use: compiling costs 25-70k instructions for a plain wording and
+// over a million for a ".{0,80}" window, so only what a reply needs is compiled. Callers check
+// the pattern when loading (SimplePattern::IsSimple or RE2 itself).
+class LazyRe2 {
+ public:
+  LazyRe2(std::string text, const RE2::Options& options, std::unique_ptr<RE2> compiled = nullptr)
+      : text_(std::move(text)), options_(options), re_(std::move(compiled)) {}
+  // The compiled pattern; check ok(): one that RE2 cannot compile (over its memory budget)
+  // never matches.
+  const std::string& text() const { return text_; }
+  const RE2& Get() {
+    std::call_once(once_, [&] {
+      if (!re_) re_ = std::make_unique<RE2>(text_, options_);
+    });
+    return *re_;
+  }
+
+ private:
+  std::string text_;
+  RE2::Options options_;
+  std::once_flag once_;
+  std::unique_ptr<RE2> re_;
+};
+
 struct Rule {
   std::string id;
   Category category = Category::kUndetermined;
@@ -119,35 +143,535 @@ struct Rule {
   std::vector<std::string> unless_stages;    // stages that rule the rule out
   std::vector<std::string> dsn_actions;      // exact names; empty = any
   std::string provider_code;                 // fixed code, or
-  std::unique_ptr<RE2> code_pattern;         // a pattern whose first group is the code
+  std::unique_ptr<LazyRe2> code_pattern;     // a pattern whose first group is the code
+  // Its patterns in RuleSet::Impl::patterns: [first_pattern, +match_patterns) are `patterns`,
+  // the next exclude_patterns are `exclude`.
+  uint32_t first_pattern = 0;
+  uint32_t match_patterns = 0;
+  uint32_t exclude_patterns = 0;
 };
 
 struct CodeExtractor {
   std::vector<std::string> providers;  // empty = any
-  std::unique_ptr<RE2> pattern;
+  std::unique_ptr<LazyRe2> pattern;    // with the code as its first group
 };
 
 struct ProviderDef {
   std::string name;
 };
 
+// ---- Simple patterns --------------------------------------------------------------------
+// Most patterns are wordings with optional words, alternatives, word boundaries, small
+// character classes and bounded gaps ("doesn.t", "(?:user|mailbox) (?:is )?unknown",
+// "\bcs01\b.{0,80}local policy"). SimplePattern::Build turns such a pattern into a short list
+// of alternatives, each a sequence of one-byte sets, zero-width assertions and gaps of '.', and
+// Match runs it without RE2. It is used only on text that is all ASCII without a newline, where
+// RE2's meaning of every construct it accepts is exactly such a byte set ('.' and negated
+// classes are one code point, \d \s \w \b are ASCII, ^ and $ are the ends of the text).
+// Anything else (\x, \p, flags, non-ASCII, repeats of other than '.' without a bound ...) is not
+// simple and is left to RE2. Parse accepts only syntax that RE2 accepts with the same meaning,
+// so a simple pattern needs no RE2 check when it is loaded.
+
+using ByteSet = std::array<uint64_t, 2>;  // ASCII bytes
+
+constexpr ByteSet kNoBytes{0, 0};
+constexpr uint32_t kUnbounded = ~0u;
+constexpr size_t kMaxSimpleAlternatives = 64;
+constexpr uint32_t kMaxSimpleRepeat = 16;  // x{n,m} of other than '.': m at most this
+constexpr uint32_t kMaxSimpleGap = 1000;   // RE2's own limit on a repeat count
+
+inline bool InSet(const ByteSet& s, unsigned char c) { return (s[c >> 6] >> (c & 63)) & 1; }
+inline void AddByte(ByteSet& s, unsigned char c) { s[c >> 6] |= uint64_t{1} << (c & 63); }
+inline void AddRange(ByteSet& s, unsigned char lo, unsigned char hi) {
+  for (unsigned c = lo; c <= hi; ++c) AddByte(s, static_cast<unsigned char>(c));
+}
+inline ByteSet Complement(const ByteSet& s) { return {~s[0], ~s[1]}; }
+inline void AddSet(ByteSet& s, const ByteSet& t) {
+  s[0] |= t[0];
+  s[1] |= t[1];
+}
+inline bool IsSingleByte(const ByteSet& s, unsigned char* c) {
+  int n = __builtin_popcountll(s[0]) + __builtin_popcountll(s[1]);
+  if (n != 1) return false;
+  *c = static_cast<unsigned char>(s[0] ? __builtin_ctzll(s[0]) : 64 + __builtin_ctzll(s[1]));
+  return true;
+}
+inline bool IsWordByte(unsigned char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+inline bool AtWordBoundary(std::string_view t, size_t at) {
+  bool before = at > 0 && IsWordByte(static_cast<unsigned char>(t[at - 1]));
+  bool after = at < t.size() && IsWordByte(static_cast<unsigned char>(t[at]));
+  return before != after;
+}
+
+struct SimpleElem {
+  enum Kind : uint8_t { kByte, kWordBoundary, kNotWordBoundary, kBegin, kEnd, kGap };
+  Kind kind = kByte;
+  uint32_t min = 0, max = 0;  // kGap: that many bytes other than '\n'
+  ByteSet set = kNoBytes;     // kByte
+};
+using SimpleSeq = std::vector<SimpleElem>;
+
+// One alternative, cut at its gaps: segment k starts gap_min..gap_max bytes after segment k-1
+// ends (segment 0 anywhere); within a segment every element sits at a fixed offset.
+struct SimpleSegment {
+  uint32_t gap_min = 0, gap_max = 0;
+  std::vector<SimpleElem> elems;  // kByte and zero-width ones
+  uint32_t width = 0;             // bytes consumed
+  std::string anchor;             // its longest run of single bytes, found with find()
+  uint32_t anchor_at = 0;         // offset of that run in the segment
+};
+
+class SimplePattern {
+ public:
+  // Whether `p` is written in the simple syntax (and so is valid RE2); `captures` gets its
+  // number of capture groups. Allocates nothing: this is how every pattern is checked at load.
+  static bool IsSimple(std::string_view p, int* captures) {
+    Parser parser{p};
+    if (!parser.ParseAlternation(nullptr) || parser.i != p.size()) return false;
+    if (captures != nullptr) *captures = parser.captures;
+    return true;
+  }
+
+  // The matcher for a simple pattern, or nullptr when it is not one or expands to too many
+  // alternatives (then RE2 must match it).
+  static std::unique_ptr<SimplePattern> Build(std::string_view p) {
+    Parser parser{p};
+    std::vector<SimpleSeq> alts;
+    if (!parser.ParseAlternation(&alts) || parser.i != p.size()) return nullptr;
+    auto out = std::make_unique<SimplePattern>();
+    out->alts_.reserve(alts.size());
+    for (const SimpleSeq& seq : alts) out->alts_.push_back(Cut(seq));
+    return out;
+  }
+
+  // Whether the pattern matches somewhere in `t`, which must be ASCII without '\n'.
+  bool Match(std::string_view t) const {
+    for (const auto& alt : alts_) {
+      if (MatchAlternative(alt, t)) return true;
+    }
+    return false;
+  }
+
+ private:
+  struct Parser {
+    std::string_view p;
+    size_t i = 0;
+    int captures = 0;
+    int quantifiers = 0;  // read so far
+
+    // Each Parse* checks the syntax and, when `out` is not null, expands what it read into
+    // `out`: every sequence of bytes, assertions and gaps it can match. Too many of them
+    // makes it fail only when expanding.
+    bool ParseAlternation(std::vector<SimpleSeq>* out) {
+      if (out != nullptr) out->clear();
+      for (;;) {
+        std::vector<SimpleSeq> branch;
+        if (!ParseConcat(out != nullptr ? &branch : nullptr)) return false;
+        if (out != nullptr) {
+          for (auto& seq : branch) out->push_back(std::move(seq));
+          if (out->size() > kMaxSimpleAlternatives) return false;
+        }
+        if (i < p.size() && p[i] == '|') {
+          ++i;
+          continue;
+        }
+        return true;
+      }
+    }
+
+    bool ParseConcat(std::vector<SimpleSeq>* out) {
+      if (out != nullptr) *out = {SimpleSeq{}};
+      while (i < p.size() && p[i] != '|' && p[i] != ')') {
+        std::vector<SimpleSeq> group;  // a group's sequences (when expanding)
+        SimpleElem elem;               // or the atom's one element
+        bool is_group = false, dot = false, zero_width = false;
+        int quantifiers_before = quantifiers;
+        if (!ParseAtom(out != nullptr ? &group : nullptr, &is_group, &elem, &dot, &zero_width)) {
+          return false;
+        }
+        bool quantified =
+            i < p.size() && (p[i] == '?' || p[i] == '*' || p[i] == '+' || p[i] == '{');
+        if (!quantified) {
+          if (out == nullptr) continue;
+          if (is_group) {
+            if (!Cross(out, group)) return false;
+          } else {
+            for (SimpleSeq& seq : *out) seq.push_back(elem);
+          }
+          continue;
+        }
+        uint32_t min = 0, max = 0;
+        if (!ParseRepeat(&min, &max) || zero_width || max == 0) return false;
+        if (i < p.size() && p[i] == '?') ++i;  // lazy: the same matches
+        if (i < p.size() && (p[i] == '?' || p[i] == '*' || p[i] == '+' || p[i] == '{')) {
+          return false;  // RE2 refuses a repeated repeat
+        }
+        // Repeats inside repeats multiply, and RE2 limits the product: left to RE2.
+        if (quantifiers != quantifiers_before) return false;
+        ++quantifiers;
+        if (!dot && (max == kUnbounded || max > kMaxSimpleRepeat)) return false;
+        if (out == nullptr) continue;
+        if (!is_group) group = {SimpleSeq{elem}};
+        if (dot) {
+          SimpleElem gap;
+          gap.kind = SimpleElem::kGap;
+          gap.min = min;
+          gap.max = max;
+          for (SimpleSeq& seq : *out) seq.push_back(gap);
+          continue;
+        }
+        std::vector<SimpleSeq> rep;
+        std::vector<SimpleSeq> power{SimpleSeq{}};  // the atom repeated k times
+        for (uint32_t k = 0; k <= max; ++k) {
+          if (k >= min) rep.insert(rep.end(), power.begin(), power.end());
+          if (rep.size() > kMaxSimpleAlternatives) return false;
+          if (k < max && !Cross(&power, group)) return false;
+        }
+        if (!Cross(out, rep)) return false;
+      }
+      return true;
+    }
+
+    // out := every sequence of out followed by every sequence of next.
+    static bool Cross(std::vector<SimpleSeq>* out, const std::vector<SimpleSeq>& next) {
+      if (out->size() * next.size() > kMaxSimpleAlternatives) return false;
+      std::vector<SimpleSeq> r;
+      r.reserve(out->size() * next.size());
+      for (const auto& a : *out) {
+        for (const auto& b : next) {
+          SimpleSeq s = a;
+          s.insert(s.end(), b.begin(), b.end());
+          r.push_back(std::move(s));
+        }
+      }
+      *out = std::move(r);
+      return true;
+    }
+
+    bool ParseRepeat(uint32_t* min, uint32_t* max) {
+      char q = p[i++];
+      if (q == '?') {
+        *min = 0;
+        *max = 1;
+      } else if (q == '*') {
+        *min = 0;
+        *max = kUnbounded;
+      } else if (q == '+') {
+        *min = 1;
+        *max = kUnbounded;
+      } else {  // {n}, {n,} or {n,m}; anything else in braces is not simple
+        if (!ParseNumber(min)) return false;
+        *max = *min;
+        if (i < p.size() && p[i] == ',') {
+          ++i;
+          *max = kUnbounded;
+          if (i < p.size() && p[i] != '}' && !ParseNumber(max)) return false;
+        }
+        if (i >= p.size() || p[i] != '}') return false;
+        ++i;
+        if (*max != kUnbounded && *max < *min) return false;
+      }
+      return true;
+    }
+
+    bool ParseNumber(uint32_t* n) {
+      size_t start = i;
+      *n = 0;
+      while (i < p.size() && p[i] >= '0' && p[i] <= '9' && i - start < 5) {
+        *n = *n * 10 + static_cast<uint32_t>(p[i++] - '0');
+      }
+      return i > start && i - start < 5 && *n <= kMaxSimpleGap;
+    }
+
+    bool ParseAtom(std::vector<SimpleSeq>* group, bool* is_group, SimpleElem* e, bool* dot,
+                   bool* zero_width) {
+      auto c = static_cast<unsigned char>(p[i]);
+      if (c == '(') {
+        ++i;
+        if (i < p.size() && p[i] == '?') {
+          if (i + 1 >= p.size() || p[i + 1] != ':') return false;  // flags, names
+          i += 2;
+        } else {
+          ++captures;
+        }
+        *is_group = true;
+        if (!ParseAlternation(group)) return false;
+        if (i >= p.size() || p[i] != ')') return false;
+        ++i;
+        return true;
+      }
+      if (c == '[') {
+        if (!ParseClass(&e->set)) return false;
+      } else if (c == '.') {
+        ++i;
+        e->set = Complement(kNoBytes);
+        e->set[0] &= ~(uint64_t{1} << '\n');
+        *dot = true;
+      } else if (c == '^' || c == '$') {
+        ++i;
+        e->kind = c == '^' ? SimpleElem::kBegin : SimpleElem::kEnd;
+        *zero_width = true;
+      } else if (c == '\\') {
+        if (i + 1 >= p.size()) return false;
+        auto x = static_cast<unsigned char>(p[i + 1]);
+        i += 2;
+        if (x == 'b' || x == 'B') {
+          e->kind = x == 'b' ? SimpleElem::kWordBoundary : SimpleElem::kNotWordBoundary;
+          *zero_width = true;
+        } else if (!PerlClass(x, &e->set) && !EscapedSelf(x, &e->set)) {
+          return false;
+        }
+      } else if (c >= 0x80 || c == '*' || c == '+' || c == '?' || c == '{' || c == '}' ||
+                 c == ']') {
+        return false;  // non-ASCII, a repeat without an argument, braces and brackets alone
+      } else {
+        ++i;
+        AddByte(e->set, c);
+      }
+      return true;
+    }
+
+    // \d \D \s \S \w \W, as RE2 defines them (ASCII only).
+    static bool PerlClass(unsigned char x, ByteSet* set) {
+      ByteSet s = kNoBytes;
+      switch (x | 0x20) {
+        case 'd':
+          AddRange(s, '0', '9');
+          break;
+        case 's':
+          for (unsigned char c : {'\t', '\n', '\f', '\r', ' '}) AddByte(s, c);
+          break;
+        case 'w':
+          AddRange(s, '0', '9');
+          AddRange(s, 'A', 'Z');
+          AddRange(s, 'a', 'z');
+          AddByte(s, '_');
+          break;
+        default:
+          return false;
+      }
+      if (x != 'd' && x != 's' && x != 'w' && x != 'D' && x != 'S' && x != 'W') return false;
+      *set = (x >= 'a') ? s : Complement(s);
+      return true;
+    }
+
+    // An escaped ASCII punctuation character or space stands for itself (RE2 refuses other
+    // escapes it does not know; letters and digits here are left to RE2).
+    static bool EscapedSelf(unsigned char x, ByteSet* set) {
+      if (x >= 0x80 || x < 0x20 || x == 0x7f || IsWordByte(x)) return false;
+      *set = kNoBytes;
+      AddByte(*set, x);
+      return true;
+    }
+
+    // [abc], [a-z], [^...], with \d \s \w (and negations) and escaped punctuation inside.
+    // A '-' is taken only first or last; '[' inside (POSIX classes) and a leading ']' are left
+    // to RE2.
+    bool ParseClass(ByteSet* set) {
+      ++i;  // '['
+      bool negate = false;
+      if (i < p.size() && p[i] == '^') {
+        negate = true;
+        ++i;
+      }
+      ByteSet s = kNoBytes;
+      bool first = true;
+      for (;;) {
+        if (i >= p.size()) return false;
+        auto c = static_cast<unsigned char>(p[i]);
+        if (c == ']') {
+          if (first) return false;
+          ++i;
+          break;
+        }
+        first = false;
+        if (c >= 0x80 || c == '[') return false;
+        if (c == '\\') {
+          if (i + 1 >= p.size()) return false;
+          auto x = static_cast<unsigned char>(p[i + 1]);
+          ByteSet t;
+          if (!PerlClass(x, &t) && !EscapedSelf(x, &t)) return false;
+          i += 2;
+          if (i < p.size() && p[i] == '-' && i + 1 < p.size() && p[i + 1] != ']') return false;
+          AddSet(s, t);
+          continue;
+        }
+        if (c == '-') {
+          // only as the first or the last member
+          if (!(i > 0 && (p[i - 1] == '[' || (p[i - 1] == '^' && p[i - 2] == '['))) &&
+              !(i + 1 < p.size() && p[i + 1] == ']')) {
+            return false;
+          }
+          ++i;
+          AddByte(s, c);
+          continue;
+        }
+        ++i;
+        if (i + 1 < p.size() && p[i] == '-' && p[i + 1] != ']') {
+          auto hi = static_cast<unsigned char>(p[i + 1]);
+          if (hi >= 0x80 || hi == '\\' || hi == '[' || hi == '-' || hi < c) return false;
+          i += 2;
+          if (i < p.size() && p[i] == '-' && i + 1 < p.size() && p[i + 1] != ']') return false;
+          AddRange(s, c, hi);
+        } else {
+          AddByte(s, c);
+        }
+      }
+      *set = negate ? Complement(s) : s;
+      return true;
+    }
+  };
+
+  // Cuts a sequence at its gaps (adjacent gaps add up) and finds each segment's anchor.
+  static std::vector<SimpleSegment> Cut(const SimpleSeq& seq) {
+    std::vector<SimpleSegment> segs(1);
+    for (const SimpleElem& e : seq) {
+      if (e.kind == SimpleElem::kGap) {
+        SimpleSegment& last = segs.back();
+        if (!segs.empty() && last.elems.empty() && segs.size() > 1) {
+          last.gap_min += e.min;
+          last.gap_max = (last.gap_max == kUnbounded || e.max == kUnbounded) ? kUnbounded
+                                                                             : last.gap_max + e.max;
+        } else {
+          SimpleSegment next;
+          next.gap_min = e.min;
+          next.gap_max = e.max;
+          segs.push_back(std::move(next));
+        }
+        continue;
+      }
+      segs.back().elems.push_back(e);
+    }
+    for (SimpleSegment& s : segs) {
+      std::string run;
+      uint32_t run_at = 0;
+      auto close_run = [&] {
+        if (run.size() > s.anchor.size()) {
+          s.anchor = run;
+          s.anchor_at = run_at;
+        }
+        run.clear();
+      };
+      for (const SimpleElem& e : s.elems) {
+        unsigned char c = 0;
+        if (e.kind != SimpleElem::kByte) {
+          close_run();
+          continue;
+        }
+        if (IsSingleByte(e.set, &c)) {
+          if (run.empty()) run_at = s.width;
+          run.push_back(static_cast<char>(c));
+        } else {
+          close_run();
+        }
+        ++s.width;
+      }
+      close_run();
+    }
+    return segs;
+  }
+
+  static bool SegmentAt(const SimpleSegment& s, std::string_view t, size_t at) {
+    for (const SimpleElem& e : s.elems) {
+      switch (e.kind) {
+        case SimpleElem::kByte:
+          if (at >= t.size() || !InSet(e.set, static_cast<unsigned char>(t[at]))) return false;
+          ++at;
+          break;
+        case SimpleElem::kWordBoundary:
+          if (!AtWordBoundary(t, at)) return false;
+          break;
+        case SimpleElem::kNotWordBoundary:
+          if (AtWordBoundary(t, at)) return false;
+          break;
+        case SimpleElem::kBegin:
+          if (at != 0) return false;
+          break;
+        case SimpleElem::kEnd:
+          if (at != t.size()) return false;
+          break;
+        case SimpleElem::kGap:
+          return false;  // never inside a segment
+      }
+    }
+    return true;
+  }
+
+  // Calls found(start) for each start in [lo, hi] where the segment matches, in order.
+  template <typename Found>
+  static void ScanSegment(const SimpleSegment& s, std::string_view t, size_t lo, size_t hi,
+                          Found&& found) {
+    if (t.size() < s.width) return;
+    hi = std::min(hi, t.size() - s.width);
+    if (lo > hi) return;
+    if (s.anchor.empty()) {
+      for (size_t at = lo; at <= hi; ++at) {
+        if (SegmentAt(s, t, at)) found(at);
+      }
+      return;
+    }
+    for (size_t f = t.find(s.anchor, lo + s.anchor_at);
+         f != std::string_view::npos && f - s.anchor_at <= hi; f = t.find(s.anchor, f + 1)) {
+      if (SegmentAt(s, t, f - s.anchor_at)) found(f - s.anchor_at);
+    }
+  }
+
+  static bool MatchAlternative(const std::vector<SimpleSegment>& segs, std::string_view t) {
+    // Positions where the segments so far can end, ascending.
+    thread_local std::vector<size_t> ends, next;
+    ends.clear();
+    const SimpleSegment& first = segs[0];
+    ScanSegment(first, t, 0, t.size(), [&](size_t at) { ends.push_back(at + first.width); });
+    for (size_t k = 1; k < segs.size() && !ends.empty(); ++k) {
+      const SimpleSegment& s = segs[k];
+      next.clear();
+      auto add = [&](size_t at) { next.push_back(at + s.width); };
+      if (s.gap_max == kUnbounded) {
+        ScanSegment(s, t, ends[0] + s.gap_min, t.size(), add);
+      } else {
+        size_t done = 0;  // starts below this were scanned already
+        for (size_t e : ends) {
+          size_t lo = std::max(e + s.gap_min, done);
+          size_t hi = e + s.gap_max;
+          if (lo <= hi) ScanSegment(s, t, lo, hi, add);
+          done = std::max(done, hi + 1);
+        }
+      }
+      std::swap(ends, next);
+    }
+    return !ends.empty();
+  }
+
+  std::vector<std::vector<SimpleSegment>> alts_;
+};
+
 // One pattern of the rules, lower-cased as the text it is matched against (LowerPattern).
 enum class PatternKind : uint8_t { kRuleMatch, kRuleExclude, kCode, kProviderText };
 struct Pattern {
   PatternKind kind;
-  uint32_t index;             // into rules, codes or providers
-  std::string text;           // lower-cased
-  bool literal_only = false;  // plain text (or alternatives of it): a literal found is a match
-  std::once_flag once;
-  std::unique_ptr<RE2> re;  // compiled on first use
+  uint32_t index;              // into rules, codes or providers
+  std::string text;            // lower-cased
+  bool literal_only = false;   // plain text (or alternatives of it): a literal found is a match
+  bool in_set = false;         // matched by the RuleSet's RE2::Set
+  bool always = false;         // no literal to find it by: a candidate for every reply
+  bool simple_syntax = false;  // SimplePattern::IsSimple
+  std::once_flag simple_once;
+  std::unique_ptr<SimplePattern> simple;  // built on first use, when it can be
+  std::unique_ptr<LazyRe2> re;            // for the others, and for text that is not ASCII
 };
 
-// Whether a pattern matches the lower-cased text. The pattern was parsed when loaded; one
-// that RE2 then cannot compile (over its memory budget) never matches.
-bool PatternMatches(Pattern& p, const RE2::Options& options, std::string_view lower) {
+// Whether a pattern matches the lower-cased text; `simple_text` says the text is ASCII
+// without a newline, so a simple pattern can match it without RE2.
+bool PatternMatches(Pattern& p, std::string_view lower, bool simple_text) {
   if (p.literal_only) return true;
-  std::call_once(p.once, [&] { p.re = std::make_unique<RE2>(p.text, options); });
-  return p.re->ok() && RE2::PartialMatch(lower, *p.re);
+  if (simple_text && p.simple_syntax) {
+    std::call_once(p.simple_once, [&] { p.simple = SimplePattern::Build(p.re->text()); });
+    if (p.simple) return p.simple->Match(lower);
+  }
+  const RE2& re = p.re->Get();
+  return re.ok() && RE2::PartialMatch(lower, re);
 }
 
 // ---- Literal prefilter ------------------------------------------------------------------
@@ -602,8 +1126,12 @@ struct RuleSet::Impl {
   std::vector<std::pair<std::string, uint32_t>> host_globs;
   std::vector<std::unique_ptr<Pattern>> patterns;  // every pattern, in file order
   LiteralIndex literals;                           // their required literals
-  std::vector<uint32_t> set_patterns;              // Set index -> pattern, for those without
-  std::unique_ptr<RE2::Set> checker;               // parses every pattern (never compiled)
+  // Patterns without a literal: the simple ones are candidates for every reply, the others are
+  // matched together by the Set.
+  std::vector<uint32_t> always_patterns;  // ascending
+  std::vector<uint32_t> set_patterns;     // Set index -> pattern
+  std::vector<uint32_t> static_rules;     // rules tried for every reply (see Compile), ascending
+  std::unique_ptr<RE2::Set> checker;  // parses the patterns that are not simple (compiles nothing)
   std::unique_ptr<RE2::Set> set;
   RE2::Options options;      // as written: case-insensitive
   RE2::Options set_options;  // the Set's: case-sensitive, against lower-cased text
@@ -677,35 +1205,64 @@ class Loader {
     return true;
   }
 
-  // Adds one pattern; a bad one is reported at its own line. The checker Set parses it (and
-  // compiles nothing), so only a refused pattern is compiled on its own, to word the error.
+  // Adds one pattern; a bad one is reported at its own line. A simple pattern is valid RE2 by
+  // construction; the others are parsed by the checker Set (which compiles nothing), and only a
+  // refused one is compiled on its own, to word the error.
   bool AddPattern(const toml::node& where, const std::string& pattern, PatternKind kind,
                   uint32_t index, std::string& error) {
     if (pattern.size() > kMaxPatternBytes) return Fail(where, "pattern too long", error);
     if (impl_.patterns.size() >= kMaxPatterns) return Fail(where, "too many patterns", error);
     std::string lowered = LowerPattern(pattern);
+    auto p = std::make_unique<Pattern>();
+    p->simple_syntax = SimplePattern::IsSimple(lowered, nullptr);
     std::string why;
-    if (impl_.checker->Add(lowered, &why) < 0) {
+    if (!p->simple_syntax && impl_.checker->Add(lowered, &why) < 0) {
       RE2 check(pattern, impl_.options);
       return Fail(where, "bad regular expression: " + (check.ok() ? why : check.error()), error);
     }
-    uint32_t id = static_cast<uint32_t>(impl_.patterns.size());
+    auto id = static_cast<uint32_t>(impl_.patterns.size());
     bool exact = false;
     std::vector<std::string> literals = RequiredLiterals(lowered, &exact);
     if (literals.empty()) {
-      if (impl_.set->Add(lowered, &why) < 0) {
-        return Fail(where, "bad regular expression: " + why, error);
+      if (p->simple_syntax) {
+        p->always = true;
+        impl_.always_patterns.push_back(id);
+      } else {
+        if (impl_.set->Add(lowered, &why) < 0) {
+          return Fail(where, "bad regular expression: " + why, error);
+        }
+        p->in_set = true;
+        impl_.set_patterns.push_back(id);
       }
-      impl_.set_patterns.push_back(id);
     }
     for (std::string& l : literals) impl_.literals.Add(std::move(l), id);
-    auto p = std::make_unique<Pattern>();
     p->kind = kind;
     p->index = index;
-    p->text = std::move(lowered);
     p->literal_only = exact && !literals.empty();
+    if (!p->literal_only) p->re = std::make_unique<LazyRe2>(std::move(lowered), impl_.set_options);
     impl_.patterns.push_back(std::move(p));
     return true;
+  }
+
+  // Checks a pattern whose first group is a code (case-insensitive, as written) and returns it
+  // to compile on first use; nullptr with `error` set when it is bad or has no group.
+  std::unique_ptr<LazyRe2> CodePattern(const toml::node& where, const std::string& pattern,
+                                       std::string_view no_group, std::string& error) {
+    int groups = 0;
+    std::unique_ptr<RE2> re;
+    if (!SimplePattern::IsSimple(pattern, &groups)) {
+      re = std::make_unique<RE2>(pattern, impl_.options);
+      if (!re->ok()) {
+        Fail(where, "bad regular expression: " + re->error(), error);
+        return nullptr;
+      }
+      groups = re->NumberOfCapturingGroups();
+    }
+    if (groups < 1) {
+      Fail(where, std::string(no_group), error);
+      return nullptr;
+    }
+    return std::make_unique<LazyRe2>(pattern, impl_.options, std::move(re));
   }
 
   bool ReadList(const toml::table& t, std::string_view key, bool lower,
@@ -809,19 +1366,19 @@ class Loader {
     }
     if (const auto* cp = t.get("code_pattern")) {
       if (!cp->is_string()) return Fail(*cp, "'code_pattern' must be a string", error);
-      rule.code_pattern = std::make_unique<RE2>(cp->as_string()->get(), impl_.options);
-      if (!rule.code_pattern->ok()) {
-        return Fail(*cp, "bad regular expression: " + rule.code_pattern->error(), error);
-      }
-      if (rule.code_pattern->NumberOfCapturingGroups() < 1) {
-        return Fail(*cp, "'code_pattern' needs a capture group (...) for the code", error);
-      }
+      rule.code_pattern =
+          CodePattern(*cp, cp->as_string()->get(),
+                      "'code_pattern' needs a capture group (...) for the code", error);
+      if (!rule.code_pattern) return false;
     }
     // Shadowed or disabled rules are fully checked but not compiled in.
     if (shadowed || !enabled) return true;
 
     auto index = static_cast<uint32_t>(impl_.rules.size());
     rule.has_patterns = !patterns.empty();
+    rule.first_pattern = static_cast<uint32_t>(impl_.patterns.size());
+    rule.match_patterns = static_cast<uint32_t>(patterns.size());
+    rule.exclude_patterns = static_cast<uint32_t>(excludes.size());
     for (const auto& p : patterns) {
       if (!AddPattern(*(t.get("patterns") ? t.get("patterns") : t.get("pattern")), p,
                       PatternKind::kRuleMatch, index, error)) {
@@ -889,13 +1446,9 @@ class Loader {
     if (!ReadList(t, "provider", true, code.providers, error)) return false;
     const auto* p = t.get_as<std::string>("pattern");
     if (p == nullptr) return Fail(t, "[[code]] needs a string 'pattern'", error);
-    code.pattern = std::make_unique<RE2>(p->get(), impl_.options);
-    if (!code.pattern->ok()) {
-      return Fail(*p, "bad regular expression: " + code.pattern->error(), error);
-    }
-    if (code.pattern->NumberOfCapturingGroups() < 1) {
-      return Fail(*p, "[[code]] pattern needs a capture group (...) for the code", error);
-    }
+    code.pattern = CodePattern(*p, p->get(),
+                               "[[code]] pattern needs a capture group (...) for the code", error);
+    if (!code.pattern) return false;
     for (const auto& name : code.providers) NoteProviderRef(name, *t.get("provider"));
     auto index = static_cast<uint32_t>(impl_.codes.size());
     if (!AddPattern(*p, p->get(), PatternKind::kCode, index, error)) return false;
@@ -997,7 +1550,18 @@ Expected<std::shared_ptr<const RuleSet>> RuleSet::Compile(const std::vector<Rule
   if (!loader.CheckProviderRefs(error)) return Status::Error(error);
   impl->checker.reset();
   impl->literals.Build();
-  if (!impl->set->Compile()) {
+  // Rules to try for every reply: those without patterns and those with a pattern that has no
+  // literal to find it by.
+  for (uint32_t id : impl->always_patterns) {
+    const Pattern& p = *impl->patterns[id];
+    if (p.kind == PatternKind::kRuleMatch) impl->static_rules.push_back(p.index);
+  }
+  impl->static_rules.insert(impl->static_rules.end(), impl->patternless.begin(),
+                            impl->patternless.end());
+  std::sort(impl->static_rules.begin(), impl->static_rules.end());
+  impl->static_rules.erase(std::unique(impl->static_rules.begin(), impl->static_rules.end()),
+                           impl->static_rules.end());
+  if (!impl->set_patterns.empty() && !impl->set->Compile()) {
     return Status::Error("rules: the patterns do not fit in memory (too many or too complex)");
   }
   return std::shared_ptr<const RuleSet>(new RuleSet(std::move(impl)));
@@ -1112,64 +1676,74 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
     return r;
   }
 
-  // The patterns whose literals occur, and those in the Set, are the candidates; each that
-  // matches is a hit. Buffers are per thread and reused.
+  // Candidates: the patterns whose literals occur, those with no literal, and those the Set
+  // matched. A candidate is only matched when its result can matter: rules are tried in file
+  // order, each pattern only after the rule's other conditions hold, and the first rule that
+  // matches ends the search, so the patterns of later rules are never run (nor compiled).
+  // Buffers are per thread and reused.
   thread_local std::vector<int> set_hits;
   thread_local std::vector<uint32_t> candidates;
-  thread_local std::vector<uint32_t> seen_at;  // per pattern: the scan that last saw it
+  thread_local std::vector<uint32_t> seen_at;  // per pattern: the scan that made it a candidate
+  thread_local std::vector<uint32_t> hit_at;   // per pattern: the scan whose Set matched it
   thread_local uint32_t scan = 0;
-  thread_local std::vector<uint32_t> rule_hits;
-  thread_local std::vector<uint32_t> excluded;
-  thread_local std::vector<uint32_t> code_hits;
+  thread_local std::vector<uint32_t> rule_cands;
   thread_local std::string joined;
   thread_local std::string lower;
   std::string_view match_text = JoinContinuations(text, r.reply_code, r.status, joined);
-  rule_hits.clear();
-  excluded.clear();
-  code_hits.clear();
   candidates.clear();
+  rule_cands.clear();
   lower.assign(match_text);
-  for (char& c : lower) c = AsciiLower(c);
-  if (seen_at.size() < im.patterns.size()) seen_at.resize(im.patterns.size(), 0);
+  bool simple_text = true;  // ASCII without a newline: simple patterns need no RE2
+  for (char& c : lower) {
+    c = AsciiLower(c);
+    if (static_cast<unsigned char>(c) >= 0x80 || c == '\n') simple_text = false;
+  }
+  if (seen_at.size() < im.patterns.size()) {
+    seen_at.resize(im.patterns.size(), 0);
+    hit_at.resize(im.patterns.size(), 0);
+  }
   if (++scan == 0) {  // wrapped: forget every mark
     std::fill(seen_at.begin(), seen_at.end(), 0);
+    std::fill(hit_at.begin(), hit_at.end(), 0);
     scan = 1;
   }
-  im.literals.Scan(lower, [&](uint32_t id) {
+  auto add_candidate = [&](uint32_t id) {
     if (seen_at[id] == scan) return;
     seen_at[id] = scan;
-    if (PatternMatches(*im.patterns[id], im.set_options, lower)) candidates.push_back(id);
-  });
-  if (!im.set_patterns.empty() && !lower.empty()) {
-    set_hits.clear();
-    im.set->Match(lower, &set_hits);
-    for (int h : set_hits) candidates.push_back(im.set_patterns[static_cast<size_t>(h)]);
-  }
-  std::sort(candidates.begin(), candidates.end());  // file order
-  std::string_view text_provider;
-  for (uint32_t id : candidates) {
-    const Pattern& o = *im.patterns[id];
-    switch (o.kind) {
-      case PatternKind::kRuleMatch:
-        rule_hits.push_back(o.index);
-        break;
-      case PatternKind::kRuleExclude:
-        excluded.push_back(o.index);
-        break;
-      case PatternKind::kCode:
-        code_hits.push_back(o.index);
-        break;
-      case PatternKind::kProviderText:
-        if (text_provider.empty()) text_provider = im.providers[o.index].name;
-        break;
+    candidates.push_back(id);
+  };
+  im.literals.Scan(lower, add_candidate);
+  if (!lower.empty()) {
+    // (An empty reply matches nothing, as it always has: patterns are about wordings.)
+    for (uint32_t id : im.always_patterns) add_candidate(id);
+    if (!im.set_patterns.empty()) {
+      set_hits.clear();
+      im.set->Match(lower, &set_hits);
+      for (int h : set_hits) {
+        uint32_t id = im.set_patterns[static_cast<size_t>(h)];
+        hit_at[id] = scan;
+        add_candidate(id);
+      }
     }
   }
+  std::sort(candidates.begin(), candidates.end());  // file order
+  auto matches = [&](uint32_t id) {
+    if (seen_at[id] != scan) return false;
+    Pattern& p = *im.patterns[id];
+    if (p.in_set) return hit_at[id] == scan;
+    return PatternMatches(p, lower, simple_text);
+  };
+
   // The text names the provider only when the recipient domain and the host did not.
-  if (r.provider.empty()) r.provider = std::string(text_provider);
-  std::sort(rule_hits.begin(), rule_hits.end());
-  rule_hits.erase(std::unique(rule_hits.begin(), rule_hits.end()), rule_hits.end());
-  std::sort(excluded.begin(), excluded.end());
-  std::sort(code_hits.begin(), code_hits.end());
+  if (r.provider.empty()) {
+    for (uint32_t id : candidates) {
+      const Pattern& p = *im.patterns[id];
+      if (p.kind == PatternKind::kProviderText && matches(id)) {
+        r.provider = im.providers[p.index].name;
+        break;
+      }
+    }
+  }
 
   auto conditions_hold = [&](const Rule& rule) {
     if (!rule.providers.empty() && !AnyEqual(rule.providers, r.provider)) return false;
@@ -1179,21 +1753,31 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
     if (!rule.unless_statuses.empty() && AnyGlob(rule.unless_statuses, r.status)) return false;
     if (!rule.unless_stages.empty() && AnyEqual(rule.unless_stages, r.stage)) return false;
     if (!rule.dsn_actions.empty() && !AnyEqual(rule.dsn_actions, r.dsn_action)) return false;
-    return !std::binary_search(excluded.begin(), excluded.end(),
-                               static_cast<uint32_t>(&rule - im.rules.data()));
+    return true;
+  };
+  auto any_matches = [&](uint32_t first, uint32_t count) {
+    for (uint32_t id = first; id < first + count; ++id) {
+      if (matches(id)) return true;
+    }
+    return false;
   };
 
-  // Merge the rules whose patterns matched with the pattern-less ones, in file order.
+  // The rules with a candidate pattern and those tried for every reply, in file order.
+  for (uint32_t id : candidates) {
+    const Pattern& p = *im.patterns[id];
+    if (p.kind == PatternKind::kRuleMatch) rule_cands.push_back(p.index);
+  }
+  rule_cands.insert(rule_cands.end(), im.static_rules.begin(), im.static_rules.end());
+  std::sort(rule_cands.begin(), rule_cands.end());
+  rule_cands.erase(std::unique(rule_cands.begin(), rule_cands.end()), rule_cands.end());
   const Rule* winner = nullptr;
-  size_t a = 0, b = 0;
-  while (winner == nullptr && (a < rule_hits.size() || b < im.patternless.size())) {
-    uint32_t next;
-    if (b >= im.patternless.size() || (a < rule_hits.size() && rule_hits[a] < im.patternless[b])) {
-      next = rule_hits[a++];
-    } else {
-      next = im.patternless[b++];
-    }
-    if (conditions_hold(im.rules[next])) winner = &im.rules[next];
+  for (uint32_t ri : rule_cands) {
+    const Rule& rule = im.rules[ri];
+    if (!conditions_hold(rule)) continue;
+    if (rule.has_patterns && !any_matches(rule.first_pattern, rule.match_patterns)) continue;
+    if (any_matches(rule.first_pattern + rule.match_patterns, rule.exclude_patterns)) continue;
+    winner = &rule;
+    break;
   }
 
   // The MTA gave up on a temporary failure: Postfix's status=expired, a DSN "failed" with a
@@ -1207,9 +1791,11 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
     if (!winner->provider_code.empty()) {
       r.provider_code = winner->provider_code;
     } else if (winner->code_pattern) {
+      const RE2& re = winner->code_pattern->Get();
       std::string code;
-      if (RE2::PartialMatch(match_text, *winner->code_pattern, &code))
+      if (re.ok() && RE2::PartialMatch(match_text, re, &code)) {
         r.provider_code = Sanitize(code, kMaxWordBytes);
+      }
     }
   } else if (!r.status.empty()) {
     r.category = Rfc3463Category(r.status, r.stage);
@@ -1226,11 +1812,15 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
   }
 
   if (r.provider_code.empty()) {
-    for (uint32_t ci : code_hits) {
-      const CodeExtractor& ce = im.codes[ci];
+    for (uint32_t id : candidates) {
+      const Pattern& p = *im.patterns[id];
+      if (p.kind != PatternKind::kCode) continue;
+      const CodeExtractor& ce = im.codes[p.index];
       if (!ce.providers.empty() && !AnyEqual(ce.providers, r.provider)) continue;
+      if (!matches(id)) continue;
+      const RE2& re = ce.pattern->Get();
       std::string code;
-      if (RE2::PartialMatch(match_text, *ce.pattern, &code) && !code.empty()) {
+      if (re.ok() && RE2::PartialMatch(match_text, re, &code) && !code.empty()) {
         r.provider_code = Sanitize(code, kMaxWordBytes);
         break;
       }
