@@ -74,12 +74,25 @@ class Query {
   const std::string& path_;
 };
 
-// Stored sender-side rejections in a time range (?1..?2), with day bounds (?4, ?5) so SQLite
-// uses events_by_day instead of scanning the table; ?3 is the optional domain filter.
-const std::string kReplaySql =
-    "SELECT time, provider, provider_code, status, category, domain, diagnostic "
-    "FROM events WHERE day BETWEEN ?4 AND ?5 AND time >= CAST(?1 AS INTEGER) "
-    "AND time < CAST(?2 AS INTEGER) AND counted = 1 AND fault = 'sender'";
+// Bounds a scan of `events` to the days ?first..?last (parameter numbers). Schema version 1 has
+// an index on events.day, used by the caller's `day BETWEEN`; version 2 has none, but the
+// event_days table gives each day's id range, which SQLite turns into a rowid range.
+std::string DayRange(int version, int first, int last) {
+  if (version < 2) return "";
+  const std::string days = " FROM event_days WHERE day BETWEEN ?" + std::to_string(first) +
+                           " AND ?" + std::to_string(last);
+  return " AND id BETWEEN (SELECT min(first_id)" + days + ") AND (SELECT max(last_id)" + days + ")";
+}
+
+// Stored sender-side rejections in a time range (?1..?2), within the days ?4..?5 (so SQLite
+// reads only those days' events); ?3 is the optional domain filter.
+std::string ReplaySql(int version) {
+  return "SELECT time, provider, provider_code, status, category, domain, diagnostic "
+         "FROM events WHERE day BETWEEN ?4 AND ?5" +
+         DayRange(version, 4, 5) +
+         " AND time >= CAST(?1 AS INTEGER) AND time < CAST(?2 AS INTEGER) AND counted = 1 "
+         "AND fault = 'sender'";
+}
 
 RejectionEvent RejectionFromRow(sqlite3_stmt* st) {
   RejectionEvent e;
@@ -106,9 +119,15 @@ Status ReplaySenderRejections(const std::string& db_path, int64_t from, int64_t 
   }
   sqlite3_busy_timeout(raw, 5000);
   Query q(raw, db_path);
+  int version = 0;
+  if (Status s = q.Run("PRAGMA user_version", {},
+                       [&](sqlite3_stmt* st) { version = sqlite3_column_int(st, 0); });
+      !s) {
+    return s;
+  }
   std::vector<std::string> params = {std::to_string(from), std::to_string(to), "",
                                      FormatUtc(from).substr(0, 10), FormatUtc(to).substr(0, 10)};
-  return q.Run(kReplaySql + " ORDER BY time", params,
+  return q.Run(ReplaySql(version) + " ORDER BY time", params,
                [&](sqlite3_stmt* st) { fn(RejectionFromRow(st)); });
 }
 
@@ -187,8 +206,8 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
       });
   if (!s) return s;
 
-  const std::string sender_where =
-      " WHERE day BETWEEN ?1 AND ?2 AND counted = 1 AND fault = 'sender'" + domain_clause;
+  const std::string sender_where = " WHERE day BETWEEN ?1 AND ?2" + DayRange(version, 1, 2) +
+                                   " AND counted = 1 AND fault = 'sender'" + domain_clause;
   s = q.Run("SELECT day, provider, provider_code, status, category, COUNT(*) FROM events" +
                 sender_where + " GROUP BY 1, 2, 3, 4, 5",
             params(prev_first, last), [&](sqlite3_stmt* st) {
@@ -209,8 +228,9 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
 
   s = q.Run(
       "SELECT log_status, COUNT(DISTINCT queue_id) FROM events "
-      "WHERE day BETWEEN ?1 AND ?2 AND counted = 1 AND queue_id <> ''" +
-          domain_clause + " GROUP BY 1",
+      "WHERE day BETWEEN ?1 AND ?2" +
+          DayRange(version, 1, 2) + " AND counted = 1 AND queue_id <> ''" + domain_clause +
+          " GROUP BY 1",
       params(first, last), [&](sqlite3_stmt* st) {
         data.messages.push_back({Text(st, 0), sqlite3_column_int64(st, 1)});
       });
@@ -256,11 +276,11 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
     SpikeDetector detector(req.thresholds);
     const int64_t replay_from =
         start_ts - req.thresholds.baseline_seconds - req.thresholds.window_seconds;
-    // The day bounds (?4, ?5) let SQLite use events_by_day instead of scanning the table.
+    // The day bounds (?4, ?5) keep SQLite from scanning the whole table.
     std::vector<std::string> replay_params = {std::to_string(replay_from), std::to_string(end_ts),
                                               req.domain, FormatUtc(replay_from).substr(0, 10),
                                               last};
-    s = q.Run(kReplaySql + domain_clause + " ORDER BY time", replay_params,
+    s = q.Run(ReplaySql(version) + domain_clause + " ORDER BY time", replay_params,
               [&](sqlite3_stmt* st) { detector.Observe(RejectionFromRow(st)); });
     if (!s) return s;
     detector.Advance(std::min(now, end_ts));

@@ -2,9 +2,10 @@
 //
 // Opens the SQLite file with SQLITE_OPEN_READONLY (WAL lets it read beside the running daemon;
 // a copy of the file works too) and runs plain SQL on the tables documented in
-// storage/schema.sql: daily_counters (volume per day, domain, provider, category, code,
-// outcome), events (sender-side rejections with their enhanced status and replies, distinct
-// queue ids), suppression_log and audit. Alert incidents are recomputed by replaying the
+// storage/schema.sql and storage/migrate_2.sql: daily_counters (volume per day, domain,
+// provider, category, code, outcome), events (sender-side rejections with their enhanced status
+// and replies, distinct queue ids; a view in schema version 2, read by event_days' id ranges),
+// suppression_log and audit. Alert incidents are recomputed by replaying the
 // stored sender-side rejections through a SpikeDetector with the configured thresholds, so the
 // report shows them even when the daemon was restarted. Writes nothing.
 #pragma once

@@ -22,13 +22,14 @@
 namespace bounced {
 
 extern const std::string_view kSchemaV1Sql;  // storage/schema.sql, embedded at build time
+extern const std::string_view kSchemaV2Sql;  // storage/migrate_2.sql
 
 namespace {
 
 // PRAGMA application_id of a bounced database ("boun"), to refuse someone else's SQLite file.
 constexpr int32_t kApplicationId = 0x626f756e;
 // Migration N turns schema N-1 into N. Index 0 is version 1 (the whole schema.sql).
-const std::string_view* const kMigrations[] = {&kSchemaV1Sql};
+const std::string_view* const kMigrations[] = {&kSchemaV1Sql, &kSchemaV2Sql};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 // A log bounce and the DSN Postfix sends for it are the same incident when their queue id and
@@ -41,8 +42,9 @@ constexpr int64_t kSameBounceWindowSeconds = 7 * 86400;
 constexpr int64_t kPurgeIntervalSeconds = 3600;
 constexpr int64_t kPurgeLimit = 10000;
 
-// Recipient states kept in the writer's memory between transactions (about 250 bytes each).
-constexpr size_t kStateCacheSize = 100000;
+// Event kinds (distinct classifications) the writer remembers; past this the cache starts over
+// (the kinds stay in the table and are looked up again).
+constexpr size_t kKindCacheSize = 100000;
 
 int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
 
@@ -182,14 +184,19 @@ struct Job {
   std::vector<ViewChange> changes;
 };
 
-// A recipient's state as the writer knows it. Events change it in memory; the row is written
-// once per transaction (WriteStatesW, just before COMMIT), so a recipient seen several times in
-// a group commit costs one write, and the writes go in key order (B-tree pages visited once).
-struct CachedState {
-  RecipientState state;
-  std::string display;  // the spelling a new row gets (an existing row keeps its own)
-  bool in_db = false;   // a row exists: UPDATE it, else INSERT
-  bool dirty = false;   // changed in the running transaction, not written yet
+// A recipient_policy row: what the policy remembers beyond the recipient's events. The writer
+// holds the whole table in memory (rows exist only while a field is set: recipients with open
+// incidents or a manual unsuppress), so events need no SELECT for it.
+struct PolicyRow {
+  std::string display;     // set with first_seen by an unsuppress before any event
+  int64_t first_seen = 0;  // ditto
+  int64_t incidents = 0;
+  int64_t incidents_since = 0;
+  int64_t last_incident = 0;
+  int64_t manual_unsuppressed = 0;
+  bool Empty() const {
+    return incidents == 0 && incidents_since == 0 && last_incident == 0 && manual_unsuppressed == 0;
+  }
 };
 
 // day, domain, provider, category, provider code, log status joined by kCounterSeparator.
@@ -234,6 +241,7 @@ class StoreImpl final : public Store {
   Status Migrate();
   Status PrepareWriter();
   Status LoadView();
+  Status LoadPolicyRows();
 
   // Writer thread.
   void WriterLoop();
@@ -258,13 +266,16 @@ class StoreImpl final : public Store {
                 std::string_view detail);
   // Deletes up to kPurgeLimit expired suppressions, logged as "remove" by bounced itself.
   Status PurgeExpiredW();
-  // The state of `key` in state_cache_, read from the database on a miss (a fresh state when
-  // there is no row). The pointer is valid until the transaction ends.
-  Expected<CachedState*> StateW(const std::string& key);
-  // Notes a change to `c` for WriteStatesW; `display` names a recipient without a row yet.
-  void MarkDirty(CachedState* c, std::string_view display);
-  // Writes every state changed in the running transaction, in key order.
-  Status WriteStatesW();
+  // The event_kinds id of the event's classification (inserted when new).
+  Expected<int64_t> KindW(const Event& ev, const CategoryInfo& info);
+  // The policy row of `key` for changing (created empty when absent); remembers the row as it
+  // was before the running transaction, for WritePendingW and for a rollback.
+  PolicyRow& PolicyRowW(const std::string& key);
+  // Writes what the running transaction kept in memory: event_days ranges, changed policy rows
+  // (in key order; rows that became empty are deleted).
+  Status WritePendingW();
+  // After a failed transaction: forgets what it changed in memory (policy rows, new kinds).
+  void DiscardPendingW();
   // Queues a manual change and waits for its commit.
   Status RunOnWriter(std::function<Status(StoreImpl&)> fn);
 
@@ -302,18 +313,29 @@ class StoreImpl final : public Store {
   bool txn_allowlist_changed_ = false;
   // Keys given a suppression row in the running transaction (not in the view yet).
   std::unordered_set<std::string> txn_suppressed_;
-  // Recipient states as last written (or being changed by the running transaction), so most
-  // events need no SELECT. Cleared when a transaction fails (its writes are gone) and, between
-  // transactions, when it has grown past kStateCacheSize. Nodes are stable: dirty_states_
-  // points into it.
-  std::unordered_map<std::string, CachedState> state_cache_;
-  std::vector<std::pair<const std::string*, CachedState*>> dirty_states_;
+  // The whole recipient_policy table, as committed plus the running transaction's changes;
+  // policy_before_ holds, for each key the transaction changed, the row before it (nullopt:
+  // none), restored by DiscardPendingW.
+  std::unordered_map<std::string, PolicyRow> policy_rows_;
+  std::unordered_map<std::string, std::optional<PolicyRow>> policy_before_;
+  RecipientState scratch_state_;  // ApplyEvent's policy input/output, reused
+  // event_kinds ids by the kind's fields (KindKey). Ids inserted by the running transaction are
+  // listed in txn_new_kinds_ and dropped from the cache if it rolls back.
+  std::unordered_map<std::string, int64_t> kind_ids_;
+  std::vector<std::string> txn_new_kinds_;
+  std::string kind_key_;  // KindW's scratch buffer
+  // First and last event id per day written by the running transaction (usually one day).
+  struct DayRange {
+    std::string day;
+    int64_t first_id, last_id;
+  };
+  std::vector<DayRange> txn_days_;
 
   sql::Db wdb_;
   struct WriterStatements {
-    sql::Stmt insert_event, same_bounce, get_state, put_state, update_state, get_suppression,
-        put_suppression, delete_suppression, touch_suppression, delivered_after, log_suppression,
-        allowed, counter, position, audit;
+    sql::Stmt insert_event, dsn_seen, same_bounce, get_kind, put_kind, put_day, has_events,
+        put_policy, delete_policy, get_suppression, put_suppression, delete_suppression,
+        touch_suppression, delivered_after, log_suppression, allowed, counter, position, audit;
   } w_;
 
   std::mutex queue_mu_;
@@ -384,6 +406,7 @@ Status StoreImpl::OpenAll() {
     return s;
   if (Status s = Migrate(); !s) return s;
   if (Status s = PrepareWriter(); !s) return s;
+  if (Status s = LoadPolicyRows(); !s) return s;
   view_.SetDelimiters(policy_.recipient_delimiters);
   if (Status s = LoadView(); !s) return s;
   writer_ = std::thread([this] { WriterLoop(); });
@@ -434,36 +457,38 @@ Status StoreImpl::PrepareWriter() {
     std::string_view sql;
   } all[] = {
       {&w_.insert_event,
-       "INSERT INTO events (time, day, time_text, source, source_ref, queue_id, "
-       "message_id, sender, recipient, recipient_key, domain, original_recipient, log_status, "
-       "relay, program, bounce_queue_id, category, fault, action, hard_bounce, status, "
-       "reply_code, stage, provider, provider_code, diagnostic, remote_mta, dsn_action, rule, "
-       "counted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-       "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30) "
-       "ON CONFLICT DO NOTHING"},
+       "INSERT INTO event_rows (time, kind, counted, recipient_key, domain, queue_id, source_ref, "
+       "recipient, message_id, sender, relay, diagnostic, remote_mta, time_text, "
+       "original_recipient, bounce_queue_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+       "?11, ?12, ?13, ?14, ?15, ?16)"},
+      // A DSN is recorded once per (Message-ID, recipient), whichever of dsn/milter saw it.
+      {&w_.dsn_seen,
+       "SELECT 1 FROM event_rows e JOIN event_kinds k ON k.id = e.kind "
+       "WHERE e.recipient_key = ?1 AND e.source_ref = ?2 AND k.source IN ('dsn', 'milter') "
+       "LIMIT 1"},
       {&w_.same_bounce,
-       "SELECT 1 FROM events WHERE queue_id = ?1 AND recipient_key = ?2 AND counted = 1 "
-       "AND log_status IN ('bounced', 'expired') AND source IN (?3, ?4) "
-       "AND time BETWEEN ?5 AND ?6 LIMIT 1"},
-      {&w_.get_state,
-       "SELECT address, first_seen, last_event, last_category, last_log_status, last_delivered, "
-       "last_failure, incidents, incidents_since, last_incident, manual_unsuppressed, events "
-       "FROM recipient_state WHERE address = ?1"},
-      {&w_.put_state,
-       "INSERT INTO recipient_state (address, display, first_seen, last_event, last_category, "
-       "last_log_status, last_delivered, last_failure, incidents, incidents_since, "
-       "last_incident, manual_unsuppressed, events) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-       "?10, ?11, ?12, ?13) ON CONFLICT(address) DO UPDATE SET first_seen = excluded.first_seen, "
-       "last_event = excluded.last_event, last_category = excluded.last_category, "
-       "last_log_status = excluded.last_log_status, last_delivered = excluded.last_delivered, "
-       "last_failure = excluded.last_failure, incidents = excluded.incidents, "
-       "incidents_since = excluded.incidents_since, last_incident = excluded.last_incident, "
-       "manual_unsuppressed = excluded.manual_unsuppressed, events = excluded.events"},
-      {&w_.update_state,
-       "UPDATE recipient_state SET first_seen = ?2, last_event = ?3, last_category = ?4, "
-       "last_log_status = ?5, last_delivered = ?6, last_failure = ?7, incidents = ?8, "
-       "incidents_since = ?9, last_incident = ?10, manual_unsuppressed = ?11, events = ?12 "
-       "WHERE address = ?1"},
+       "SELECT 1 FROM event_rows e JOIN event_kinds k ON k.id = e.kind "
+       "WHERE e.recipient_key = ?2 AND e.time BETWEEN ?5 AND ?6 AND e.queue_id = ?1 "
+       "AND e.counted = 1 AND k.log_status IN ('bounced', 'expired') AND k.source IN (?3, ?4) "
+       "LIMIT 1"},
+      {&w_.get_kind,
+       "SELECT id FROM event_kinds WHERE source = ?1 AND log_status = ?2 AND category = ?3 "
+       "AND fault = ?4 AND action = ?5 AND hard_bounce = ?6 AND program = ?7 AND provider = ?8 "
+       "AND provider_code = ?9 AND status = ?10 AND reply_code = ?11 AND stage = ?12 "
+       "AND dsn_action = ?13 AND rule = ?14"},
+      {&w_.put_kind,
+       "INSERT INTO event_kinds (source, log_status, category, fault, action, hard_bounce, "
+       "program, provider, provider_code, status, reply_code, stage, dsn_action, rule) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
+      {&w_.put_day,
+       "INSERT INTO event_days (day, first_id, last_id) VALUES (?1, ?2, ?3) "
+       "ON CONFLICT (day) DO UPDATE SET first_id = min(first_id, excluded.first_id), "
+       "last_id = max(last_id, excluded.last_id)"},
+      {&w_.has_events, "SELECT 1 FROM event_rows WHERE recipient_key = ?1 AND counted = 1 LIMIT 1"},
+      {&w_.put_policy,
+       "INSERT OR REPLACE INTO recipient_policy (address, display, first_seen, incidents, "
+       "incidents_since, last_incident, manual_unsuppressed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {&w_.delete_policy, "DELETE FROM recipient_policy WHERE address = ?1"},
       {&w_.get_suppression,
        "SELECT address, display, reason, category, source, first_event, last_event, created, "
        "expires, detail, delivered_after FROM suppressions WHERE address = ?1"},
@@ -539,6 +564,30 @@ Status StoreImpl::LoadView() {
     } else {
       view_.AllowAddress(allow.Text(0), true);
     }
+  }
+  return Status::Ok();
+}
+
+Status StoreImpl::LoadPolicyRows() {
+  sql::Stmt st;
+  if (Status s = st.Prepare(wdb_,
+                            "SELECT address, display, first_seen, incidents, incidents_since, "
+                            "last_incident, manual_unsuppressed FROM recipient_policy");
+      !s) {
+    return s;
+  }
+  for (;;) {
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (!*r) break;
+    PolicyRow p;
+    p.display = st.Text(1);
+    p.first_seen = st.Int(2);
+    p.incidents = st.Int(3);
+    p.incidents_since = st.Int(4);
+    p.last_incident = st.Int(5);
+    p.manual_unsuppressed = st.Int(6);
+    policy_rows_.emplace(st.Text(0), std::move(p));
   }
   return Status::Ok();
 }
@@ -640,17 +689,15 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
   auto discard = [&] {
     if (!sqlite3_get_autocommit(wdb_.get())) wdb_.Exec("ROLLBACK");
     for (size_t i : jobs) group[i]->changes.clear();
-    dirty_states_.clear();
-    state_cache_.clear();
+    DiscardPendingW();
   };
   for (size_t i : jobs) group[i]->changes.clear();
   txn_suppressed_.clear();
   txn_allowlist_changed_ = false;
-  dirty_states_.clear();
-  // Only here, with no transaction running, may the cache shrink (dirty_states_ points into it).
-  if (state_cache_.size() >= kStateCacheSize) state_cache_.clear();
-  // Buckets for the whole cache up front: growing it rehashes every entry several times.
-  if (state_cache_.bucket_count() < kStateCacheSize) state_cache_.reserve(kStateCacheSize);
+  policy_before_.clear();
+  txn_new_kinds_.clear();
+  txn_days_.clear();
+  if (kind_ids_.size() >= kKindCacheSize) kind_ids_.clear();
   if (Status s = wdb_.Exec("BEGIN IMMEDIATE"); !s) return s;
   for (size_t i : jobs) {
     Job& job = *group[i];
@@ -663,9 +710,9 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
       return s;
     }
   }
-  if (Status s = WriteStatesW(); !s) {
+  if (Status s = WritePendingW(); !s) {
     discard();
-    // The state rows belong to every job of the transaction: the failure is not one job's.
+    // These rows belong to every job of the transaction: the failure is not one job's.
     return s;
   }
   if (Status s = wdb_.Exec("COMMIT"); !s) {
@@ -776,6 +823,17 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   std::string_view domain = key.empty() ? std::string_view() : DomainOf(key);
   const std::string& day = DayCached(t);
 
+  if ((ev.source == EventSource::kDsn || ev.source == EventSource::kMilter) &&
+      !ev.source_ref.empty()) {
+    // This DSN recipient was recorded before (Postfix retrying the milter, the DSN fed twice).
+    w_.dsn_seen.BindRef(1, stored_key).BindRef(2, ev.source_ref);
+    auto found = w_.dsn_seen.Step();
+    bool seen = found && *found;
+    w_.dsn_seen.Reset();
+    if (!found) return found.status();
+    if (seen) return Status::Ok();
+  }
+
   bool counted = true;
   if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty()) {
     // Postfix logs a bounce and also sends its DSN (which the milter sees): one incident.
@@ -795,39 +853,41 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   }
 
   const CategoryInfo& info = Describe(r.category);
+  auto kind = KindW(ev, info);
+  if (!kind) return kind.status();
   sql::Stmt& in = w_.insert_event;
   in.Bind(1, t)
-      .BindRef(2, day)
-      .BindRef(3, ev.time_text)
-      .BindRef(4, ToString(ev.source))
-      .BindRef(5, ev.source_ref)
+      .Bind(2, *kind)
+      .Bind(3, int64_t{counted})
+      .BindRef(4, stored_key)
+      .BindRef(5, domain)
       .BindRef(6, ev.queue_id)
-      .BindRef(7, ev.message_id)
-      .BindRef(8, ev.sender)
-      .BindRef(9, r.recipient)
-      .BindRef(10, stored_key)
-      .BindRef(11, domain)
-      .BindRef(12, r.original_recipient)
-      .BindRef(13, ev.log_status)
-      .BindRef(14, ev.relay)
-      .BindRef(15, ev.program)
-      .BindRef(16, ev.bounce_queue_id)
-      .BindRef(17, info.name)
-      .BindRef(18, ToString(info.fault))
-      .BindRef(19, ToString(info.action))
-      .Bind(20, int64_t{info.hard_bounce})
-      .BindRef(21, r.status)
-      .BindRef(22, r.reply_code)
-      .BindRef(23, r.stage)
-      .BindRef(24, r.provider)
-      .BindRef(25, r.provider_code)
-      .BindRef(26, r.diagnostic)
-      .BindRef(27, r.remote_mta)
-      .BindRef(28, r.dsn_action)
-      .BindRef(29, r.rule)
-      .Bind(30, int64_t{counted});
+      .BindRef(7, ev.source_ref);
+  if (r.recipient == stored_key) {
+    in.BindNull(8);  // the usual case: the display form is the key
+  } else {
+    in.BindRef(8, r.recipient);
+  }
+  in.BindRef(9, ev.message_id)
+      .BindRef(10, ev.sender)
+      .BindRef(11, ev.relay)
+      .BindRef(12, r.diagnostic)
+      .BindRef(13, r.remote_mta)
+      .BindRef(14, ev.time_text)
+      .BindRef(15, r.original_recipient)
+      .BindRef(16, ev.bounce_queue_id);
   if (Status s = in.Run(); !s) return s;
-  if (wdb_.changes() == 0) return Status::Ok();  // this DSN recipient was recorded before
+  const int64_t id = sqlite3_last_insert_rowid(wdb_.get());
+  if (txn_days_.empty() || txn_days_.back().day != day) {
+    auto it = std::find_if(txn_days_.begin(), txn_days_.end(),
+                           [&](const DayRange& d) { return d.day == day; });
+    if (it == txn_days_.end()) {
+      txn_days_.push_back(DayRange{day, id, id});
+    } else {
+      std::rotate(it, it + 1, txn_days_.end());  // the day seen last goes to the back
+    }
+  }
+  txn_days_.back().last_id = id;  // ids only grow within a transaction
 
   if (!counted) return Status::Ok();
   // Built in a reused buffer: the map copies the key only for a combination new in this batch.
@@ -842,10 +902,28 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   counters[ck]++;
   if (key.empty()) return Status::Ok();
 
-  auto state = StateW(key);
-  if (!state) return state.status();
-  PolicyDecision d = bounced::ApplyEvent(txn_policy_, (*state)->state, ev, t);
-  MarkDirty(*state, r.recipient);
+  // The policy reads and folds only the recipient_policy fields; the rest of RecipientState
+  // (first_seen, last_event, counts, ...) is derived from the events when read.
+  RecipientState& st = scratch_state_;
+  auto row = policy_rows_.find(key);
+  if (row == policy_rows_.end()) {
+    st.incidents = 0;
+    st.incidents_since = st.last_incident = st.manual_unsuppressed = 0;
+  } else {
+    st.incidents = static_cast<int>(row->second.incidents);
+    st.incidents_since = row->second.incidents_since;
+    st.last_incident = row->second.last_incident;
+    st.manual_unsuppressed = row->second.manual_unsuppressed;
+  }
+  PolicyDecision d = bounced::ApplyEvent(txn_policy_, st, ev, t);
+  if (st.incidents != (row == policy_rows_.end() ? 0 : row->second.incidents) ||
+      st.incidents_since != (row == policy_rows_.end() ? 0 : row->second.incidents_since) ||
+      st.last_incident != (row == policy_rows_.end() ? 0 : row->second.last_incident)) {
+    PolicyRow& p = PolicyRowW(key);
+    p.incidents = st.incidents;
+    p.incidents_since = st.incidents_since;
+    p.last_incident = st.last_incident;
+  }
   if (IsDelivery(ev) && MayHaveSuppressionW(key)) {
     w_.delivered_after.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.delivered_after.Run(); !s) return s;
@@ -986,56 +1064,119 @@ Status StoreImpl::AuditW(const Actor& who, std::string_view action, std::string_
   return w_.audit.Run();
 }
 
-Expected<CachedState*> StoreImpl::StateW(const std::string& key) {
-  if (auto it = state_cache_.find(key); it != state_cache_.end()) return &it->second;
-  w_.get_state.BindRef(1, key);
-  auto r = w_.get_state.Step();
-  CachedState c;
-  c.state.address = key;
-  if (r && *r) {
-    c.state = ReadState(w_.get_state);
-    c.in_db = true;
+Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info) {
+  const Result& r = ev.result;
+  const std::string_view fields[] = {ToString(ev.source),
+                                     ev.log_status,
+                                     info.name,
+                                     ToString(info.fault),
+                                     ToString(info.action),
+                                     info.hard_bounce ? "1" : "0",
+                                     ev.program,
+                                     r.provider,
+                                     r.provider_code,
+                                     r.status,
+                                     r.reply_code,
+                                     r.stage,
+                                     r.dsn_action,
+                                     r.rule};
+  // Each field length-prefixed, so no two different kinds share a key whatever their bytes.
+  std::string& k = kind_key_;
+  k.clear();
+  for (std::string_view f : fields) {
+    size_t n = std::min<size_t>(f.size(), 0xffff);
+    k.push_back(static_cast<char>(n & 0xff));
+    k.push_back(static_cast<char>(n >> 8));
+    k.append(f.substr(0, n));
   }
-  w_.get_state.Reset();
-  if (!r) return r.status();
-  return &state_cache_.emplace(key, std::move(c)).first->second;
+  if (auto it = kind_ids_.find(k); it != kind_ids_.end()) return it->second;
+  sql::Stmt& get = w_.get_kind;
+  for (int i = 0; i < 14; ++i) {
+    if (i == 5) {
+      get.Bind(6, int64_t{info.hard_bounce});
+    } else {
+      get.BindRef(i + 1, fields[i]);
+    }
+  }
+  auto found = get.Step();
+  int64_t id = found && *found ? get.Int(0) : 0;
+  get.Reset();
+  if (!found) return found.status();
+  if (id == 0) {
+    sql::Stmt& put = w_.put_kind;
+    for (int i = 0; i < 14; ++i) {
+      if (i == 5) {
+        put.Bind(6, int64_t{info.hard_bounce});
+      } else {
+        put.BindRef(i + 1, fields[i]);
+      }
+    }
+    if (Status s = put.Run(); !s) return s;
+    id = sqlite3_last_insert_rowid(wdb_.get());
+    txn_new_kinds_.push_back(k);
+  }
+  kind_ids_.emplace(k, id);
+  return id;
 }
 
-void StoreImpl::MarkDirty(CachedState* c, std::string_view display) {
-  if (!c->in_db && c->display.empty()) c->display = std::string(display);
-  if (c->dirty) return;
-  c->dirty = true;
-  dirty_states_.emplace_back(&c->state.address, c);
+PolicyRow& StoreImpl::PolicyRowW(const std::string& key) {
+  auto it = policy_rows_.find(key);
+  if (!policy_before_.count(key)) {
+    policy_before_.emplace(key, it == policy_rows_.end() ? std::optional<PolicyRow>()
+                                                         : std::optional<PolicyRow>(it->second));
+  }
+  if (it == policy_rows_.end()) it = policy_rows_.emplace(key, PolicyRow{}).first;
+  return it->second;
 }
 
-Status StoreImpl::WriteStatesW() {
-  std::sort(dirty_states_.begin(), dirty_states_.end(),
-            [](const auto& a, const auto& b) { return *a.first < *b.first; });
-  for (auto& [key, c] : dirty_states_) {
-    const RecipientState& s = c->state;
-    sql::Stmt& st = c->in_db ? w_.update_state : w_.put_state;
-    // put_state has display as ?2; update_state keeps the row's own: its values start at ?2.
-    const int o = c->in_db ? 0 : 1;
-    st.BindRef(1, s.address);
-    if (!c->in_db) st.BindRef(2, c->display);
-    st.Bind(o + 2, s.first_seen)
-        .Bind(o + 3, s.last_event)
-        .BindRef(o + 4, s.last_category)
-        .BindRef(o + 5, s.last_log_status)
-        .Bind(o + 6, s.last_delivered)
-        .Bind(o + 7, s.last_failure)
-        .Bind(o + 8, int64_t{s.incidents})
-        .Bind(o + 9, s.incidents_since)
-        .Bind(o + 10, s.last_incident)
-        .Bind(o + 11, s.manual_unsuppressed)
-        .Bind(o + 12, s.events);
-    if (Status r = st.Run(); !r) return r;
-    c->in_db = true;
-    c->dirty = false;
-    c->display.clear();
+Status StoreImpl::WritePendingW() {
+  for (const DayRange& d : txn_days_) {
+    w_.put_day.BindRef(1, d.day).Bind(2, d.first_id).Bind(3, d.last_id);
+    if (Status s = w_.put_day.Run(); !s) return s;
   }
-  dirty_states_.clear();
+  std::vector<const std::string*> keys;
+  keys.reserve(policy_before_.size());
+  for (const auto& [key, before] : policy_before_) keys.push_back(&key);
+  // Key order: the B-tree pages are visited once, in order.
+  std::sort(keys.begin(), keys.end(), [](const auto* a, const auto* b) { return *a < *b; });
+  for (const std::string* key : keys) {
+    auto it = policy_rows_.find(*key);
+    if (it == policy_rows_.end() || it->second.Empty()) {
+      if (!policy_before_[*key]) continue;  // never written
+      w_.delete_policy.BindRef(1, *key);
+      if (Status s = w_.delete_policy.Run(); !s) return s;
+      continue;
+    }
+    const PolicyRow& p = it->second;
+    w_.put_policy.BindRef(1, *key)
+        .BindRef(2, p.display)
+        .Bind(3, p.first_seen)
+        .Bind(4, p.incidents)
+        .Bind(5, p.incidents_since)
+        .Bind(6, p.last_incident)
+        .Bind(7, p.manual_unsuppressed);
+    if (Status s = w_.put_policy.Run(); !s) return s;
+  }
+  // The memory now matches what COMMIT will hold; an empty row is no row.
+  for (const std::string* key : keys) {
+    auto it = policy_rows_.find(*key);
+    if (it != policy_rows_.end() && it->second.Empty()) policy_rows_.erase(it);
+  }
   return Status::Ok();
+}
+
+void StoreImpl::DiscardPendingW() {
+  for (auto& [key, before] : policy_before_) {
+    if (before) {
+      policy_rows_[key] = *before;
+    } else {
+      policy_rows_.erase(key);
+    }
+  }
+  policy_before_.clear();
+  for (const std::string& k : txn_new_kinds_) kind_ids_.erase(k);
+  txn_new_kinds_.clear();
+  txn_days_.clear();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1089,15 +1230,23 @@ Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
     self.w_.delete_suppression.Bind(1, key);
     if (Status r = self.w_.delete_suppression.Run(); !r) return r;
     if (Status r = self.LogSuppressionW(**existing, "remove", who.uid); !r) return r;
-    auto cached = self.StateW(key);
-    if (!cached) return cached.status();
-    RecipientState& state = (*cached)->state;
+    PolicyRow& state = self.PolicyRowW(key);
     state.manual_unsuppressed = txn_now_;
-    if (state.first_seen == 0) state.first_seen = txn_now_;
     state.incidents = 0;
     state.incidents_since = 0;
     state.last_incident = 0;
-    self.MarkDirty(*cached, (*existing)->display);
+    if (state.first_seen == 0) {
+      // A recipient without events is first seen now (its events set first_seen otherwise).
+      self.w_.has_events.BindRef(1, key);
+      auto any = self.w_.has_events.Step();
+      bool seen = any && *any;
+      self.w_.has_events.Reset();
+      if (!any) return any.status();
+      if (!seen) {
+        state.first_seen = txn_now_;
+        state.display = (*existing)->display;
+      }
+    }
     if (Status r =
             self.AuditW(who, "unsuppress", key, (*existing)->source + ": " + (*existing)->reason);
         !r) {
@@ -1488,7 +1637,12 @@ Expected<Health> StoreImpl::GetHealth() {
                           {"SELECT count(*) FROM events", &h.events},
                           {"SELECT count(*) FROM suppressions", &h.suppressions},
                           {"SELECT count(*) FROM allowlist", &h.allowlist},
-                          {"SELECT count(*) FROM recipient_state", &h.recipients}}) {
+                          // recipient_state's rows, counted without computing each one.
+                          {"SELECT (SELECT count(DISTINCT recipient_key) FROM event_rows "
+                           "WHERE counted = 1 AND domain <> '') + (SELECT count(*) FROM "
+                           "recipient_policy q WHERE NOT EXISTS (SELECT 1 FROM event_rows f "
+                           "WHERE f.recipient_key = q.address AND f.counted = 1))",
+                           &h.recipients}}) {
       if (Status s = scalar(q, *out); !s) return s;
     }
   }

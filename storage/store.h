@@ -8,7 +8,7 @@
 //
 // Contract, LevelDB style:
 // - Errors are values. A Status/Expected error says what failed and where ("open
-//   /var/lib/bounced/bounced.db: database schema version 7 is newer than this bounced (knows 1)").
+//   /var/lib/bounced/bounced.db: database schema version 7 is newer than this bounced (knows 2)").
 //   A corrupt, locked or unwritable file is an error, never a crash. Not-found is not an error:
 //   it is an empty optional / `suppressed == false`.
 // - Every write goes through one writer thread, in submission order. Submit() queues a Batch
@@ -48,7 +48,7 @@ namespace bounced {
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated at Open;
 // newer files are refused.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // ---------------------------------------------------------------------------------------------
 // Addresses

@@ -359,7 +359,9 @@ TEST_F(BouncectlReportTest, DoctorFindsTheDaemonMissingAndTheDatabaseHealthy) {
   EXPECT_NE(out.find("FAIL  query socket " + dir_.path() + "/query.sock"), std::string::npos)
       << out;
   EXPECT_NE(out.find("fix: start bounced"), std::string::npos);
-  EXPECT_NE(out.find("ok    database " + db_ + " (schema 1, quick_check ok"), std::string::npos)
+  EXPECT_NE(out.find("ok    database " + db_ + " (schema " + std::to_string(kSchemaVersion) +
+                     ", quick_check ok"),
+            std::string::npos)
       << out;
   EXPECT_NE(out.find("FAIL  mail log"), std::string::npos);
   EXPECT_NE(out.find("problems found."), std::string::npos);

@@ -1,0 +1,288 @@
+// migration_test.cc: schema version 1 databases are migrated in place to version 2
+// (storage/migrate_2.sql) with every event and recipient state as version 1 held them, the
+// policy carries on from the migrated state, and the writer's in-memory caches (event kinds,
+// policy rows) forget what a rolled-back transaction wrote.
+//
+// A version-1 file is built from the repository's storage/schema.sql; its rows are what a
+// version-2 store wrote for a realistic history, read back through the version-1 names (the
+// `events` and `recipient_state` views), so "before" and "after" can be compared column for
+// column.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "storage/store.h"
+#include "tests/storage/test_util.h"
+
+namespace bounced {
+namespace {
+
+using testing::kDay;
+using testing::kT0;
+using testing::MakeEvent;
+using testing::OpenStore;
+using testing::TempDir;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void Exec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  std::string msg = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
+
+// Every row of `sql`, columns joined by '|', rows by '\n' (NULL as "<null>").
+std::string Dump(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::string out;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    for (int i = 0; i < sqlite3_column_count(st); ++i) {
+      const unsigned char* t = sqlite3_column_text(st, i);
+      out += t ? reinterpret_cast<const char*>(t) : "<null>";
+      out += '|';
+    }
+    out += '\n';
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+int64_t Scalar(const std::string& path, const std::string& sql) {
+  std::string d = Dump(path, sql);
+  return d.empty() ? -1 : std::stoll(d.substr(0, d.find('|')));
+}
+
+const char* const kEventsSql = "SELECT * FROM events ORDER BY id";
+const char* const kStateSql = "SELECT * FROM recipient_state ORDER BY address";
+
+// A history with every kind of row: deliveries, hard bounces, repeated mailbox_full incidents
+// (one recipient two incidents short of suppression), a DSN and its duplicate, a log bounce and
+// its milter copy (recorded, not counted), a blocked result, out-of-order times, a manual
+// unsuppress of an address never seen, and a recipient that is not an address.
+void WriteHistory(Store& s) {
+  std::vector<Event> ev;
+  ev.push_back(MakeEvent("Alice@Example.com", Category::kDelivered, "sent", kT0));
+  ev.push_back(MakeEvent("bob@example.com", Category::kUserUnknown, "bounced", kT0 + 60));
+  ev.push_back(MakeEvent("full@example.com", Category::kMailboxFull, "bounced", kT0 + 120));
+  ev.push_back(MakeEvent("full@example.com", Category::kMailboxFull, "bounced", kT0 + 2 * kDay));
+  ev.push_back(MakeEvent("alice@example.com", Category::kRateLimited, "deferred", kT0 - kDay));
+  ev.push_back(MakeEvent("carol@example.org", Category::kDelivered, "blocked", kT0 + 5));
+  ev.push_back(MakeEvent("not an address", Category::kUndetermined, "bounced", kT0 + 6));
+  Event log = MakeEvent("dave@example.net", Category::kUserUnknown, "bounced", kT0 + 300);
+  log.queue_id = "4F9D2C0A1B";
+  log.relay = "mx.example.net[192.0.2.7]:25";
+  log.program = "postfix/smtp";
+  log.result.status = "5.1.1";
+  log.result.reply_code = "550";
+  log.result.provider = "gmail";
+  log.result.provider_code = "NoSuchUser";
+  log.result.rule = "gmail-user-unknown";
+  ev.push_back(log);
+  Event copy = log;
+  copy.source = EventSource::kMilter;
+  copy.source_ref = "<dsn1@example.com>";
+  copy.unix_time = kT0 + 360;
+  ev.push_back(copy);
+  Event dsn = MakeEvent("erin@example.com", Category::kMailboxFull, "bounced", kT0 + 400,
+                        EventSource::kDsn);
+  dsn.source_ref = "<dsn2@example.com>";
+  dsn.message_id = "<orig@shop.example>";
+  dsn.result.dsn_action = "failed";
+  dsn.result.remote_mta = "mx.example.com";
+  dsn.result.original_recipient = "rfc822;erin@example.com";
+  ev.push_back(dsn);
+  ASSERT_TRUE(s.Write(Batch{ev, InputPosition{"log:/var/log/mail.log", 7, 4096, ""}}).ok());
+  ASSERT_TRUE(s.Write(Batch{{dsn}, std::nullopt}).ok());  // recorded once
+  ASSERT_TRUE(s.Suppress({"frank@example.com", "", 0}, Actor{0, "asked"}).ok());
+  ASSERT_TRUE(s.Unsuppress("frank@example.com", Actor{0, "changed their mind"}).ok());
+  ASSERT_TRUE(s.Unsuppress("bob@example.com", Actor{0, "mailbox exists again"}).ok());
+}
+
+// Turns the version-2 file `v2` into a version-1 file `v1` holding the same rows.
+void MakeVersionOne(const std::string& v2, const std::string& v1) {
+  Exec(v1, ReadFile(BOUNCED_SOURCE_DIR "/storage/schema.sql") +
+               "PRAGMA user_version = 1; PRAGMA application_id = 1651471726;");
+  Exec(v1, "ATTACH '" + v2 +
+               "' AS v2; BEGIN;"
+               "INSERT INTO events SELECT * FROM v2.events;"
+               "INSERT INTO recipient_state SELECT * FROM v2.recipient_state;"
+               "INSERT INTO daily_counters SELECT * FROM v2.daily_counters;"
+               "INSERT INTO suppressions SELECT * FROM v2.suppressions;"
+               "INSERT INTO suppression_log SELECT * FROM v2.suppression_log;"
+               "INSERT INTO allowlist SELECT * FROM v2.allowlist;"
+               "INSERT INTO audit SELECT * FROM v2.audit;"
+               "INSERT INTO input_positions SELECT * FROM v2.input_positions;"
+               "COMMIT;");
+}
+
+TEST(StoreMigrationTest, VersionOneDatabaseIsMigratedInPlaceWithEveryRow) {
+  TempDir dir;
+  const std::string v2 = dir.File("v2.db"), v1 = dir.File("v1.db");
+  {
+    auto s = OpenStore(v2);
+    ASSERT_NE(s, nullptr);
+    WriteHistory(*s);
+  }
+  MakeVersionOne(v2, v1);
+  ASSERT_EQ(Scalar(v1, "PRAGMA user_version"), 1);
+  ASSERT_EQ(Scalar(v1, "SELECT type = 'table' FROM sqlite_master WHERE name = 'events'"), 1);
+  const std::string events = Dump(v1, kEventsSql), states = Dump(v1, kStateSql);
+  EXPECT_EQ(Scalar(v1, "SELECT count(*) FROM events"), 10);
+  EXPECT_NE(states.find("full@example.com|full@example.com|"), std::string::npos) << states;
+  EXPECT_NE(states.find("frank@example.com|frank@example.com|"), std::string::npos) << states;
+
+  auto s = OpenStore(v1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(Scalar(v1, "PRAGMA user_version"), 2);
+  EXPECT_EQ(Scalar(v1, "SELECT type = 'view' FROM sqlite_master WHERE name = 'events'"), 1);
+  EXPECT_EQ(Dump(v1, kEventsSql), events);
+  EXPECT_EQ(Dump(v1, kStateSql), states);
+  EXPECT_EQ(Dump(v1, "SELECT * FROM event_days ORDER BY day"),
+            "2026-10-31|5|5|\n2026-11-01|1|10|\n2026-11-03|4|4|\n");
+  // Only recipients the policy must remember keep a row: full and erin (incidents), bob and
+  // frank (unsuppressed by hand).
+  EXPECT_EQ(Dump(v1, "SELECT address FROM recipient_policy ORDER BY address"),
+            "bob@example.com|\nerin@example.com|\nfrank@example.com|\nfull@example.com|\n");
+  EXPECT_EQ((*s->LoadPosition("log:/var/log/mail.log"))->offset, 4096u);
+  auto health = s->GetHealth();
+  ASSERT_TRUE(health.ok()) << health.error();
+  EXPECT_EQ(health->schema_version, 2);
+  EXPECT_EQ(health->recipients, Scalar(v1, "SELECT count(*) FROM recipient_state"));
+  EXPECT_EQ(health->recipients, 7);  // alice bob carol dave erin frank full, not "not an address"
+  EXPECT_TRUE(s->view().Lookup("dave@example.net").has_value());
+  EXPECT_FALSE(s->view().Lookup("bob@example.com").has_value());
+
+  // The policy carries on from the migrated state: a third mailbox_full incident, 7 days after
+  // the first, suppresses.
+  EXPECT_FALSE(s->view().Lookup("full@example.com").has_value());
+  ASSERT_TRUE(s->Write(Batch{{MakeEvent("full@example.com", Category::kMailboxFull, "bounced",
+                                        kT0 + 7 * kDay + 120)},
+                             std::nullopt})
+                  .ok());
+  EXPECT_TRUE(s->view().Lookup("full@example.com").has_value());
+  // The DSN seen before the migration is still recorded only once.
+  Event dsn = MakeEvent("erin@example.com", Category::kMailboxFull, "bounced", kT0 + 400,
+                        EventSource::kDsn);
+  dsn.source_ref = "<dsn2@example.com>";
+  ASSERT_TRUE(s->Write(Batch{{dsn}, std::nullopt}).ok());
+  EXPECT_EQ(Scalar(v1, "SELECT count(*) FROM events WHERE recipient_key = 'erin@example.com'"), 1);
+  auto st = s->GetStatus("Full@example.com", 10);
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_TRUE(st->state.has_value());
+  EXPECT_EQ(st->state->events, 3);
+  EXPECT_EQ(st->state->incidents, 3);
+  EXPECT_EQ(st->state->first_seen, kT0 + 120);
+  EXPECT_EQ(st->events.size(), 3u);
+}
+
+TEST(StoreMigrationTest, NewerVersionIsStillRefusedAfterTheMigrationExists) {
+  TempDir dir;
+  const std::string path = dir.File("b.db");
+  { auto s = OpenStore(path); }
+  Exec(path, "PRAGMA user_version = 3");
+  StoreOptions o;
+  o.path = path;
+  auto s = Store::Open(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("schema version 3 is newer than this bounced knows (2)"),
+            std::string::npos)
+      << s.error();
+}
+
+TEST(StoreMigrationTest, StatusStateIsTheFoldOfTheRecipientsEvents) {
+  // first_seen / last_* / events are derived from the events when read; they must equal what
+  // the policy's fold (storage/policy.cc) computes over the same events in commit order.
+  TempDir dir;
+  auto s = OpenStore(dir.File("b.db"));
+  ASSERT_NE(s, nullptr);
+  const struct {
+    Category c;
+    const char* status;
+    int64_t t;
+  } history[] = {
+      {Category::kDelivered, "sent", kT0 + 500},
+      {Category::kMailboxFull, "bounced", kT0 + 100},
+      {Category::kRateLimited, "deferred", kT0 + 900},
+      {Category::kDelivered, "blocked", kT0 + 950},
+      {Category::kMailboxFull, "deferred", kT0 + 900},
+      {Category::kDelivered, "sent", kT0 + 20},
+  };
+  for (const auto& h : history) {
+    ASSERT_TRUE(
+        s->Write(Batch{{MakeEvent("x@example.com", h.c, h.status, h.t)}, std::nullopt}).ok());
+  }
+  auto st = s->GetStatus("x@example.com", 10);
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_TRUE(st->state.has_value());
+  EXPECT_EQ(st->state->events, 6);
+  EXPECT_EQ(st->state->first_seen, kT0 + 20);
+  EXPECT_EQ(st->state->last_event, kT0 + 950);
+  EXPECT_EQ(st->state->last_category, "delivered");
+  EXPECT_EQ(st->state->last_log_status, "blocked");  // the latest event, blocked or not
+  EXPECT_EQ(st->state->last_delivered, kT0 + 500);   // blocked is no delivery
+  EXPECT_EQ(st->state->last_failure, kT0 + 900);
+  // The delivery at +500 was committed before the incident at +100, and the one at +20 is
+  // older than it: neither resets it.
+  EXPECT_EQ(st->state->incidents, 1);
+}
+
+TEST(StoreMigrationTest, RolledBackTransactionLeavesNoKindOrPolicyStateInMemory) {
+  // A batch whose position is invalid fails after its events were written: the transaction
+  // rolls back, and with it the event kind and the policy row it created. The writer's caches
+  // must forget both, or the next transaction would reuse a kind id SQLite hands out again (to
+  // a different kind) and count an incident that never committed.
+  TempDir dir;
+  auto s = OpenStore(dir.File("b.db"));
+  ASSERT_NE(s, nullptr);
+  Event odd = MakeEvent("a@example.com", Category::kSpamContent, "bounced", kT0);
+  odd.result.provider = "odd-provider";
+  Event full = MakeEvent("c@example.com", Category::kMailboxFull, "bounced", kT0);
+  EXPECT_FALSE(s->Write(Batch{{odd, full}, InputPosition{"", 1, 1, ""}}).ok());
+
+  Event other = MakeEvent("b@example.com", Category::kMailboxDisabled, "bounced", kT0 + 10);
+  other.result.provider = "other-provider";
+  ASSERT_TRUE(s->Write(Batch{{other}, std::nullopt}).ok());
+  ASSERT_TRUE(s->Write(Batch{{odd}, std::nullopt}).ok());
+  auto a = s->EventsFor("a@example.com", 10);
+  auto b = s->EventsFor("b@example.com", 10);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), 1u);
+  ASSERT_EQ(b->size(), 1u);
+  EXPECT_EQ((*a)[0].event.result.category, Category::kSpamContent);
+  EXPECT_EQ((*a)[0].event.result.provider, "odd-provider");
+  EXPECT_EQ((*b)[0].event.result.category, Category::kMailboxDisabled);
+  EXPECT_EQ((*b)[0].event.result.provider, "other-provider");
+
+  // c@ has no committed incident: two more, 8 days apart, are two incidents, not three.
+  for (int64_t t : {kT0 + 4 * kDay, kT0 + 8 * kDay}) {
+    ASSERT_TRUE(s->Write(Batch{{MakeEvent("c@example.com", Category::kMailboxFull, "bounced", t)},
+                               std::nullopt})
+                    .ok());
+  }
+  EXPECT_FALSE(s->view().Lookup("c@example.com").has_value());
+  auto st = s->GetStatus("c@example.com", 10);
+  ASSERT_TRUE(st.ok() && st->state.has_value());
+  EXPECT_EQ(st->state->incidents, 2);
+  EXPECT_EQ(st->state->events, 2);
+}
+
+}  // namespace
+}  // namespace bounced
