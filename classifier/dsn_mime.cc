@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -82,6 +83,43 @@ bool LooksLikeIso2022Jp(std::string_view s) {
          s.find("\x1b(J") != std::string_view::npos;
 }
 
+}  // namespace
+
+bool SingleByteToUtf8(std::string_view bytes, std::string_view charset, std::string* out,
+                      size_t* invalid) {
+  bool latin1 = EqualsNoCase(charset, "ISO-8859-1");
+  if (!latin1 && !EqualsNoCase(charset, "CP1252") && !EqualsNoCase(charset, "WINDOWS-1252"))
+    return false;
+  // Windows-1252's 0x80-0x9F (0 = undefined); ISO-8859-1 maps them to U+0080-U+009F.
+  static constexpr uint16_t kCp1252High[32] = {
+      0x20AC, 0,      0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
+      0x2039, 0x0152, 0,      0x017D, 0,      0,      0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
+      0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0,      0x017E, 0x0178};
+  out->clear();
+  out->reserve(bytes.size() + bytes.size() / 4);
+  for (char ch : bytes) {
+    auto b = static_cast<unsigned char>(ch);
+    uint32_t cp = b;
+    if (b >= 0x80 && b < 0xA0 && !latin1) cp = kCp1252High[b - 0x80];
+    if (cp < 0x80 && b < 0x80) {
+      out->push_back(ch);
+    } else if (cp == 0) {
+      out->append("\xEF\xBF\xBD");
+      ++*invalid;
+    } else if (cp < 0x800) {
+      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+  return true;
+}
+
+namespace {
+
 // iconv descriptors per thread and charset: opening one loads a gconv module, far dearer than
 // converting a bounce. Unknown charsets are remembered too; the cache is capped because the
 // names come from the messages.
@@ -113,6 +151,11 @@ iconv_t IconvFor(const char* from) {
 // given). False when the charset is unknown.
 bool TryConvert(std::string_view bytes, const char* from, std::string* out,
                 size_t* invalid = nullptr) {
+  size_t bad = 0;
+  if (SingleByteToUtf8(bytes, from, out, &bad)) {
+    if (invalid != nullptr) *invalid += bad;
+    return true;
+  }
   iconv_t cd = IconvFor(from);
   if (cd == reinterpret_cast<iconv_t>(-1)) return false;
   iconv(cd, nullptr, nullptr, nullptr, nullptr);
@@ -528,35 +571,41 @@ ContentType ParseContentType(std::string_view raw, std::string_view fallback) {
   return ct;
 }
 
-// Transfer-decodes a body; false for encodings left to GMime.
-bool TransferDecode(std::string_view body, std::string_view cte_raw, std::string* out) {
+enum class TransferEncoding { kIdentity, kBase64, kQuotedPrintable, kUnknown };
+
+TransferEncoding EncodingOf(std::string_view cte_raw) {
   std::string cte = AsciiLowerCopy(Unfold(cte_raw));
-  body = body.substr(0, std::min(body.size(), 4 * kMaxPartTextBytes));
-  if (cte.empty() || cte == "7bit" || cte == "8bit" || cte == "binary") {
-    out->assign(body.substr(0, std::min(body.size(), kMaxPartTextBytes)));
-    return true;
-  }
-  GMimeContentEncoding enc;
-  if (cte == "base64") {
-    enc = GMIME_CONTENT_ENCODING_BASE64;
-  } else if (cte == "quoted-printable") {
-    enc = GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE;
-  } else {
-    return false;
-  }
-  GMimeEncoding state;
-  g_mime_encoding_init_decode(&state, enc);
-  out->resize(body.size() + 16);
-  size_t n = g_mime_encoding_flush(&state, body.data(), body.size(), out->data());
-  out->resize(std::min({n, out->size(), kMaxPartTextBytes}));
-  return true;
+  if (cte.empty() || cte == "7bit" || cte == "8bit" || cte == "binary")
+    return TransferEncoding::kIdentity;
+  if (cte == "base64") return TransferEncoding::kBase64;
+  if (cte == "quoted-printable") return TransferEncoding::kQuotedPrintable;
+  return TransferEncoding::kUnknown;  // uuencode, x-... : left to GMime
 }
 
-// Whether TransferDecode handles this Content-Transfer-Encoding.
-bool KnownTransferEncoding(std::string_view cte_raw) {
-  std::string cte = AsciiLowerCopy(Unfold(cte_raw));
-  return cte.empty() || cte == "7bit" || cte == "8bit" || cte == "binary" || cte == "base64" ||
-         cte == "quoted-printable";
+// The decoded bytes of a body: a prefix of the body itself for the identity encodings (no
+// copy), else decoded into *buffer. Nothing for encodings left to GMime.
+std::optional<std::string_view> TransferDecoded(std::string_view body, TransferEncoding enc,
+                                                std::string* buffer) {
+  body = body.substr(0, std::min(body.size(), 4 * kMaxPartTextBytes));
+  if (enc == TransferEncoding::kIdentity)
+    return body.substr(0, std::min(body.size(), kMaxPartTextBytes));
+  if (enc == TransferEncoding::kUnknown) return std::nullopt;
+  GMimeEncoding state;
+  g_mime_encoding_init_decode(&state, enc == TransferEncoding::kBase64
+                                          ? GMIME_CONTENT_ENCODING_BASE64
+                                          : GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE);
+  buffer->resize(body.size() + 16);
+  size_t n = g_mime_encoding_flush(&state, body.data(), body.size(), buffer->data());
+  buffer->resize(std::min({n, buffer->size(), kMaxPartTextBytes}));
+  return std::string_view(*buffer);
+}
+
+// Transfer-decodes a body into *out; false for encodings left to GMime.
+bool TransferDecode(std::string_view body, std::string_view cte_raw, std::string* out) {
+  std::optional<std::string_view> decoded = TransferDecoded(body, EncodingOf(cte_raw), out);
+  if (!decoded) return false;
+  if (decoded->data() != out->data()) out->assign(*decoded);
+  return true;
 }
 
 struct FastWalker {
@@ -570,23 +619,20 @@ struct FastWalker {
   void Leaf(const RawPart& part, const ContentType& ct, bool attached) {
     if (!IsTextual(ct.type) || view->parts.size() >= kMaxMimeParts) return;
     std::string_view cte = FindRaw(part, "content-transfer-encoding");
+    TransferEncoding enc = EncodingOf(cte);
+    if (enc == TransferEncoding::kUnknown) {
+      failed = true;
+      return;
+    }
     if (attached) {
       // The returned message's parts: decoded only if something reads them.
-      if (!KnownTransferEncoding(cte)) {
-        failed = true;
-        return;
-      }
       view->parts.push_back(MimeLeaf::Deferred(
           ct.type, MimeLeaf::Pending{owner, part.body, std::string(cte), ct.Param("charset")},
           attached));
       return;
     }
-    std::string raw;
-    if (!TransferDecode(part.body, cte, &raw)) {
-      failed = true;
-      return;
-    }
-    std::string text = ToUtf8(raw, ct.Param("charset"));
+    std::string buffer;
+    std::string text = ToUtf8(*TransferDecoded(part.body, enc, &buffer), ct.Param("charset"));
     if (ct.type == "text/rfc822-headers" && !have_original && !attached) {
       have_original = true;
       view->original_headers = ParseHeaderBlock(text);

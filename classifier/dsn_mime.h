@@ -71,6 +71,13 @@ std::vector<Header> ParseHeaderBlock(std::string_view text);
 // that are not valid in the charset are replaced. Used for parts and for undeclared 8-bit text.
 std::string ToUtf8(std::string_view bytes, std::string_view charset);
 
+// ISO-8859-1 and Windows-1252 (iconv names "ISO-8859-1", "CP1252", "WINDOWS-1252", any case)
+// converted to UTF-8 by table, as iconv converts them (bytes Windows-1252 leaves undefined become
+// U+FFFD, counted in *invalid): the charsets most bounces that are not ASCII use. False, and
+// nothing written, for any other charset.
+bool SingleByteToUtf8(std::string_view bytes, std::string_view charset, std::string* out,
+                      size_t* invalid);
+
 // kAuto splits well-formed messages itself (GMime's decoders, our boundary scan) and hands
 // anything unusual to GMime's parser; kGMime always uses GMime's parser (tests compare both).
 enum class MimeDecoder { kAuto, kGMime };

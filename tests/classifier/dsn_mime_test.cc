@@ -4,7 +4,9 @@
 #include "classifier/dsn_mime.h"
 
 #include <gtest/gtest.h>
+#include <iconv.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -222,6 +224,54 @@ TEST(DecodeMime, ReturnedMessagePartsDecodeOnFirstRead) {
     EXPECT_EQ(attached[1].type, "text/html");
     EXPECT_EQ(attached[1].text(), "<p>hello</p>\n");
   }
+}
+
+// The table conversions give what iconv gives, byte for byte, for every byte value.
+TEST(DecodeMime, SingleByteCharsetsMatchIconv) {
+  auto with_iconv = [](const std::string& bytes, const char* from, size_t* invalid) {
+    iconv_t cd = iconv_open("UTF-8", from);
+    EXPECT_NE(cd, reinterpret_cast<iconv_t>(-1)) << from;
+    std::string out;
+    char* in = const_cast<char*>(bytes.data());
+    size_t in_left = bytes.size();
+    while (in_left > 0) {
+      char buf[64];
+      char* o = buf;
+      size_t o_left = sizeof buf;
+      size_t rc = iconv(cd, &in, &in_left, &o, &o_left);
+      out.append(buf, o - buf);
+      if (rc == static_cast<size_t>(-1) && errno != E2BIG) {
+        out.append("\xEF\xBF\xBD");
+        ++*invalid;
+        ++in;
+        --in_left;
+      }
+    }
+    iconv_close(cd);
+    return out;
+  };
+  std::string all;
+  for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
+  for (const char* charset : {"ISO-8859-1", "CP1252", "WINDOWS-1252", "windows-1252"}) {
+    for (int b = 0; b < 256; ++b) {
+      std::string one = "a" + std::string(1, static_cast<char>(b)) + "z";
+      size_t bad_iconv = 0;
+      size_t bad_table = 0;
+      std::string table;
+      ASSERT_TRUE(SingleByteToUtf8(one, charset, &table, &bad_table));
+      EXPECT_EQ(table, with_iconv(one, charset, &bad_iconv)) << charset << " byte " << b;
+      EXPECT_EQ(bad_table, bad_iconv) << charset << " byte " << b;
+    }
+    size_t bad_iconv = 0;
+    size_t bad_table = 0;
+    std::string table;
+    ASSERT_TRUE(SingleByteToUtf8(all, charset, &table, &bad_table));
+    EXPECT_EQ(table, with_iconv(all, charset, &bad_iconv)) << charset;
+  }
+  std::string out;
+  size_t bad = 0;
+  EXPECT_FALSE(SingleByteToUtf8("x", "ISO-8859-15", &out, &bad));
+  EXPECT_FALSE(SingleByteToUtf8("x", "UTF-8", &out, &bad));
 }
 
 }  // namespace
