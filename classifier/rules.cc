@@ -163,22 +163,25 @@ struct ProviderDef {
 // ---- Simple patterns --------------------------------------------------------------------
 // Most patterns are wordings with optional words, alternatives, word boundaries, small
 // character classes and bounded gaps ("doesn.t", "(?:user|mailbox) (?:is )?unknown",
-// "\bcs01\b.{0,80}local policy"). SimplePattern::Build turns such a pattern into a short list
-// of alternatives, each a sequence of one-byte sets, zero-width assertions and gaps of '.', and
-// Match runs it without RE2. It is used only on text that is all ASCII without a newline, where
-// RE2's meaning of every construct it accepts is exactly such a byte set ('.' and negated
-// classes are one code point, \d \s \w \b are ASCII, ^ and $ are the ends of the text).
-// Anything else (\x, \p, flags, non-ASCII, repeats of other than '.' without a bound ...) is not
-// simple and is left to RE2. Parse accepts only syntax that RE2 accepts with the same meaning,
-// so a simple pattern needs no RE2 check when it is loaded.
+// "\bcs01\b.{0,80}local policy", "from \S+ deferred"). Compiling one as an RE2 costs 25-70k
+// instructions (over a million for a ".{0,80}" window), far more than matching a reply. So such
+// a pattern becomes a small program of one-byte sets, assertions and gaps (a byte set repeated
+// m..n times), run by a backtracking search that visits each (instruction, position) once.
+// It is used only on text that is all ASCII without a newline, where RE2's meaning of every
+// construct accepted here is exactly such a byte set ('.' and negated classes are one code
+// point, \d \s \w \b are ASCII, ^ and $ are the ends of the text). Anything else (\x, \p,
+// flags, non-ASCII, unbounded repeats of a group, repeats inside repeats ...) is not simple and
+// is left to RE2. The parser accepts only syntax that RE2 accepts with the same meaning, so a
+// simple pattern needs no RE2 check when it is loaded.
 
 using ByteSet = std::array<uint64_t, 2>;  // ASCII bytes
 
 constexpr ByteSet kNoBytes{0, 0};
 constexpr uint32_t kUnbounded = ~0u;
-constexpr size_t kMaxSimpleAlternatives = 64;
-constexpr uint32_t kMaxSimpleRepeat = 16;  // x{n,m} of other than '.': m at most this
-constexpr uint32_t kMaxSimpleGap = 1000;   // RE2's own limit on a repeat count
+constexpr uint32_t kMaxSimpleRepeat = 16;     // a group's x{n,m}: m at most this
+constexpr uint32_t kMaxSimpleCount = 1000;    // RE2's own limit on a repeat count
+constexpr size_t kMaxSimpleProgram = 2000;    // instructions
+constexpr size_t kMaxSimpleVisits = 1 << 20;  // (instruction, position) bits per match
 
 inline bool InSet(const ByteSet& s, unsigned char c) { return (s[c >> 6] >> (c & 63)) & 1; }
 inline void AddByte(ByteSet& s, unsigned char c) { s[c >> 6] |= uint64_t{1} << (c & 63); }
@@ -190,12 +193,6 @@ inline void AddSet(ByteSet& s, const ByteSet& t) {
   s[0] |= t[0];
   s[1] |= t[1];
 }
-inline bool IsSingleByte(const ByteSet& s, unsigned char* c) {
-  int n = __builtin_popcountll(s[0]) + __builtin_popcountll(s[1]);
-  if (n != 1) return false;
-  *c = static_cast<unsigned char>(s[0] ? __builtin_ctzll(s[0]) : 64 + __builtin_ctzll(s[1]));
-  return true;
-}
 inline bool IsWordByte(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
@@ -205,23 +202,15 @@ inline bool AtWordBoundary(std::string_view t, size_t at) {
   return before != after;
 }
 
-struct SimpleElem {
-  enum Kind : uint8_t { kByte, kWordBoundary, kNotWordBoundary, kBegin, kEnd, kGap };
-  Kind kind = kByte;
-  uint32_t min = 0, max = 0;  // kGap: that many bytes other than '\n'
-  ByteSet set = kNoBytes;     // kByte
+// One instruction. Jumps are relative, so a piece of program can be copied anywhere.
+struct SimpleInst {
+  enum Op : uint8_t { kByte, kSplit, kJmp, kWordBoundary, kNotWordBoundary, kBegin, kEnd, kGap };
+  Op op = kByte;
+  int32_t x = 1, y = 1;       // kSplit: try pc+x, then pc+y; kJmp: pc+x
+  uint32_t min = 0, max = 0;  // kGap: min..max bytes of `set`
+  ByteSet set = kNoBytes;     // kByte, kGap
 };
-using SimpleSeq = std::vector<SimpleElem>;
-
-// One alternative, cut at its gaps: segment k starts gap_min..gap_max bytes after segment k-1
-// ends (segment 0 anywhere); within a segment every element sits at a fixed offset.
-struct SimpleSegment {
-  uint32_t gap_min = 0, gap_max = 0;
-  std::vector<SimpleElem> elems;  // kByte and zero-width ones
-  uint32_t width = 0;             // bytes consumed
-  std::string anchor;             // its longest run of single bytes, found with find()
-  uint32_t anchor_at = 0;         // offset of that run in the segment
-};
+using SimpleCode = std::vector<SimpleInst>;
 
 class SimplePattern {
  public:
@@ -234,72 +223,209 @@ class SimplePattern {
     return true;
   }
 
-  // The matcher for a simple pattern, or nullptr when it is not one or expands to too many
-  // alternatives (then RE2 must match it).
+  // The matcher for a simple pattern, or nullptr when it is not one or its program would be
+  // too long (then RE2 must match it).
   static std::unique_ptr<SimplePattern> Build(std::string_view p) {
     Parser parser{p};
-    std::vector<SimpleSeq> alts;
-    if (!parser.ParseAlternation(&alts) || parser.i != p.size()) return nullptr;
     auto out = std::make_unique<SimplePattern>();
-    out->alts_.reserve(alts.size());
-    for (const SimpleSeq& seq : alts) out->alts_.push_back(Cut(seq));
+    if (!parser.ParseAlternation(&out->code_) || parser.i != p.size()) return nullptr;
+    if (out->code_.size() > kMaxSimpleProgram) return nullptr;
+    out->FindFirstBytes();
     return out;
   }
 
   // Whether the pattern matches somewhere in `t`, which must be ASCII without '\n'.
-  bool Match(std::string_view t) const {
-    for (const auto& alt : alts_) {
-      if (MatchAlternative(alt, t)) return true;
+  // `fallback` is set (and false returned) when the text is too long for the visit bitmap.
+  bool Match(std::string_view t, bool* fallback) const {
+    const size_t n = code_.size() + 1;  // the last pc is "matched"
+    const size_t cells = n * (t.size() + 1);
+    if (cells > kMaxSimpleVisits) {
+      *fallback = true;
+      return false;
+    }
+    thread_local std::vector<uint64_t> visited;
+    thread_local std::vector<std::pair<uint32_t, uint32_t>> stack;
+    visited.assign((cells + 63) / 64, 0);
+    for (size_t start = 0; start <= t.size(); ++start) {
+      if (first_byte_ >= 0) {  // one possible first byte: jump to it
+        const void* at = start < t.size()
+                             ? std::memchr(t.data() + start, first_byte_, t.size() - start)
+                             : nullptr;
+        if (at == nullptr) break;
+        start = static_cast<size_t>(static_cast<const char*>(at) - t.data());
+      } else if (!Viable(0, t, start)) {
+        continue;
+      }
+      stack.clear();
+      stack.emplace_back(0, static_cast<uint32_t>(start));
+      while (!stack.empty()) {
+        auto [pc, pos] = stack.back();
+        stack.pop_back();
+        for (;;) {
+          if (pc == code_.size()) return true;
+          size_t cell = pc * (t.size() + 1) + pos;
+          uint64_t bit = uint64_t{1} << (cell & 63);
+          if (visited[cell >> 6] & bit) break;  // tried from here before: it failed
+          visited[cell >> 6] |= bit;
+          const SimpleInst& in = code_[pc];
+          bool go = true;
+          switch (in.op) {
+            case SimpleInst::kByte:
+              go = pos < t.size() && InSet(in.set, static_cast<unsigned char>(t[pos]));
+              ++pos;
+              ++pc;
+              break;
+            case SimpleInst::kSplit:
+              if (Viable(pc + in.y, t, pos)) stack.emplace_back(pc + in.y, pos);
+              pc += in.x;
+              go = Viable(pc, t, pos);
+              break;
+            case SimpleInst::kJmp:
+              pc += in.x;
+              break;
+            case SimpleInst::kWordBoundary:
+              go = AtWordBoundary(t, pos);
+              ++pc;
+              break;
+            case SimpleInst::kNotWordBoundary:
+              go = !AtWordBoundary(t, pos);
+              ++pc;
+              break;
+            case SimpleInst::kBegin:
+              go = pos == 0;
+              ++pc;
+              break;
+            case SimpleInst::kEnd:
+              go = pos == t.size();
+              ++pc;
+              break;
+            case SimpleInst::kGap: {
+              size_t limit = std::min<size_t>(in.max, t.size() - pos);
+              size_t run = 0;
+              while (run < limit && InSet(in.set, static_cast<unsigned char>(t[pos + run]))) ++run;
+              go = run >= in.min;
+              if (go) {
+                for (size_t k = run; k > in.min; --k) {
+                  stack.emplace_back(pc + 1, static_cast<uint32_t>(pos + k));
+                }
+                pos += in.min;
+                ++pc;
+              }
+              break;
+            }
+          }
+          if (!go) break;
+        }
+      }
     }
     return false;
   }
 
  private:
+  // For each pc, the bytes a match can go on with from there (first_[pc]), or any byte
+  // (any_[pc]: it may match empty or begin with a gap that can be empty). Every jump goes
+  // forward, so one backward pass computes them all.
+  void FindFirstBytes() {
+    size_t n = code_.size();
+    first_.assign(n + 1, kNoBytes);
+    any_.assign(n + 1, false);
+    any_[n] = true;  // matched
+    for (size_t pc = n; pc-- > 0;) {
+      const SimpleInst& in = code_[pc];
+      switch (in.op) {
+        case SimpleInst::kByte:
+          first_[pc] = in.set;
+          break;
+        case SimpleInst::kSplit:
+          first_[pc] = first_[pc + in.x];
+          AddSet(first_[pc], first_[pc + in.y]);
+          any_[pc] = any_[pc + in.x] || any_[pc + in.y];
+          break;
+        case SimpleInst::kJmp:
+          first_[pc] = first_[pc + in.x];
+          any_[pc] = any_[pc + in.x];
+          break;
+        case SimpleInst::kGap:
+          first_[pc] = in.set;
+          if (in.min == 0) {
+            AddSet(first_[pc], first_[pc + 1]);
+            any_[pc] = any_[pc + 1];
+          }
+          break;
+        default:  // assertions consume nothing
+          first_[pc] = first_[pc + 1];
+          any_[pc] = any_[pc + 1];
+          break;
+      }
+    }
+    if (!any_[0] && __builtin_popcountll(first_[0][0]) + __builtin_popcountll(first_[0][1]) == 1) {
+      first_byte_ =
+          first_[0][0] ? __builtin_ctzll(first_[0][0]) : 64 + __builtin_ctzll(first_[0][1]);
+    }
+  }
+
+  // Whether a match can go on from pc at pos (a quick look at the next byte).
+  bool Viable(size_t pc, std::string_view t, size_t pos) const {
+    return any_[pc] || (pos < t.size() && InSet(first_[pc], static_cast<unsigned char>(t[pos])));
+  }
+
   struct Parser {
     std::string_view p;
     size_t i = 0;
     int captures = 0;
-    int quantifiers = 0;  // read so far
+    int big_quantifiers = 0;  // read so far: those that allow or need 2 or more
 
-    // Each Parse* checks the syntax and, when `out` is not null, expands what it read into
-    // `out`: every sequence of bytes, assertions and gaps it can match. Too many of them
-    // makes it fail only when expanding.
-    bool ParseAlternation(std::vector<SimpleSeq>* out) {
-      if (out != nullptr) out->clear();
+    // Each Parse* checks the syntax and, when `out` is not null, appends the program for
+    // what it read.
+    bool ParseAlternation(SimpleCode* out) {
+      std::vector<SimpleCode> branches;
       for (;;) {
-        std::vector<SimpleSeq> branch;
-        if (!ParseConcat(out != nullptr ? &branch : nullptr)) return false;
-        if (out != nullptr) {
-          for (auto& seq : branch) out->push_back(std::move(seq));
-          if (out->size() > kMaxSimpleAlternatives) return false;
-        }
+        if (out != nullptr) branches.emplace_back();
+        if (!ParseConcat(out != nullptr ? &branches.back() : nullptr)) return false;
         if (i < p.size() && p[i] == '|') {
           ++i;
           continue;
         }
-        return true;
+        break;
       }
+      if (out == nullptr) return true;
+      // Split(next branch) branch Jmp(end) ... last branch
+      size_t rest = 0;
+      for (size_t b = 0; b < branches.size(); ++b) {
+        rest += branches[b].size() + (b + 1 < branches.size() ? 2 : 0);
+      }
+      for (size_t b = 0; b < branches.size(); ++b) {
+        const SimpleCode& br = branches[b];
+        if (b + 1 < branches.size()) {
+          SimpleInst split;
+          split.op = SimpleInst::kSplit;
+          split.x = 1;
+          split.y = static_cast<int32_t>(br.size() + 2);
+          out->push_back(split);
+          out->insert(out->end(), br.begin(), br.end());
+          rest -= br.size() + 2;
+          SimpleInst jmp;
+          jmp.op = SimpleInst::kJmp;
+          jmp.x = static_cast<int32_t>(rest + 1);
+          out->push_back(jmp);
+        } else {
+          out->insert(out->end(), br.begin(), br.end());
+        }
+        if (out->size() > kMaxSimpleProgram) return false;
+      }
+      return true;
     }
 
-    bool ParseConcat(std::vector<SimpleSeq>* out) {
-      if (out != nullptr) *out = {SimpleSeq{}};
+    bool ParseConcat(SimpleCode* out) {
       while (i < p.size() && p[i] != '|' && p[i] != ')') {
-        std::vector<SimpleSeq> group;  // a group's sequences (when expanding)
-        SimpleElem elem;               // or the atom's one element
-        bool is_group = false, dot = false, zero_width = false;
-        int quantifiers_before = quantifiers;
-        if (!ParseAtom(out != nullptr ? &group : nullptr, &is_group, &elem, &dot, &zero_width)) {
-          return false;
-        }
+        SimpleCode atom;  // the atom's program (when building)
+        bool is_group = false, zero_width = false;
+        int big_before = big_quantifiers;
+        if (!ParseAtom(out != nullptr ? &atom : nullptr, &is_group, &zero_width)) return false;
         bool quantified =
             i < p.size() && (p[i] == '?' || p[i] == '*' || p[i] == '+' || p[i] == '{');
         if (!quantified) {
-          if (out == nullptr) continue;
-          if (is_group) {
-            if (!Cross(out, group)) return false;
-          } else {
-            for (SimpleSeq& seq : *out) seq.push_back(elem);
-          }
+          if (out != nullptr) out->insert(out->end(), atom.begin(), atom.end());
           continue;
         }
         uint32_t min = 0, max = 0;
@@ -308,45 +434,33 @@ class SimplePattern {
         if (i < p.size() && (p[i] == '?' || p[i] == '*' || p[i] == '+' || p[i] == '{')) {
           return false;  // RE2 refuses a repeated repeat
         }
-        // Repeats inside repeats multiply, and RE2 limits the product: left to RE2.
-        if (quantifiers != quantifiers_before) return false;
-        ++quantifiers;
-        if (!dot && (max == kUnbounded || max > kMaxSimpleRepeat)) return false;
+        // Counts of repeats inside repeats multiply, and RE2 limits the product: left to RE2.
+        bool big = min >= 2 || max >= 2;
+        if (big && big_quantifiers != big_before) return false;
+        if (big) ++big_quantifiers;
+        // A byte repeated a varying number of times is a gap; a group is written out.
+        bool gap = !is_group && min != max && max >= 2;
+        if (!gap && (max == kUnbounded || max > kMaxSimpleRepeat)) return false;
         if (out == nullptr) continue;
-        if (!is_group) group = {SimpleSeq{elem}};
-        if (dot) {
-          SimpleElem gap;
-          gap.kind = SimpleElem::kGap;
-          gap.min = min;
-          gap.max = max;
-          for (SimpleSeq& seq : *out) seq.push_back(gap);
+        if (gap) {
+          SimpleInst g = atom[0];
+          g.op = SimpleInst::kGap;
+          g.min = min;
+          g.max = max;
+          out->push_back(g);
           continue;
         }
-        std::vector<SimpleSeq> rep;
-        std::vector<SimpleSeq> power{SimpleSeq{}};  // the atom repeated k times
-        for (uint32_t k = 0; k <= max; ++k) {
-          if (k >= min) rep.insert(rep.end(), power.begin(), power.end());
-          if (rep.size() > kMaxSimpleAlternatives) return false;
-          if (k < max && !Cross(&power, group)) return false;
+        for (uint32_t k = 0; k < min; ++k) out->insert(out->end(), atom.begin(), atom.end());
+        for (uint32_t k = min; k < max; ++k) {  // optional copies: Split(atom, past it)
+          SimpleInst split;
+          split.op = SimpleInst::kSplit;
+          split.x = 1;
+          split.y = static_cast<int32_t>(atom.size() + 1);
+          out->push_back(split);
+          out->insert(out->end(), atom.begin(), atom.end());
         }
-        if (!Cross(out, rep)) return false;
+        if (out->size() > kMaxSimpleProgram) return false;
       }
-      return true;
-    }
-
-    // out := every sequence of out followed by every sequence of next.
-    static bool Cross(std::vector<SimpleSeq>* out, const std::vector<SimpleSeq>& next) {
-      if (out->size() * next.size() > kMaxSimpleAlternatives) return false;
-      std::vector<SimpleSeq> r;
-      r.reserve(out->size() * next.size());
-      for (const auto& a : *out) {
-        for (const auto& b : next) {
-          SimpleSeq s = a;
-          s.insert(s.end(), b.begin(), b.end());
-          r.push_back(std::move(s));
-        }
-      }
-      *out = std::move(r);
       return true;
     }
 
@@ -382,11 +496,10 @@ class SimplePattern {
       while (i < p.size() && p[i] >= '0' && p[i] <= '9' && i - start < 5) {
         *n = *n * 10 + static_cast<uint32_t>(p[i++] - '0');
       }
-      return i > start && i - start < 5 && *n <= kMaxSimpleGap;
+      return i > start && i - start < 5 && *n <= kMaxSimpleCount;
     }
 
-    bool ParseAtom(std::vector<SimpleSeq>* group, bool* is_group, SimpleElem* e, bool* dot,
-                   bool* zero_width) {
+    bool ParseAtom(SimpleCode* atom, bool* is_group, bool* zero_width) {
       auto c = static_cast<unsigned char>(p[i]);
       if (c == '(') {
         ++i;
@@ -397,30 +510,30 @@ class SimplePattern {
           ++captures;
         }
         *is_group = true;
-        if (!ParseAlternation(group)) return false;
+        if (!ParseAlternation(atom)) return false;
         if (i >= p.size() || p[i] != ')') return false;
         ++i;
         return true;
       }
+      SimpleInst e;
       if (c == '[') {
-        if (!ParseClass(&e->set)) return false;
+        if (!ParseClass(&e.set)) return false;
       } else if (c == '.') {
         ++i;
-        e->set = Complement(kNoBytes);
-        e->set[0] &= ~(uint64_t{1} << '\n');
-        *dot = true;
+        e.set = Complement(kNoBytes);
+        e.set[0] &= ~(uint64_t{1} << '\n');
       } else if (c == '^' || c == '$') {
         ++i;
-        e->kind = c == '^' ? SimpleElem::kBegin : SimpleElem::kEnd;
+        e.op = c == '^' ? SimpleInst::kBegin : SimpleInst::kEnd;
         *zero_width = true;
       } else if (c == '\\') {
         if (i + 1 >= p.size()) return false;
         auto x = static_cast<unsigned char>(p[i + 1]);
         i += 2;
         if (x == 'b' || x == 'B') {
-          e->kind = x == 'b' ? SimpleElem::kWordBoundary : SimpleElem::kNotWordBoundary;
+          e.op = x == 'b' ? SimpleInst::kWordBoundary : SimpleInst::kNotWordBoundary;
           *zero_width = true;
-        } else if (!PerlClass(x, &e->set) && !EscapedSelf(x, &e->set)) {
+        } else if (!PerlClass(x, &e.set) && !EscapedSelf(x, &e.set)) {
           return false;
         }
       } else if (c >= 0x80 || c == '*' || c == '+' || c == '?' || c == '{' || c == '}' ||
@@ -428,8 +541,9 @@ class SimplePattern {
         return false;  // non-ASCII, a repeat without an argument, braces and brackets alone
       } else {
         ++i;
-        AddByte(e->set, c);
+        AddByte(e.set, c);
       }
+      if (atom != nullptr) atom->push_back(e);
       return true;
     }
 
@@ -524,127 +638,10 @@ class SimplePattern {
     }
   };
 
-  // Cuts a sequence at its gaps (adjacent gaps add up) and finds each segment's anchor.
-  static std::vector<SimpleSegment> Cut(const SimpleSeq& seq) {
-    std::vector<SimpleSegment> segs(1);
-    for (const SimpleElem& e : seq) {
-      if (e.kind == SimpleElem::kGap) {
-        SimpleSegment& last = segs.back();
-        if (!segs.empty() && last.elems.empty() && segs.size() > 1) {
-          last.gap_min += e.min;
-          last.gap_max = (last.gap_max == kUnbounded || e.max == kUnbounded) ? kUnbounded
-                                                                             : last.gap_max + e.max;
-        } else {
-          SimpleSegment next;
-          next.gap_min = e.min;
-          next.gap_max = e.max;
-          segs.push_back(std::move(next));
-        }
-        continue;
-      }
-      segs.back().elems.push_back(e);
-    }
-    for (SimpleSegment& s : segs) {
-      std::string run;
-      uint32_t run_at = 0;
-      auto close_run = [&] {
-        if (run.size() > s.anchor.size()) {
-          s.anchor = run;
-          s.anchor_at = run_at;
-        }
-        run.clear();
-      };
-      for (const SimpleElem& e : s.elems) {
-        unsigned char c = 0;
-        if (e.kind != SimpleElem::kByte) {
-          close_run();
-          continue;
-        }
-        if (IsSingleByte(e.set, &c)) {
-          if (run.empty()) run_at = s.width;
-          run.push_back(static_cast<char>(c));
-        } else {
-          close_run();
-        }
-        ++s.width;
-      }
-      close_run();
-    }
-    return segs;
-  }
-
-  static bool SegmentAt(const SimpleSegment& s, std::string_view t, size_t at) {
-    for (const SimpleElem& e : s.elems) {
-      switch (e.kind) {
-        case SimpleElem::kByte:
-          if (at >= t.size() || !InSet(e.set, static_cast<unsigned char>(t[at]))) return false;
-          ++at;
-          break;
-        case SimpleElem::kWordBoundary:
-          if (!AtWordBoundary(t, at)) return false;
-          break;
-        case SimpleElem::kNotWordBoundary:
-          if (AtWordBoundary(t, at)) return false;
-          break;
-        case SimpleElem::kBegin:
-          if (at != 0) return false;
-          break;
-        case SimpleElem::kEnd:
-          if (at != t.size()) return false;
-          break;
-        case SimpleElem::kGap:
-          return false;  // never inside a segment
-      }
-    }
-    return true;
-  }
-
-  // Calls found(start) for each start in [lo, hi] where the segment matches, in order.
-  template <typename Found>
-  static void ScanSegment(const SimpleSegment& s, std::string_view t, size_t lo, size_t hi,
-                          Found&& found) {
-    if (t.size() < s.width) return;
-    hi = std::min(hi, t.size() - s.width);
-    if (lo > hi) return;
-    if (s.anchor.empty()) {
-      for (size_t at = lo; at <= hi; ++at) {
-        if (SegmentAt(s, t, at)) found(at);
-      }
-      return;
-    }
-    for (size_t f = t.find(s.anchor, lo + s.anchor_at);
-         f != std::string_view::npos && f - s.anchor_at <= hi; f = t.find(s.anchor, f + 1)) {
-      if (SegmentAt(s, t, f - s.anchor_at)) found(f - s.anchor_at);
-    }
-  }
-
-  static bool MatchAlternative(const std::vector<SimpleSegment>& segs, std::string_view t) {
-    // Positions where the segments so far can end, ascending.
-    thread_local std::vector<size_t> ends, next;
-    ends.clear();
-    const SimpleSegment& first = segs[0];
-    ScanSegment(first, t, 0, t.size(), [&](size_t at) { ends.push_back(at + first.width); });
-    for (size_t k = 1; k < segs.size() && !ends.empty(); ++k) {
-      const SimpleSegment& s = segs[k];
-      next.clear();
-      auto add = [&](size_t at) { next.push_back(at + s.width); };
-      if (s.gap_max == kUnbounded) {
-        ScanSegment(s, t, ends[0] + s.gap_min, t.size(), add);
-      } else {
-        size_t done = 0;  // starts below this were scanned already
-        for (size_t e : ends) {
-          size_t lo = std::max(e + s.gap_min, done);
-          size_t hi = e + s.gap_max;
-          if (lo <= hi) ScanSegment(s, t, lo, hi, add);
-          done = std::max(done, hi + 1);
-        }
-      }
-      std::swap(ends, next);
-    }
-    return !ends.empty();
-  }
-
-  std::vector<std::vector<SimpleSegment>> alts_;
+  SimpleCode code_;
+  std::vector<ByteSet> first_;  // per pc, see FindFirstBytes
+  std::vector<bool> any_;
+  int first_byte_ = -1;  // the only byte a match can start with, if there is one
 };
 
 // One pattern of the rules, lower-cased as the text it is matched against (LowerPattern).
@@ -668,7 +665,11 @@ bool PatternMatches(Pattern& p, std::string_view lower, bool simple_text) {
   if (p.literal_only) return true;
   if (simple_text && p.simple_syntax) {
     std::call_once(p.simple_once, [&] { p.simple = SimplePattern::Build(p.re->text()); });
-    if (p.simple) return p.simple->Match(lower);
+    bool fallback = false;
+    if (p.simple) {
+      bool m = p.simple->Match(lower, &fallback);
+      if (!fallback) return m;
+    }
   }
   const RE2& re = p.re->Get();
   return re.ok() && RE2::PartialMatch(lower, re);
