@@ -9,9 +9,10 @@
 #        command line, default 10), ROUNDS (runs per tool, best kept, default 3).
 #
 # Both tools get the same argument list (the corpus repeated REPEAT times) and parse it in one
-# process: `bouncectl parse --format=jsonl FILE...` and bench/sisimai_parse.pl FILE...
-# (Sisimai->make per file). Wall time and CPU time (user+sys of the child) are both reported;
-# on a shared machine CPU time is the steadier figure.
+# process: `bouncectl parse --format=jsonl FILE...` (once with --jobs 1, once with its default
+# of one thread per CPU; the two outputs must be identical) and bench/sisimai_parse.pl FILE...
+# (Sisimai->make per file, single-threaded). Wall time and CPU time (user+sys of the child) are
+# both reported; on a shared machine CPU time is the steadier figure.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,13 +55,20 @@ def best(cmd):
     cpu = min(r[1] for r in runs)
     return wall, cpu, runs[0][2]
 
-ours = [bouncectl, "parse", "--format=jsonl"] + args
+# One thread (--jobs 1) and the default (one thread per CPU); Sisimai is single-threaded.
+single = [bouncectl, "parse", "--jobs", "1", "--format=jsonl"] + args
+threaded = [bouncectl, "parse", "--format=jsonl"] + args
 theirs = ["perl", sisimai] + args
-bw, bc, bout = best(ours)
+w1, c1, out1 = best(single)
+wt, ct, outt = best(threaded)
 sw, sc, sout = best(theirs)
-lines = bout.count(b"\n")
-print(f"files={len(files)} repeat={repeat} messages={n} rounds={rounds} (best of)")
-print(f"bouncectl parse: wall={bw:.3f}s cpu={bc:.3f}s  {n / bw:,.0f} msgs/s wall  {n / bc:,.0f} msgs/s cpu  (output lines={lines})")
+if out1 != outt:
+    sys.exit("--jobs 1 and the threaded run printed different output")
+lines = out1.count(b"\n")
+print(f"files={len(files)} repeat={repeat} messages={n} rounds={rounds} (best of) cpus={os.cpu_count()}")
+print(f"bouncectl parse --jobs 1: wall={w1:.3f}s cpu={c1:.3f}s  {n / w1:,.0f} msgs/s wall  {n / c1:,.0f} msgs/s cpu  (output lines={lines})")
+print(f"bouncectl parse (threads): wall={wt:.3f}s cpu={ct:.3f}s  {n / wt:,.0f} msgs/s wall  {n / ct:,.0f} msgs/s cpu")
 print(f"sisimai 4.25   : wall={sw:.3f}s cpu={sc:.3f}s  {n / sw:,.0f} msgs/s wall  {n / sc:,.0f} msgs/s cpu  ({sout.decode().strip()})")
-print(f"ratio bouncectl/sisimai: {sw / bw:.1f}x wall, {sc / bc:.1f}x cpu")
+print(f"ratio, one thread : {sw / w1:.1f}x wall, {sc / c1:.1f}x cpu")
+print(f"ratio, threads    : {sw / wt:.1f}x wall, {sc / ct:.1f}x cpu")
 PY
