@@ -237,8 +237,7 @@ class SimplePattern {
   // Whether the pattern matches somewhere in `t`, which must be ASCII without '\n'.
   // `fallback` is set (and false returned) when the text is too long for the visit bitmap.
   bool Match(std::string_view t, bool* fallback) const {
-    const size_t n = code_.size() + 1;  // the last pc is "matched"
-    const size_t cells = n * (t.size() + 1);
+    const size_t cells = rows_ * (t.size() + 1);
     if (cells > kMaxSimpleVisits) {
       *fallback = true;
       return false;
@@ -263,10 +262,12 @@ class SimplePattern {
         stack.pop_back();
         for (;;) {
           if (pc == code_.size()) return true;
-          size_t cell = pc * (t.size() + 1) + pos;
-          uint64_t bit = uint64_t{1} << (cell & 63);
-          if (visited[cell >> 6] & bit) break;  // tried from here before: it failed
-          visited[cell >> 6] |= bit;
+          if (int32_t row = row_[pc]; row >= 0) {  // where paths meet: try each position once
+            size_t cell = static_cast<size_t>(row) * (t.size() + 1) + pos;
+            uint64_t bit = uint64_t{1} << (cell & 63);
+            if (visited[cell >> 6] & bit) break;  // tried from here before: it failed
+            visited[cell >> 6] |= bit;
+          }
           const SimpleInst& in = code_[pc];
           bool go = true;
           switch (in.op) {
@@ -328,8 +329,24 @@ class SimplePattern {
   void FindFirstBytes() {
     size_t n = code_.size();
     first_.assign(n + 1, kNoBytes);
-    any_.assign(n + 1, false);
-    any_[n] = true;  // matched
+    any_.assign(n + 1, 0);
+    any_[n] = 1;  // matched
+    // Only where paths meet can a search come back to the same place: those get visit rows.
+    row_.assign(n + 1, -1);
+    auto meet = [&](size_t pc) {
+      if (pc < n && row_[pc] < 0) row_[pc] = static_cast<int32_t>(rows_++);
+    };
+    for (size_t pc = 0; pc < n; ++pc) {
+      const SimpleInst& in = code_[pc];
+      if (in.op == SimpleInst::kSplit) {
+        meet(pc + in.x);
+        meet(pc + in.y);
+      } else if (in.op == SimpleInst::kJmp) {
+        meet(pc + in.x);
+      } else if (in.op == SimpleInst::kGap) {
+        meet(pc + 1);
+      }
+    }
     for (size_t pc = n; pc-- > 0;) {
       const SimpleInst& in = code_[pc];
       switch (in.op) {
@@ -640,7 +657,9 @@ class SimplePattern {
 
   SimpleCode code_;
   std::vector<ByteSet> first_;  // per pc, see FindFirstBytes
-  std::vector<bool> any_;
+  std::vector<uint8_t> any_;
+  std::vector<int32_t> row_;  // per pc: its row of visit bits, or -1
+  size_t rows_ = 0;
   int first_byte_ = -1;  // the only byte a match can start with, if there is one
 };
 
@@ -656,14 +675,20 @@ struct Pattern {
   bool simple_syntax = false;  // SimplePattern::IsSimple
   std::once_flag simple_once;
   std::unique_ptr<SimplePattern> simple;  // built on first use, when it can be
+  std::atomic<uint32_t> simple_uses{0};   // see kSimpleUses
   std::unique_ptr<LazyRe2> re;            // for the others, and for text that is not ASCII
 };
+
+// A simple pattern is matched without RE2 this many times; after that it is compiled, as a
+// pattern in such steady use pays back its compile with RE2's faster matching (a warm DFA).
+constexpr uint32_t kSimpleUses = 256;
 
 // Whether a pattern matches the lower-cased text; `simple_text` says the text is ASCII
 // without a newline, so a simple pattern can match it without RE2.
 bool PatternMatches(Pattern& p, std::string_view lower, bool simple_text) {
   if (p.literal_only) return true;
-  if (simple_text && p.simple_syntax) {
+  if (simple_text && p.simple_syntax &&
+      p.simple_uses.fetch_add(1, std::memory_order_relaxed) < kSimpleUses) {
     std::call_once(p.simple_once, [&] { p.simple = SimplePattern::Build(p.re->text()); });
     bool fallback = false;
     if (p.simple) {
@@ -763,6 +788,8 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
           next += 1;
         } else if (e == 'x') {
           next += 2;
+        } else if (e >= '0' && e <= '7') {  // octal: up to two more digits
+          for (int k = 0; k < 2 && next < p.size() && p[next] >= '0' && p[next] <= '7'; ++k) ++next;
         }
       } else {
         literal = true;  // an escaped punctuation character stands for itself
@@ -810,6 +837,162 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
   if (!end_branch()) return {};
   return out;
 }
+
+// For a pattern RequiredLiterals finds nothing in (every branch starts with a group, as in
+// "(?:user|mailbox) (?:is )?disabled"): a set of literals one of which every match contains,
+// found through mandatory groups too ("user", "mailbox" here, or " disabled"). Empty when
+// there is none. `p` is lower-cased.
+class LiteralSetFinder {
+ public:
+  static std::vector<std::string> Find(std::string_view p) {
+    if (p.find("\\Q") != std::string_view::npos) return {};
+    LiteralSetFinder f{p};
+    Set s = f.Alternation();
+    if (!s.ok || f.bad_ || f.i_ != p.size()) return {};
+    return s.lits;
+  }
+
+ private:
+  struct Set {
+    bool ok = false;
+    std::vector<std::string> lits;
+    size_t Shortest() const {
+      size_t n = SIZE_MAX;
+      for (const auto& l : lits) n = std::min(n, l.size());
+      return n;
+    }
+  };
+  static constexpr size_t kMaxLiterals = 16;
+
+  explicit LiteralSetFinder(std::string_view p) : p_(p) {}
+
+  Set Alternation() {
+    Set all;
+    all.ok = true;
+    for (;;) {
+      Set b = Concat();
+      if (!b.ok) all.ok = false;
+      for (auto& l : b.lits) all.lits.push_back(std::move(l));
+      if (i_ < p_.size() && p_[i_] == '|') {
+        ++i_;
+        continue;
+      }
+      break;
+    }
+    if (all.lits.size() > kMaxLiterals) all.ok = false;
+    if (!all.ok) all.lits.clear();
+    return all;
+  }
+
+  // The best set among the literal runs and mandatory groups of one branch.
+  Set Concat() {
+    Set best;
+    std::string run;
+    auto consider = [&](Set s) {
+      if (!s.ok || s.lits.empty()) return;
+      if (!best.ok || s.Shortest() > best.Shortest() ||
+          (s.Shortest() == best.Shortest() && s.lits.size() < best.lits.size())) {
+        best = std::move(s);
+      }
+    };
+    auto cut = [&] {
+      if (run.size() >= kMinLiteral) consider(Set{true, {run}});
+      run.clear();
+    };
+    while (i_ < p_.size() && p_[i_] != '|' && p_[i_] != ')') {
+      char c = p_[i_];
+      bool literal = false, group = false;
+      char ch = 0;
+      Set sub;
+      if (c == '(') {
+        ++i_;
+        if (i_ < p_.size() && p_[i_] == '?') {
+          if (i_ + 1 >= p_.size() || p_[i_ + 1] != ':') {
+            bad_ = true;  // flags or names: not worth the trouble
+            return {};
+          }
+          i_ += 2;
+        }
+        sub = Alternation();
+        if (i_ >= p_.size() || p_[i_] != ')') {
+          bad_ = true;
+          return {};
+        }
+        ++i_;
+        group = true;
+      } else if (c == '[') {
+        i_ = SkipGroup(p_, i_);
+      } else if (c == '\\') {
+        if (i_ + 1 >= p_.size()) {
+          bad_ = true;
+          return {};
+        }
+        char e = p_[i_ + 1];
+        i_ += 2;
+        if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9')) {
+          if ((e == 'p' || e == 'P' || e == 'x') && i_ < p_.size() && p_[i_] == '{') {
+            size_t close = p_.find('}', i_);
+            i_ = close == std::string_view::npos ? p_.size() : close + 1;
+          } else if (e == 'p' || e == 'P') {
+            i_ += 1;
+          } else if (e == 'x') {
+            i_ += 2;
+          } else if (e >= '0' && e <= '7') {  // octal: up to two more digits
+            for (int k = 0; k < 2 && i_ < p_.size() && p_[i_] >= '0' && p_[i_] <= '7'; ++k) ++i_;
+          }
+        } else if (static_cast<unsigned char>(e) < 0x80) {
+          literal = true;
+          ch = e;
+        }
+      } else if (c == '*' || c == '+' || c == '?' || c == '{' || c == ']') {
+        bad_ = true;  // a pattern RE2 refuses or reads oddly: leave it alone
+        return {};
+      } else if (c == '.' || c == '^' || c == '$') {
+        ++i_;
+      } else {
+        ++i_;
+        literal = true;
+        ch = c;
+      }
+      // A quantifier: optional atoms drop out, repeated ones end the run after them.
+      bool optional = false, repeated = false;
+      if (i_ < p_.size()) {
+        char q = p_[i_];
+        if (q == '?' || q == '*') {
+          optional = true;
+          ++i_;
+        } else if (q == '+') {
+          repeated = true;
+          ++i_;
+        } else if (q == '{') {
+          size_t close = p_.find('}', i_);
+          if (close == std::string_view::npos) {
+            bad_ = true;
+            return {};
+          }
+          std::string_view counts = p_.substr(i_ + 1, close - i_ - 1);
+          optional = counts.empty() || counts[0] == '0' || counts[0] == ',';
+          repeated = !optional;
+          i_ = close + 1;
+        }
+        if ((optional || repeated) && i_ < p_.size() && p_[i_] == '?') ++i_;
+      }
+      if (literal && !optional) {
+        run.push_back(ch);
+        if (repeated) cut();
+        continue;
+      }
+      cut();
+      if (group && !optional) consider(std::move(sub));
+    }
+    cut();
+    return best;
+  }
+
+  std::string_view p_;
+  size_t i_ = 0;
+  bool bad_ = false;
+};
 
 // Finds which of many literals occur in a text: literals are bucketed by a hash of their
 // first three bytes, and the text is hashed at every position.
@@ -1224,6 +1407,8 @@ class Loader {
     auto id = static_cast<uint32_t>(impl_.patterns.size());
     bool exact = false;
     std::vector<std::string> literals = RequiredLiterals(lowered, &exact);
+    bool literal_only = exact && !literals.empty();
+    if (literals.empty()) literals = LiteralSetFinder::Find(lowered);
     if (literals.empty()) {
       if (p->simple_syntax) {
         p->always = true;
@@ -1239,7 +1424,7 @@ class Loader {
     for (std::string& l : literals) impl_.literals.Add(std::move(l), id);
     p->kind = kind;
     p->index = index;
-    p->literal_only = exact && !literals.empty();
+    p->literal_only = literal_only;
     if (!p->literal_only) p->re = std::make_unique<LazyRe2>(std::move(lowered), impl_.set_options);
     impl_.patterns.push_back(std::move(p));
     return true;

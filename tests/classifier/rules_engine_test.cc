@@ -1,11 +1,15 @@
 // rules_engine_test.cc: how the rules engine matches (classifier/rules.cc), apart from what the
-// shipped rules say: bounded windows (".{0,N}", held in the Set as fragments and confirmed as
-// written) must match exactly as the pattern reads, and the per-thread classification memo
-// must give the same results as a fresh classification, per recipient and per rule set.
+// shipped rules say: bounded windows (".{0,N}") must match exactly as the pattern reads, the
+// literal prefilter must never hide a match, patterns run without RE2 ("simple" ones) must match
+// exactly where RE2 does (checked against RE2 itself, also after they switch to RE2 in steady
+// use), code patterns are checked at load, and the per-thread classification memo must give the
+// same results as a fresh classification, per recipient and per rule set.
 #include <gtest/gtest.h>
+#include <re2/re2.h>
 
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "classifier/result.h"
 #include "classifier/rules.h"
@@ -115,6 +119,11 @@ TEST(RulesLiterals, PrefilterNeverHidesAMatch) {
       {"\\x61bc defg", "abc defg", true},
       {"\\pL+ rejected here", "mail rejected here", true},
       {"a.c rejected", "abc rejected", true},
+      {"\\141bc zzz", "Abc zzz", true},  // octal escape: the literal is "bc zzz"
+      {"\\Qa+b\\E zzz", "a+b zzz", true},
+      {"\\Qa+b\\E zzz", "ab zzz", false},
+      {"(?:user|mailbox) (?:is )?disabled", "MAILBOX is disabled", true},
+      {"(?:user|mailbox) (?:is )?disabled", "account is disabled", false},
   };
   for (const Case& c : kCases) {
     auto rules = Compile(std::string("[[rule]]\nid = \"t\"\ncategory = \"spam_content\"\n") +
@@ -123,6 +132,131 @@ TEST(RulesLiterals, PrefilterNeverHidesAMatch) {
     EXPECT_EQ(Of(*rules, c.text) == Category::kSpamContent, c.match)
         << "pattern " << c.pattern << " on " << c.text;
   }
+}
+
+// What RE2 says: the pattern anywhere in the text, case-insensitive.
+bool Re2Matches(const std::string& pattern, const std::string& text) {
+  RE2::Options options;
+  options.set_case_sensitive(false);
+  options.set_log_errors(false);
+  RE2 re(pattern, options);
+  EXPECT_TRUE(re.ok()) << pattern;
+  return RE2::PartialMatch(text, re);
+}
+
+// Most patterns are matched without RE2 (see SimplePattern in rules.cc), on ASCII text; the
+// others, and every pattern on other text, by RE2. Either way the answer must be RE2's.
+TEST(RulesSimplePatterns, MatchWhereRe2Matches) {
+  const std::vector<std::string> patterns = {
+      "doesn.t exist",
+      "(?:user|mailbox) (?:is )?(?:unknown|disabled)",
+      "\\bcs01\\b.{0,10}local policy",
+      "from \\S+ deferred",
+      "\\[(?:cs|hm)\\d\\d\\]",
+      "^(?:5\\d\\d[ -])?(?:rejected|denied)\\.?$",
+      "e-?mail address (?:is )?invalid",
+      "[^a-z ]{2,3}-box",
+      "no (?:a )?(?:valid )?(?:ptr|rdns)\\b",
+      "x{3}y",
+      "(?:ab){2,3}c",
+      "ma\\Bil\\b",
+      "spam|",
+      "try again in \\d+ (?:seconds|minutes)",
+      "\\w*able ips?",
+      ".*final$",
+      "[-_.]{2}sep",
+      "(?:a|b|)c{1,2}d",
+      "[\\d.]+ blocked",
+      "\\x61bc ok",
+      "caf\\x{E9} closed",
+      "\\pL+ over quota",
+      "(mail)(?:box)?\\s+full",
+  };
+  const std::vector<std::string> texts = {
+      "550 user doesn't exist",
+      "550 user doesnt exist",
+      "550 5.1.1 mailbox is unknown here",
+      "550 5.2.1 USER DISABLED",
+      "554 5.7.1 [CS01] Message rejected due to local policy",
+      "554 5.7.1 CS01 and a long way on to local policy",
+      "451 messages from 192.0.2.1 temporarily deferred",
+      "451 from deferred",
+      "554 [HM08] rejected",
+      "550 rejected.",
+      "550-denied",
+      "denied",
+      "not rejected",
+      "550 e-mail address is invalid",
+      "550 email address invalid",
+      "550 --box ##-box 12-box",
+      "550 no valid PTR record",
+      "550 no a valid rdnsx",
+      "xxxy xxy",
+      "ababc abc ababababc",
+      "mail mail",
+      "maIl box",
+      "please try again in 30 minutes",
+      "unverifiable ip and unreliable ips",
+      "this is final",
+      "final words",
+      "._sep -sep",
+      "cd bccd acd ccd",
+      "192.0.2.1 blocked",
+      "Abc ok",
+      "caf\xc3\xa9 closed",
+      "Caf\xc3\xa9 closed",
+      "mailbox over quota",
+      "mailbox   full",
+      "MAILBOX FULL \xe2\x86\x92 try later",
+      "550 user unknown \xe6\x97\xa5\xe6\x9c\xac",
+  };
+  for (const std::string& pattern : patterns) {
+    auto rules =
+        Compile("[[rule]]\nid = \"t\"\ncategory = \"spam_content\"\npattern = '" + pattern + "'\n");
+    ASSERT_TRUE(rules) << pattern;
+    for (const std::string& text : texts) {
+      EXPECT_EQ(Of(*rules, text) == Category::kSpamContent, Re2Matches(pattern, text))
+          << "pattern " << pattern << " on " << text;
+    }
+  }
+}
+
+// A simple pattern in steady use is compiled after a while and matched by RE2: same answers.
+TEST(RulesSimplePatterns, SameAnswersBeforeAndAfterTheSwitchToRe2) {
+  const std::string pattern = "from \\S+ (?:temporarily )?deferred";
+  auto rules =
+      Compile("[[rule]]\nid = \"t\"\ncategory = \"rate_limited\"\npattern = '" + pattern + "'\n");
+  ASSERT_TRUE(rules);
+  for (int i = 0; i < 1000; ++i) {
+    std::string text = "451 messages from " + (i % 3 == 0 ? std::string() : "host") +
+                       std::to_string(i) + (i % 2 ? " temporarily" : "") + " deferred";
+    if (i % 5 == 0) text = "451 from  deferred " + std::to_string(i);
+    EXPECT_EQ(Of(*rules, text) == Category::kRateLimited, Re2Matches(pattern, text)) << text;
+  }
+}
+
+TEST(RulesSimplePatterns, CodePatternsAreCheckedAtLoad) {
+  auto rules = Compile(
+      "[[rule]]\nid = \"t\"\ncategory = \"policy_rejection\"\npattern = 'local policy'\n"
+      "code_pattern = '\\[(cs\\d\\d)\\]'\n");
+  ASSERT_TRUE(rules);
+  ReplyInput in;
+  in.diagnostic = "554 5.7.1 [CS01] Message rejected due to local policy";
+  EXPECT_EQ(rules->Classify(in).provider_code, "CS01");
+
+  auto no_group = RuleSet::Compile({RulesSource{
+      "c.toml",
+      "[[rule]]\nid = \"t\"\ncategory = \"policy_rejection\"\npattern = 'local policy'\n"
+      "code_pattern = '\\[cs\\d\\d\\]'\n"}});
+  ASSERT_FALSE(no_group.ok());
+  EXPECT_EQ(no_group.error(), "c.toml:5: 'code_pattern' needs a capture group (...) for the code");
+
+  auto bad = RuleSet::Compile({RulesSource{
+      "c.toml",
+      "[[rule]]\nid = \"t\"\ncategory = \"policy_rejection\"\npattern = 'local policy'\n"
+      "code_pattern = '(cs\\d\\d'\n"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), "c.toml:5: bad regular expression: missing ): (cs\\d\\d");
 }
 
 TEST(RulesMemo, SameTextOtherRecipientGetsItsOwnRecipient) {
