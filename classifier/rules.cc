@@ -433,8 +433,39 @@ class SimplePattern {
       return true;
     }
 
+    // Plain ASCII text, no metacharacter: it stands for itself.
+    static bool IsPlain(unsigned char c) {
+      switch (c) {
+        case '\\':
+        case '.':
+        case '^':
+        case '$':
+        case '|':
+        case '(':
+        case ')':
+        case '[':
+        case ']':
+        case '{':
+        case '}':
+        case '*':
+        case '+':
+        case '?':
+          return false;
+        default:
+          return c < 0x80;
+      }
+    }
+
     bool ParseConcat(SimpleCode* out) {
       while (i < p.size() && p[i] != '|' && p[i] != ')') {
+        if (out == nullptr) {
+          // Checking only: skip plain text up to the last character before a metacharacter
+          // (which may be a quantifier for that character).
+          while (i + 1 < p.size() && IsPlain(static_cast<unsigned char>(p[i])) &&
+                 IsPlain(static_cast<unsigned char>(p[i + 1]))) {
+            ++i;
+          }
+        }
         SimpleCode atom;  // the atom's program (when building)
         bool is_group = false, zero_width = false;
         int big_before = big_quantifiers;
