@@ -1,8 +1,11 @@
 // rules.cc: the rules engine (see rules.h). Reads rules text (TOML, format in rules/README.md),
-// and classifies replies: every pattern of every file is matched in one pass (a literal
-// prefilter picks the patterns that can match, each runs as its own RE2; the few without a
-// literal share one case-insensitive RE2::Set), then the first matching rule in file order whose
-// other conditions hold wins; otherwise the RFC 3463 status classes (Rfc3463Category) decide.
+// and classifies replies: a literal scan picks the patterns that can match, rules are tried in
+// file order (conditions first, then their candidate patterns), and the first that matches
+// wins; otherwise the RFC 3463 status classes (Rfc3463Category) decide. Most patterns run as a
+// small program of their own (SimplePattern) and need no RE2 until they are in steady use; the
+// others are compiled with RE2 on first use, and the few of those without a literal share one
+// RE2::Set. Start-up and the first sight of each reply are what this is built for, as most
+// bouncectl runs are short.
 #include "classifier/rules.h"
 
 #include <re2/re2.h>
@@ -735,9 +738,11 @@ bool PatternMatches(Pattern& p, std::string_view lower, bool simple_text) {
 // Almost every pattern needs some literal text to match ("mailbox unavailable", "[cs01]").
 // One RE2::Set over a thousand patterns builds its DFA lazily, and nearly every new reply
 // text reaches states never built before: ~650k instructions per reply (callgrind). So each
-// pattern names the literals it cannot match without (one per top-level branch), one pass
-// over the text finds which of those occur, and only those patterns run, each as its own
-// small RE2. Patterns without a usable literal go into one RE2::Set, matched in one pass.
+// pattern names the literals it cannot match without (one per top-level branch, or else one of
+// a set found through mandatory groups: LiteralSetFinder), one pass over the text finds which
+// of those occur, and only those patterns are candidates, each matched on its own (a
+// SimplePattern or a small RE2). Simple patterns without a usable literal are candidates for
+// every reply; the others without one go into one RE2::Set, matched in one pass.
 
 constexpr size_t kMinLiteral = 3;
 

@@ -1,13 +1,14 @@
 // rules.h: the rules engine. Pure code: takes rules text, returns a compiled RuleSet; takes one
 // reply (text, status, code, stage, recipient, remote host) and returns a classified Result.
 //
-// Rules are data (rules/default.toml and files merged on top of it). All patterns of a RuleSet
-// are parsed once at Compile; a reply is matched against every rule in one pass (a literal
-// prefilter, then only the patterns that can match; see rules.cc); among the rules that match,
-// the first in file order wins (files in the order given). When no rule matches, the RFC 3463
-// status classes decide. A RuleSet is immutable after Compile (patterns compile on first use,
-// thread-safely) and safe to share between threads; reloading means compiling a new one and
-// swapping a pointer. Each thread remembers its recent classifications per RuleSet.
+// Rules are data (rules/default.toml and files merged on top of it). Every pattern of a
+// RuleSet is checked at Compile; a reply's candidate patterns come from one literal scan, and
+// rules are tried in file order, each pattern run only when its rule's other conditions hold
+// (see rules.cc): the first rule that matches wins (files in the order given). When no rule
+// matches, the RFC 3463 status classes decide. A RuleSet is immutable after Compile (patterns
+// are prepared on first use, thread-safely) and safe to share between threads; reloading means
+// compiling a new one and swapping a pointer. Each thread remembers its recent classifications
+// per RuleSet.
 #pragma once
 
 #include <memory>
