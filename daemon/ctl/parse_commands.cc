@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -46,47 +47,57 @@ struct ParseOptions {
 constexpr size_t kChunkFiles = 8;
 constexpr size_t kMaxChunksAhead = 256;
 
-// Reads at most kMaxMessageBytes (the parser ignores the rest anyway). Files are read with
-// open/read into a buffer sized from fstat: no stdio buffer between (bounces are small, and
-// a run reads thousands of them).
-bool ReadInput(const std::string& path, std::string* out, std::string* error) {
-  out->clear();
-  int fd = path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  struct stat st {};
-  size_t want = 65536;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    want = std::min<size_t>(static_cast<size_t>(st.st_size), kMaxMessageBytes) + 1;
-  }
-  int saved = 0;
-  out->reserve(want);  // a regular file: its size and one byte to see the end in
-  while (out->size() < kMaxMessageBytes) {
-    size_t used = out->size();
-    if (used == out->capacity()) out->reserve(used * 2 + 4096);
-    out->resize(out->capacity());
-    ssize_t n = ::read(fd, out->data() + used, out->size() - used);
-    if (n < 0 && errno == EINTR) {
-      out->resize(used);
-      continue;
+// A reusable read buffer that, unlike std::string, is not zero-filled when it grows.
+class ReadBuffer {
+ public:
+  std::string_view view() const { return {data_.get(), size_}; }
+
+  // Reads at most kMaxMessageBytes of `path` ("-" = stdin; the parser ignores the rest).
+  // Files are read with open/fstat/read: no stdio buffer between, one read for a whole file.
+  bool Read(const std::string& path, std::string* error) {
+    size_ = 0;
+    int fd = path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      *error = "cannot open " + path + ": " + std::strerror(errno);
+      return false;
     }
-    if (n <= 0) {
-      saved = n < 0 ? errno : 0;
-      out->resize(used);
-      break;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      // Its size and one byte to see the end in.
+      Reserve(std::min<size_t>(static_cast<size_t>(st.st_size), kMaxMessageBytes) + 1);
     }
-    out->resize(used + static_cast<size_t>(n));
+    int saved = 0;
+    while (size_ < kMaxMessageBytes) {
+      if (size_ == capacity_) Reserve(std::max<size_t>(capacity_ * 2, 65536));
+      ssize_t n = ::read(fd, data_.get() + size_, std::min(capacity_, kMaxMessageBytes) - size_);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        saved = n < 0 ? errno : 0;
+        break;
+      }
+      size_ += static_cast<size_t>(n);
+    }
+    if (fd != STDIN_FILENO) ::close(fd);
+    if (saved != 0) {
+      *error = "cannot read " + path + ": " + std::strerror(saved);
+      return false;
+    }
+    return true;
   }
-  if (fd != STDIN_FILENO) ::close(fd);
-  if (saved != 0) {
-    *error = "cannot read " + path + ": " + std::strerror(saved);
-    return false;
+
+ private:
+  void Reserve(size_t n) {
+    if (n <= capacity_) return;
+    std::unique_ptr<char[]> bigger(new char[n]);  // not zero-filled
+    if (size_ > 0) std::memcpy(bigger.get(), data_.get(), size_);
+    data_ = std::move(bigger);
+    capacity_ = n;
   }
-  if (out->size() > kMaxMessageBytes) out->resize(kMaxMessageBytes);
-  return true;
-}
+
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
 
 void PrintText(const std::string& file, const ParsedBounce& p, std::string* out) {
   *out += file;
@@ -110,14 +121,14 @@ void PrintText(const std::string& file, const ParsedBounce& p, std::string* out)
 }
 
 // Parses one file and appends its output line(s) to *out; false when it yielded no recipient.
-bool ParseOne(const std::string& file, const RuleSet& rules, bool text, std::string* message,
+bool ParseOne(const std::string& file, const RuleSet& rules, bool text, ReadBuffer* message,
               std::string* out) {
   std::string error;
   ParsedBounce parsed;
-  if (!ReadInput(file, message, &error)) {
+  if (!message->Read(file, &error)) {
     parsed.error = error;
   } else {
-    parsed = ParseBounce(*message, rules);
+    parsed = ParseBounce(message->view(), rules);
   }
   if (text) {
     PrintText(file, parsed, out);
@@ -150,7 +161,7 @@ bool ParseOne(const std::string& file, const RuleSet& rules, bool text, std::str
 
 int ParseSequential(const ParseOptions& opt, const RuleSet& rules, bool text) {
   int rc = kExitOk;
-  std::string message;
+  ReadBuffer message;
   std::string out;
   for (const std::string& file : opt.files) {
     if (!ParseOne(file, rules, text, &message, &out)) rc = kExitFailed;
@@ -177,7 +188,7 @@ int ParseParallel(const ParseOptions& opt, const RuleSet& rules, bool text, unsi
   size_t next = 0;                     // next chunk to hand out
   size_t write_pos = 0;                // next chunk to write
   auto worker = [&] {
-    std::string message;
+    ReadBuffer message;
     for (;;) {
       size_t c;
       {
