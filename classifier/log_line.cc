@@ -11,12 +11,16 @@
 #include <cstring>
 #include <type_traits>
 
+#include "classifier/log_bytes.h"
 #include "classifier/log_parser.h"
 
 namespace bounced {
 namespace {
 
 using sv = std::string_view;
+using log_internal::Is;
+using log_internal::StartsWith;
+using log_internal::Sub;
 
 // Character classes, one table lookup per byte in the hot loops.
 constexpr uint8_t kClsDigit = 1, kClsAlnum = 2, kClsUpperHex = 4, kClsBase52 = 8, kClsStop = 16;
@@ -40,16 +44,6 @@ uint8_t Cls(char c) { return kCls[static_cast<uint8_t>(c)]; }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-bool StartsWith(sv s, sv p) {
-  return s.size() >= p.size() && memcmp(s.data(), p.data(), p.size()) == 0;
-}
-
-// s == the literal, compared with a constant length so that no memcmp library call is made.
-template <size_t N>
-bool Is(sv s, const char (&literal)[N]) {
-  return s.size() == N - 1 && memcmp(s.data(), literal, N - 1) == 0;
-}
-
 // Value of 1..N digits at s[i...]; -1 when there is none or it overflows int64.
 int64_t ReadNumber(sv s, size_t* i) {
   size_t j = *i;
@@ -69,40 +63,42 @@ int Two(const char* p) {
   return (p[0] - '0') * 10 + (p[1] - '0');
 }
 
-// 1..12 for "Jan".."Dec", 0 otherwise.
+// 1..12 for "Jan".."Dec", 0 otherwise. The three bytes as one number, multiplied by 0x67E4,
+// give the twelve months twelve different top nibbles (found by search): one multiply, one table
+// load and one compare instead of a switch and a memcmp call.
+struct MonthSlot {
+  uint32_t key = 0;
+  int month = 0;
+};
+constexpr uint32_t MonthKey(uint8_t a, uint8_t b, uint8_t c) {
+  return static_cast<uint32_t>(a) | (static_cast<uint32_t>(b) << 8) |
+         (static_cast<uint32_t>(c) << 16);
+}
+constexpr uint32_t MonthSlotOf(uint32_t key) { return (key * 0x67E4u) >> 28; }
+constexpr std::array<MonthSlot, 16> MakeMonthSlots() {
+  constexpr char kMonths[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  std::array<MonthSlot, 16> t{};
+  for (int i = 0; i < 12; ++i) {
+    uint32_t key =
+        MonthKey(static_cast<uint8_t>(kMonths[3 * i]), static_cast<uint8_t>(kMonths[3 * i + 1]),
+                 static_cast<uint8_t>(kMonths[3 * i + 2]));
+    t[MonthSlotOf(key)] = MonthSlot{key, i + 1};
+  }
+  return t;
+}
+constexpr std::array<MonthSlot, 16> kMonthSlots = MakeMonthSlots();
+static_assert([] {
+  int n = 0;
+  for (const MonthSlot& m : kMonthSlots) n += m.month != 0;
+  return n == 12;
+}());
+
 int MonthIndex(sv m) {
   if (m.size() < 3) return 0;
-  static constexpr char kMonths[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-  int guess;
-  switch (m[0]) {
-    case 'J':
-      guess = m[1] == 'a' ? 1 : m[2] == 'n' ? 6 : 7;
-      break;
-    case 'F':
-      guess = 2;
-      break;
-    case 'M':
-      guess = m[2] == 'r' ? 3 : 5;
-      break;
-    case 'A':
-      guess = m[1] == 'p' ? 4 : 8;
-      break;
-    case 'S':
-      guess = 9;
-      break;
-    case 'O':
-      guess = 10;
-      break;
-    case 'N':
-      guess = 11;
-      break;
-    case 'D':
-      guess = 12;
-      break;
-    default:
-      return 0;
-  }
-  return memcmp(kMonths + 3 * (guess - 1), m.data(), 3) == 0 ? guess : 0;
+  uint32_t key =
+      MonthKey(static_cast<uint8_t>(m[0]), static_cast<uint8_t>(m[1]), static_cast<uint8_t>(m[2]));
+  const MonthSlot& slot = kMonthSlots[MonthSlotOf(key)];
+  return slot.key == key ? slot.month : 0;
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
@@ -237,7 +233,10 @@ size_t QueueIdLength(sv m) {
     if (q < 6 || q > 23) return 0;
     uint32_t first = (1u << q) - 1;
     if ((hex & first) == first) return q;
-    return QueueIdLengthScalar(m.substr(0, q + 1));  // long ids: rare, checked byte by byte
+    // Not a short id; a long one has 12 or more characters and a 'z' at [10]. Words like
+    // "connect", "warning" or "NOQUEUE" end here without the byte-by-byte check.
+    if (q < 12 || m[10] != 'z') return 0;
+    return QueueIdLengthScalar(Sub(m, 0, q + 1));  // long ids: checked byte by byte
   }
 #endif
   return QueueIdLengthScalar(m);
@@ -312,7 +311,7 @@ bool ReadAngle(sv s, size_t* i, sv* out) {
     if (j + 1 == s.size() || s[j + 1] == ',' || s[j + 1] == ' ') break;
     ++j;
   }
-  *out = s.substr(start, j - start);
+  *out = Sub(s, start, j - start);
   *i = j + 1;
   return true;
 }
@@ -328,7 +327,7 @@ LogLineKind ParseDelivery(sv m, ParsedLogLine* out) {
     i += 2;
     size_t e = Find(m, i, '=');
     if (e == m.size()) return LogLineKind::kTruncated;
-    sv key = m.substr(i, e - i);
+    sv key = Sub(m, i, e - i);
     i = e + 1;
     if (Is(key, "status")) break;
     if (Is(key, "orig_to") && i < m.size() && m[i] == '<') {
@@ -337,7 +336,7 @@ LogLineKind ParseDelivery(sv m, ParsedLogLine* out) {
     }
     size_t end = FindCommaSpace(m, i);
     if (end == sv::npos) return LogLineKind::kTruncated;
-    sv value = m.substr(i, end - i);
+    sv value = Sub(m, i, end - i);
     if (Is(key, "relay")) {
       out->relay = value;
     } else if (Is(key, "dsn")) {
@@ -347,10 +346,10 @@ LogLineKind ParseDelivery(sv m, ParsedLogLine* out) {
   }
   size_t sp = Find(m, i, ' ');
   if (sp == m.size()) sp = sv::npos;
-  out->status = m.substr(i, sp == sv::npos ? sv::npos : sp - i);
+  out->status = Sub(m, i, sp == sv::npos ? sv::npos : sp - i);
   if (out->status.empty()) return LogLineKind::kTruncated;
   if (sp != sv::npos && sp + 1 < m.size() && m[sp + 1] == '(') {
-    sv rest = m.substr(sp + 2);
+    sv rest = Sub(m, sp + 2);
     if (!rest.empty() && rest.back() == ')') {
       rest.remove_suffix(1);
     } else {
@@ -369,11 +368,11 @@ LogLineKind ParseDelivery(sv m, ParsedLogLine* out) {
 LogLineKind ParseQmgrFrom(sv m, ParsedLogLine* out) {
   size_t i = 5;  // at '<' of "from=<"
   if (!ReadAngle(m, &i, &out->sender)) return LogLineKind::kTruncated;
-  sv rest = m.substr(i);
+  sv rest = Sub(m, i);
   if (StartsWith(rest, ", size=")) {
     size_t j = 7;
     out->size = ReadNumber(rest, &j);
-    if (StartsWith(rest.substr(j), ", nrcpt=")) {
+    if (StartsWith(Sub(rest, j), ", nrcpt=")) {
       j += 8;
       int64_t n = ReadNumber(rest, &j);
       out->nrcpt = (n >= 0 && n <= 1000000000) ? static_cast<int>(n) : -1;
@@ -401,7 +400,7 @@ LogLineKind ParseQueueMessage(sv m, ParsedLogLine* out) {
       break;
     case 'm':
       if (StartsWith(m, "message-id=")) {
-        sv id = m.substr(11);
+        sv id = Sub(m, 11);
         while (!id.empty() && id.back() == ' ') id.remove_suffix(1);
         out->message_id = id;
         return LogLineKind::kMessageId;
@@ -418,10 +417,10 @@ LogLineKind ParseQueueMessage(sv m, ParsedLogLine* out) {
       // "sender delivery status notification: ...", "postmaster non-delivery notification: ...".
       size_t at = m.find(" notification: ");
       if (at == sv::npos || at > 40) break;
-      sv id = m.substr(at + 15);
+      sv id = Sub(m, at + 15);
       while (!id.empty() && id.back() == ' ') id.remove_suffix(1);
       if (!IsQueueId(id)) return LogLineKind::kTruncated;
-      out->notification = m.substr(0, at);
+      out->notification = Sub(m, 0, at);
       out->notification_queue_id = id;
       return LogLineKind::kNotification;
     }
@@ -503,7 +502,7 @@ LogLineKind ParseLogLine(std::string_view line, ParsedLogLine* out) {
   size_t i = 0;
   while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
   if (i == line.size()) return out->kind = LogLineKind::kBlank;
-  sv s = line.substr(i);
+  sv s = Sub(line, i);
   // A syslog priority ("<22>") left in front by some collectors.
   if (s[0] == '<') {
     size_t j = 1;
@@ -515,21 +514,29 @@ LogLineKind ParseLogLine(std::string_view line, ParsedLogLine* out) {
   if (ts_len == 0 || ts_len >= s.size() || s[ts_len] != ' ') {
     return out->kind = LogLineKind::kGarbage;
   }
-  out->timestamp = s.substr(0, ts_len);
+  out->timestamp = Sub(s, 0, ts_len);
   // Host: one token.
   size_t h = ts_len + 1;
   size_t h_end = Find(s, h, ' ');
   if (h_end == s.size()) return out->kind = LogLineKind::kGarbage;
   if (h_end == h) return out->kind = LogLineKind::kGarbage;
-  out->host = s.substr(h, h_end - h);
+  out->host = Sub(s, h, h_end - h);
   // Program, then "[pid]" and ": ".
   size_t p = h_end + 1;
   size_t last_slash = sv::npos;
   size_t j = ProgramEnd(s, p, &last_slash);
   if (j == p || j >= s.size() || s[j] == ' ') return out->kind = LogLineKind::kGarbage;
-  out->program = s.substr(p, j - p);
+  out->program = Sub(s, p, j - p);
   if (s[j] == '[') {
     size_t k = j + 1;
+#if defined(__SSE2__)
+    if (k + 16 <= s.size()) {  // the pid's digits in one compare
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + k));
+      unsigned digit = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(
+          _mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)))));
+      k += static_cast<size_t>(__builtin_ctz(~digit));  // ~digit has bit 16 set at least
+    }
+#endif
     while (k < s.size() && IsDigit(s[k])) ++k;
     if (k == j + 1 || k >= s.size() || s[k] != ']') return out->kind = LogLineKind::kGarbage;
     j = k + 1;
@@ -537,20 +544,20 @@ LogLineKind ParseLogLine(std::string_view line, ParsedLogLine* out) {
   if (j >= s.size() || s[j] != ':') return out->kind = LogLineKind::kGarbage;
   ++j;
   if (j < s.size() && s[j] == ' ') ++j;
-  out->message = s.substr(j);
+  out->message = Sub(s, j);
   // Postfix always logs as "syslog_name/daemon"; other programs are not ours.
   if (last_slash == sv::npos || last_slash + 1 >= p + out->program.size()) {
     return out->kind = LogLineKind::kOther;
   }
-  out->daemon = s.substr(last_slash + 1, p + out->program.size() - last_slash - 1);
+  out->daemon = Sub(s, last_slash + 1, p + out->program.size() - last_slash - 1);
   // "QUEUEID: ..."
   sv m = out->message;
   size_t q = QueueIdLength(m);
   if (q == 0 || q + 1 >= m.size() || m[q] != ':' || m[q + 1] != ' ') {
     return out->kind = LogLineKind::kOther;
   }
-  out->queue_id = m.substr(0, q);
-  return out->kind = ParseQueueMessage(m.substr(q + 2), out);
+  out->queue_id = Sub(m, 0, q);
+  return out->kind = ParseQueueMessage(Sub(m, q + 2), out);
 }
 
 bool ParseLogTimestamp(std::string_view ts, int year, int utc_offset_seconds, int64_t* unix_time,

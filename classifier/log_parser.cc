@@ -11,6 +11,7 @@
 #include <deque>
 #include <random>
 
+#include "classifier/log_bytes.h"
 #include "classifier/log_parser.h"
 #include "classifier/log_queue_table.h"
 #include "classifier/log_reply.h"
@@ -22,6 +23,7 @@ namespace {
 using sv = std::string_view;
 using log_internal::BoundedIndexCache;
 using log_internal::CachedClass;
+using log_internal::Is;
 using log_internal::PendingRecipient;
 using log_internal::QueueState;
 using log_internal::QueueTable;
@@ -40,30 +42,42 @@ constexpr size_t kMaxClasses = 1 << 16;
 #if defined(__SSE2__)
 bool IsPrintableAscii(sv s, bool* single_spaced) {
   const char* p = s.data();
-  size_t n = s.size();
-  uint32_t adjacent = 0, carry = 0;
-  char tail[16];
-  while (n > 0) {
-    const char* block = p;
-    size_t k = 16;
-    if (n < 16) {
-      memset(tail, 'A', sizeof tail);  // 'A' pads the tail: printable, not a space
-      memcpy(tail, p, n);
-      block = tail;
-      k = n;
+  const size_t n = s.size();
+  if (n < 16) {
+    // Short fields (a dsn, most addresses' parts): a table-free byte loop.
+    bool prev_space = false, adjacent = false;
+    for (size_t i = 0; i < n; ++i) {
+      unsigned char c = static_cast<unsigned char>(p[i]);
+      if (c < 0x20 || c > 0x7e) return false;
+      bool space = c == ' ';
+      adjacent |= space & prev_space;
+      prev_space = space;
     }
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+    *single_spaced = !adjacent && (n == 0 || (p[0] != ' ' && p[n - 1] != ' '));
+    return true;
+  }
+  // 16 bytes at a time; the last block overlaps the one before it (re-checking bytes is
+  // harmless, and a space pair across the last boundary then lies inside the last block).
+  uint32_t adjacent = 0, carry = 0;
+  size_t i = 0;
+  for (;;) {
+    const bool last = i + 16 >= n;
+    if (last && i != n - 16) {
+      carry = 0;  // overlapping: the byte before the block was already seen, with its pair
+      i = n - 16;
+    }
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
     // Signed compare: bytes >= 0x80 are negative, so "< 0x20" catches them too.
     __m128i bad = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
                                _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
     if (_mm_movemask_epi8(bad) != 0) return false;
     uint32_t sp = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))));
     adjacent |= (sp & (sp >> 1)) | (sp & carry);
+    if (last) break;
     carry = (sp >> 15) & 1;
-    p += k;
-    n -= k;
+    i += 16;
   }
-  *single_spaced = adjacent == 0 && (s.empty() || (s.front() != ' ' && s.back() != ' '));
+  *single_spaced = adjacent == 0 && p[0] != ' ' && p[n - 1] != ' ';
   return true;
 }
 #else
@@ -125,18 +139,89 @@ void AssignAddress(std::string* dst, sv src) {
   for (size_t i = at + 1; i < dst->size(); ++i) (*dst)[i] = AsciiLower((*dst)[i]);
 }
 
+// AssignClean's result as a view: `src` itself when cleaning would not change it (printable
+// ASCII, single-spaced, short enough: nearly every field Postfix logs), else the cleaned copy in
+// *scratch. Saves a copy per field when the caller only reads the value.
+sv CleanView(sv src, size_t max_bytes, std::string* scratch) {
+  bool single_spaced = false;
+  if (src.size() <= max_bytes && IsPrintableAscii(src, &single_spaced) && single_spaced) {
+    return src;
+  }
+  AssignClean(scratch, src, max_bytes);
+  return *scratch;
+}
+
+// Whether AssignAddress would store `s` unchanged: printable ASCII, single-spaced, at most 1024
+// bytes, no upper-case letter after the last '@'. One pass (16 bytes at a time when it is that
+// long) that also tracks the last '@' and the last upper-case letter.
+bool IsStoredAddress(sv s) {
+  const char* p = s.data();
+  const size_t n = s.size();
+  if (n > 1024) return false;
+  // Positions + 1 of the last '@' and the last upper-case letter (0: none).
+  size_t last_at = 0, last_upper = 0;
+#if defined(__SSE2__)
+  if (n >= 16) {
+    uint32_t adjacent = 0, carry = 0;
+    size_t i = 0;
+    for (;;) {
+      const bool last = i + 16 >= n;
+      if (last && i != n - 16) {
+        carry = 0;  // overlapping: see IsPrintableAscii
+        i = n - 16;
+      }
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      __m128i bad = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                                 _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
+      if (_mm_movemask_epi8(bad) != 0) return false;
+      uint32_t sp = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))));
+      adjacent |= (sp & (sp >> 1)) | (sp & carry);
+      uint32_t at = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('@'))));
+      uint32_t upper = static_cast<uint32_t>(_mm_movemask_epi8(_mm_and_si128(
+          _mm_cmpgt_epi8(v, _mm_set1_epi8('A' - 1)), _mm_cmplt_epi8(v, _mm_set1_epi8('Z' + 1)))));
+      if (at != 0) last_at = i + 32 - static_cast<size_t>(__builtin_clz(at));
+      if (upper != 0) last_upper = i + 32 - static_cast<size_t>(__builtin_clz(upper));
+      if (last) break;
+      carry = (sp >> 15) & 1;
+      i += 16;
+    }
+    if (adjacent != 0 || p[0] == ' ' || p[n - 1] == ' ') return false;
+    return last_at == 0 || last_upper < last_at;
+  }
+#endif
+  bool prev_space = false, adjacent = false;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char c = static_cast<unsigned char>(p[i]);
+    if (c < 0x20 || c > 0x7e) return false;
+    bool space = c == ' ';
+    adjacent |= space & prev_space;
+    prev_space = space;
+    if (c == '@') last_at = i + 1;
+    if (c >= 'A' && c <= 'Z') last_upper = i + 1;
+  }
+  if (adjacent || (n != 0 && (p[0] == ' ' || p[n - 1] == ' '))) return false;
+  return last_at == 0 || last_upper < last_at;
+}
+
+// AssignAddress's result as a view, the same way: `src` when it is stored unchanged.
+sv AddressView(sv src, std::string* scratch) {
+  if (IsStoredAddress(src)) return src;
+  AssignAddress(scratch, src);
+  return *scratch;
+}
+
+// The domain of a stored address ("" without '@').
+sv StoredDomain(sv address) {
+  size_t at = address.rfind('@');
+  return at == sv::npos ? sv() : address.substr(at + 1);
+}
+
 // Cache keys are hashed with a per-process random seed, so reply texts chosen by a remote server
 // cannot be crafted to collide with another reply's cache entry.
 log_internal::KeyHash RandomSeed() {
   std::random_device rd;
   auto word = [&rd] { return (static_cast<uint64_t>(rd()) << 32) ^ rd(); };
   return log_internal::KeyHash{word(), word()};
-}
-
-// s == the literal, with a constant-length compare (no memcmp library call).
-template <size_t N>
-bool Is(sv s, const char (&literal)[N]) {
-  return s.size() == N - 1 && memcmp(s.data(), literal, N - 1) == 0;
 }
 
 // The statuses an event can have, and their names in events.
@@ -193,7 +278,14 @@ struct LogCorrelator::Impl {
   BoundedIndexCache classes{kReplyCacheSets};       // by masked reply text -> class_table
   BoundedIndexCache providers{kProviderCacheSets};  // -> provider_names
   std::vector<CachedClass> class_table;             // one entry per rule evaluation
-  std::deque<std::string> provider_names;           // distinct names (few: from the rules)
+  // Distinct provider names (few: they come from the rules), interned so that events can be
+  // counted by number; kept across set_rules so the counts' indexes stay valid.
+  std::deque<std::string> provider_names;
+  // counts_only: events per (provider, log status, category), see Emit.
+  std::vector<uint64_t> tally;
+  // What Emit counts: set by Classify (and OnExpired).
+  EventStatus cur_status = EventStatus::kSent;
+  uint32_t cur_provider = 0;
 
   ParsedLogLine line;
   DeliveryEvent event;
@@ -203,6 +295,8 @@ struct LogCorrelator::Impl {
   int64_t last_unix_time = 0;
   int last_year = 0;
   std::string key;
+  // Cleaned copies of fields that needed cleaning (see CleanView), reused.
+  std::string scratch_recipient, scratch_orig_recipient, scratch_dsn, scratch_relay;
   log_internal::KeyHash seed = RandomSeed();
 
   void Feed(sv text);
@@ -221,12 +315,18 @@ struct LogCorrelator::Impl {
   void FillCommon(const ParsedLogLine& p, const QueueState* st);
   // `queue_id`, when not empty, is the one the caller looks up after this: its first pending
   // recipient is prefetched half-way (see OnDelivery).
-  void Classify(sv recipient_domain, sv relay, sv dsn, sv reason, EventStatus log_status,
-                sv queue_id = {});
-  sv Provider(sv domain, sv remote);
+  // `recipient`, `orig_recipient`, `relay` and `dsn` as stored (cleaned).
+  void Classify(sv recipient, sv orig_recipient, sv relay, sv dsn, sv reason,
+                EventStatus log_status, sv queue_id = {});
+  uint32_t Provider(sv domain, sv remote);  // index into provider_names
+  uint32_t InternProvider(sv name);
   void ClearClassCaches();
   void Emit() {
     ++stats.events;
+    if (counts_only) {
+      ++tally[(cur_provider * 4 + static_cast<size_t>(cur_status)) * kCategoryCount +
+              static_cast<size_t>(event.result.category)];
+    }
     if (sink) sink(event);
   }
 };
@@ -244,15 +344,22 @@ void LogCorrelator::Impl::Erase(sv qid) {
   UpdateTableStats();
 }
 
-sv LogCorrelator::Impl::Provider(sv domain, sv remote) {
-  log_internal::KeyHash h = log_internal::HashParts({domain, remote}, seed);
-  if (uint32_t i = providers.Find(h)) return provider_names[i - 1];
-  sv name = ProviderFor(*rules, domain, remote);
+uint32_t LogCorrelator::Impl::InternProvider(sv name) {
   size_t i = 0;
   while (i < provider_names.size() && provider_names[i] != name) ++i;
-  if (i == provider_names.size()) provider_names.emplace_back(name);
-  providers.Insert(h, static_cast<uint32_t>(i + 1));
-  return provider_names[i];
+  if (i == provider_names.size()) {
+    provider_names.emplace_back(name);
+    tally.resize(provider_names.size() * 4 * kCategoryCount);
+  }
+  return static_cast<uint32_t>(i);
+}
+
+uint32_t LogCorrelator::Impl::Provider(sv domain, sv remote) {
+  log_internal::KeyHash h = log_internal::HashParts({domain, remote}, seed);
+  if (uint32_t i = providers.Find(h)) return i - 1;
+  uint32_t i = InternProvider(ProviderFor(*rules, domain, remote));
+  providers.Insert(h, i + 1);
+  return i;
 }
 
 void LogCorrelator::Impl::ClearClassCaches() {
@@ -261,26 +368,40 @@ void LogCorrelator::Impl::ClearClassCaches() {
   class_table.clear();
 }
 
-void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv reason,
+void LogCorrelator::Impl::Classify(sv recipient, sv orig_recipient, sv relay, sv dsn, sv reason,
                                    EventStatus log_status, sv queue_id) {
-  log_internal::ReasonParts rp = log_internal::AnalyzeReason(reason);
+  // A summary needs the reply's parts only to find the remote host when the relay names none,
+  // and on a cache miss: split the reason lazily then.
+  log_internal::ReasonParts rp;
+  bool analyzed = false;
+  auto analyze = [&] {
+    if (!analyzed) rp = log_internal::AnalyzeReason(reason);
+    analyzed = true;
+  };
+  if (!counts_only) analyze();
   sv remote = log_internal::RelayHost(relay);
-  if (remote.empty()) remote = rp.remote_host;
+  if (remote.empty()) {
+    analyze();
+    remote = rp.remote_host;
+  }
   Result& r = event.result;
   // The DSN Action Postfix would write; "expired" tells the rules the queue lifetime ran out.
   sv action = log_status == EventStatus::kSent       ? sv("delivered")
               : log_status == EventStatus::kDeferred ? sv("delayed")
               : log_status == EventStatus::kExpired  ? sv("expired")
                                                      : sv("failed");
-  sv provider = Provider(recipient_domain, remote);
+  const uint32_t provider_id = Provider(StoredDomain(recipient), remote);
+  const sv provider = provider_names[provider_id];
+  cur_status = log_status;
   if (!queue_id.empty()) queues.PrefetchPending(queue_id);
   if (log_status == EventStatus::kSent) {
     // Postfix's status=sent is authoritative: no rule can make a delivery a failure.
     r.category = Category::kDelivered;
-    r.status.assign(dsn);
-    r.provider.assign(provider);
-    r.provider_code.clear();
+    cur_provider = provider_id;
+    if (sink) r.provider.assign(provider);
     if (!counts_only) {
+      r.status.assign(dsn);
+      r.provider_code.clear();
       r.reply_code = ExtractReplyCode(rp.reply);
       r.stage.clear();
       r.rule.assign("postfix-status");
@@ -302,11 +423,12 @@ void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv rea
         ++stats.classify_cache_hits;
       } else {
         ++stats.classify_calls;
+        analyze();
         ReplyInput in;
         in.diagnostic = rp.reply;
         in.status = dsn;
         in.stage = rp.stage;
-        in.recipient = event.recipient;
+        in.recipient = recipient;
         in.remote_mta = remote;
         in.dsn_action = action;
         Result fresh = rules->Classify(in);
@@ -317,6 +439,7 @@ void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv rea
         c.reply_code = std::move(fresh.reply_code);
         c.stage = fresh.stage.empty() ? std::string(rp.stage) : std::move(fresh.stage);
         c.provider = std::move(fresh.provider);
+        c.provider_id = InternProvider(c.provider);
         c.provider_code = std::move(fresh.provider_code);
         c.rule = std::move(fresh.rule);
         id = static_cast<uint32_t>(class_table.size());
@@ -326,30 +449,31 @@ void LogCorrelator::Impl::Classify(sv recipient_domain, sv relay, sv dsn, sv rea
     }
     const CachedClass& c = class_table[id - 1];
     r.category = c.category;
-    if (c.status.empty()) {
-      r.status.assign(dsn);
-    } else {
-      r.status.assign(c.status);
-    }
-    r.provider.assign(c.provider);
-    r.provider_code.assign(c.provider_code);
+    cur_provider = c.provider_id;
+    if (sink) r.provider.assign(c.provider);
     if (!counts_only) {
+      if (c.status.empty()) {
+        r.status.assign(dsn);
+      } else {
+        r.status.assign(c.status);
+      }
+      r.provider_code.assign(c.provider_code);
       r.reply_code.assign(c.reply_code);
       r.stage.assign(c.stage);
       r.rule.assign(c.rule);
     }
   }
-  r.dsn_action.assign(action);
   if (counts_only) return;
-  r.recipient.assign(event.recipient);
-  r.original_recipient.assign(event.orig_recipient);
+  r.dsn_action.assign(action);
+  r.recipient.assign(recipient);
+  r.original_recipient.assign(orig_recipient);
   AssignClean(&r.diagnostic, rp.reply);
   AssignClean(&r.remote_mta, remote, 1024);
 }
 
 void LogCorrelator::Impl::FillCommon(const ParsedLogLine& p, const QueueState* st) {
-  event.queue_id.assign(p.queue_id);
   if (counts_only) return;
+  event.queue_id.assign(p.queue_id);
   if (int m = ClassicMonth(p.timestamp); m != 0) {
     if (last_month != 0 && m + 6 < last_month) ++year;  // Dec -> Jan
     last_month = m;
@@ -401,17 +525,23 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
   // now, the state once the slot is likely there, and look the queue id up after the recipient
   // and the classification, which do not depend on it.
   queues.Prefetch(p.queue_id);
-  AssignAddress(&event.recipient, p.recipient);
-  AssignAddress(&event.orig_recipient, p.orig_recipient);
-  event.log_status.assign(StatusName(status));
-  AssignClean(&event.dsn, p.dsn, 32);
-  if (!counts_only) AssignClean(&event.relay, p.relay, 1024);
+  // The fields as stored (sanitised; domain lower-cased), as views: the logged text itself when
+  // it needs no cleaning, which is the rule. A summary copies none of them into the event.
+  const sv recipient = AddressView(p.recipient, &scratch_recipient);
+  const sv orig_recipient =
+      p.orig_recipient.empty() ? sv() : AddressView(p.orig_recipient, &scratch_orig_recipient);
+  const sv dsn = CleanView(p.dsn, 32, &scratch_dsn);
+  const sv relay = counts_only ? p.relay : CleanView(p.relay, 1024, &scratch_relay);
+  if (sink) event.log_status.assign(StatusName(status));
+  if (!counts_only) {
+    event.recipient.assign(recipient);
+    event.orig_recipient.assign(orig_recipient);
+    event.dsn.assign(dsn);
+    event.relay.assign(relay);
+  }
   queues.PrefetchState(p.queue_id);
   if (p.reason_cut) ++stats.cut_reasons;
-  size_t at = event.recipient.rfind('@');
-  sv domain = at == std::string::npos ? sv() : sv(event.recipient).substr(at + 1);
-  Classify(domain, counts_only ? p.relay : sv(event.relay), event.dsn, p.reason, status,
-           p.queue_id);
+  Classify(recipient, orig_recipient, relay, dsn, p.reason, status, p.queue_id);
   QueueState* st = status == EventStatus::kDeferred ? FindOrCreate(p.queue_id) : Find(p.queue_id);
   FillCommon(p, st);
 
@@ -419,7 +549,7 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
     // Recipients are matched by a 128-bit hash of (recipient, orig_recipient), as the
     // classification caches match reply texts: no string of theirs is read (memory stalls).
     const log_internal::KeyHash key_hash =
-        log_internal::HashParts({event.recipient, event.orig_recipient}, seed);
+        log_internal::HashParts({recipient, orig_recipient}, seed);
     auto it = st->pending.begin();
     while (it != st->pending.end() && !(it->key_hash == key_hash)) ++it;
     if (status == EventStatus::kDeferred) {
@@ -429,14 +559,14 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
       } else if (st->pending.size() < kMaxPendingPerQueueId) {
         pd = &queues.AddPending(st);
         pd->key_hash = key_hash;
-        pd->recipient = event.recipient;
-        pd->orig_recipient = event.orig_recipient;
+        pd->recipient.assign(recipient);
+        pd->orig_recipient.assign(orig_recipient);
       } else {
         ++stats.dropped_pending;
       }
       if (pd != nullptr) {
-        pd->relay.assign(counts_only ? p.relay : sv(event.relay));
-        pd->dsn = event.dsn;
+        pd->relay.assign(relay);
+        pd->dsn.assign(dsn);
         pd->reason.assign(p.reason);
       }
     } else if (it != st->pending.end()) {
@@ -449,8 +579,10 @@ void LogCorrelator::Impl::OnDelivery(const ParsedLogLine& p) {
 void LogCorrelator::Impl::OnExpired(const ParsedLogLine& p) {
   QueueState* st = Find(p.queue_id);
   FillCommon(p, st);
-  event.sender_known = true;
-  AssignAddress(&event.sender, p.sender);
+  if (!counts_only) {
+    event.sender_known = true;
+    AssignAddress(&event.sender, p.sender);
+  }
   event.log_status.assign("expired");
   std::vector<PendingRecipient>& pending = expiring;
   for (PendingRecipient& pd : pending) queues.Recycle(std::move(pd));
@@ -467,20 +599,22 @@ void LogCorrelator::Impl::OnExpired(const ParsedLogLine& p) {
     event.result.category = Category::kExpired;
     event.result.dsn_action = "expired";
     event.result.rule = "postfix-status";
+    cur_status = EventStatus::kExpired;
+    cur_provider = InternProvider("");
     Emit();
     return;
   }
   for (const PendingRecipient& pd : pending) {
-    event.recipient.assign(pd.recipient);
-    event.orig_recipient.assign(pd.orig_recipient);
-    event.dsn.assign(pd.dsn);
-    event.relay.assign(pd.relay);
-    size_t at = event.recipient.rfind('@');
-    sv domain = at == std::string::npos ? sv() : sv(event.recipient).substr(at + 1);
+    if (!counts_only) {
+      event.recipient.assign(pd.recipient);
+      event.orig_recipient.assign(pd.orig_recipient);
+      event.dsn.assign(pd.dsn);
+      event.relay.assign(pd.relay);
+    }
     // The last deferral's reply, classified as given up on: the RuleSet makes a transient
     // cause `expired` and keeps a telling one (mailbox_full ...), as it does for the DSN
     // Postfix sends for the same message.
-    Classify(domain, pd.relay, pd.dsn, pd.reason, EventStatus::kExpired);
+    Classify(pd.recipient, pd.orig_recipient, pd.relay, pd.dsn, pd.reason, EventStatus::kExpired);
     Emit();
   }
 }
@@ -554,6 +688,20 @@ void LogCorrelator::set_year(int year) {
   impl_->last_month = 0;
 }
 void LogCorrelator::set_counts_only(bool on) { impl_->counts_only = on; }
+std::vector<EventCount> LogCorrelator::counts() const {
+  std::vector<EventCount> out;
+  const std::vector<uint64_t>& t = impl_->tally;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == 0) continue;
+    size_t category = i % kCategoryCount;
+    size_t status = (i / kCategoryCount) % 4;
+    size_t provider = i / kCategoryCount / 4;
+    out.push_back(EventCount{StatusName(static_cast<EventStatus>(status)),
+                             impl_->provider_names[provider], static_cast<Category>(category),
+                             t[i]});
+  }
+  return out;
+}
 void LogCorrelator::set_utc_offset(int seconds) {
   impl_->utc_offset = seconds;
   impl_->last_timestamp.clear();
@@ -566,7 +714,6 @@ void LogCorrelator::set_rules(std::shared_ptr<const RuleSet> rules) {
   impl_->rules = std::move(rules);
   impl_->ClearClassCaches();
   impl_->providers.Clear();
-  impl_->provider_names.clear();
 }
 
 void LogLineSplitter::Carry(std::string_view part) {

@@ -134,6 +134,15 @@ struct LogStats {
   uint64_t classify_cache_hits = 0;
 };
 
+// Events counted by (log status, provider, category): what a summary needs (see
+// LogCorrelator::counts). The views point into the correlator (valid while it lives).
+struct EventCount {
+  std::string_view log_status;  // sent, deferred, bounced, expired
+  std::string_view provider;    // the result's provider ("" for none)
+  Category category = Category::kUndetermined;
+  uint64_t count = 0;
+};
+
 class LogCorrelator {
  public:
   using Sink = std::function<void(const DeliveryEvent&)>;
@@ -153,10 +162,14 @@ class LogCorrelator {
   void set_utc_offset(int seconds);
   // Caps the queue id table (default kDefaultMaxTrackedQueueIds; at least 1).
   void set_max_tracked_queue_ids(size_t n);
-  // For summaries: events carry only queue_id, recipient, log_status, dsn and the result's
-  // category, status, provider, provider_code and dsn_action (other fields are left stale);
-  // sender, message-id and DSN-link bookkeeping is skipped. Classification is unchanged.
+  // For summaries: events are counted (see counts()) and carry only log_status and the result's
+  // category and provider (other fields are left stale); no per-event strings are copied, and
+  // sender, message-id and DSN-link bookkeeping is skipped. Classification is unchanged. With
+  // no sink (a null Sink), events are only counted.
   void set_counts_only(bool on);
+  // With set_counts_only: every event so far, counted by (log status, provider, category);
+  // combinations never seen are left out.
+  std::vector<EventCount> counts() const;
   // Swaps in new rules (reload); clears the classification cache.
   void set_rules(std::shared_ptr<const RuleSet> rules);
 

@@ -8,16 +8,13 @@
 #include <array>
 #include <cstring>
 
+#include "classifier/log_bytes.h"
 #include "classifier/text.h"
 
 namespace bounced::log_internal {
 namespace {
 
 using sv = std::string_view;
-
-bool StartsWith(sv s, sv p) {
-  return s.size() >= p.size() && memcmp(s.data(), p.data(), p.size()) == 0;
-}
 
 // "H[ip]..." -> "H"; a bare "H" stays.
 sv HostOfToken(sv token) {
@@ -41,7 +38,7 @@ ReasonParts AnalyzeReason(std::string_view reason) {
   ReasonParts out;
   sv r = reason;
   static constexpr sv kSuspended = "delivery temporarily suspended: ";
-  if (StartsWith(r, kSuspended)) {
+  if (StartsWith(r, "delivery temporarily suspended: ")) {
     r.remove_prefix(kSuspended.size());
     out.suspended = true;
   }
@@ -53,7 +50,7 @@ ReasonParts AnalyzeReason(std::string_view reason) {
     sv after = r.substr(sp + 1);
     static constexpr sv kSaid = "said: ";
     static constexpr sv kRefused = "refused to talk to me: ";
-    if (StartsWith(after, kSaid)) {
+    if (StartsWith(after, "said: ")) {
       sv reply = after.substr(kSaid.size());
       size_t in = reply.rfind(" (in reply to ");
       if (in != sv::npos) {
@@ -63,7 +60,7 @@ ReasonParts AnalyzeReason(std::string_view reason) {
         reply = reply.substr(0, in);
       }
       out.reply = reply;
-    } else if (StartsWith(after, kRefused)) {
+    } else if (StartsWith(after, "refused to talk to me: ")) {
       out.reply = after.substr(kRefused.size());
       out.stage = "connect";
     }
@@ -107,28 +104,6 @@ constexpr std::array<uint8_t, 256> MakeClasses() {
   return t;
 }
 constexpr std::array<uint8_t, 256> kClass = MakeClasses();
-
-uint64_t Load64(const char* p) {
-  uint64_t w;
-  memcpy(&w, p, 8);
-  return w;
-}
-
-// The last 0..7 bytes of a part as one word, without a variable-length memcpy (a library call):
-// two overlapping 4-byte loads, or the first, middle and last byte. Injective for a given n.
-uint64_t LoadTail(const char* p, size_t n) {
-  if (n >= 4) {
-    uint32_t lo, hi;
-    memcpy(&lo, p, 4);
-    memcpy(&hi, p + n - 4, 4);
-    return lo | (static_cast<uint64_t>(hi) << 32);
-  }
-  if (n == 0) return 0;
-  return static_cast<uint8_t>(p[0]) | (static_cast<uint64_t>(static_cast<uint8_t>(p[n / 2])) << 8) |
-         (static_cast<uint64_t>(static_cast<uint8_t>(p[n - 1])) << 16);
-}
-
-uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
 }  // namespace
 
@@ -177,6 +152,52 @@ bool IsNoiseToken(std::string_view token) {
   return (token.size() >= 16 && digits >= 4) || (letters == 0 && max_run >= 6);
 }
 
+// IsNoiseToken for the token starting at r[start] and its end (the next space or the end of
+// r), from 32 bytes at once: returns false (outputs untouched) when fewer than 32 bytes are
+// left or the token is longer than 31 bytes, for the byte-by-byte path. Most tokens are short
+// (codes, host names, numbers), and a gmail reply has a dozen with digits.
+bool TokenIsNoiseFast(std::string_view r, size_t start, size_t* end, bool* noise) {
+#if defined(__SSE2__)
+  if (start + 32 > r.size()) return false;
+  auto masks = [](const char* p, uint32_t* space, uint32_t* digit, uint32_t* alpha, uint32_t* at,
+                  uint32_t* open) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    __m128i folded = _mm_or_si128(v, _mm_set1_epi8(0x20));  // 'A'..'Z' -> 'a'..'z'
+    *space = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))));
+    *digit = static_cast<uint32_t>(_mm_movemask_epi8(_mm_and_si128(
+        _mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)))));
+    *alpha = static_cast<uint32_t>(
+        _mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(folded, _mm_set1_epi8('a' - 1)),
+                                        _mm_cmplt_epi8(folded, _mm_set1_epi8('z' + 1)))));
+    *at = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('@'))));
+    *open = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('['))));
+  };
+  uint32_t sp0, d0, a0, at0, o0, sp1, d1, a1, at1, o1;
+  masks(r.data() + start, &sp0, &d0, &a0, &at0, &o0);
+  masks(r.data() + start + 16, &sp1, &d1, &a1, &at1, &o1);
+  const uint32_t space = sp0 | (sp1 << 16);
+  if (space == 0) return false;  // 32 bytes or more: the slow path
+  const unsigned len = static_cast<unsigned>(__builtin_ctz(space));
+  const uint32_t in = (1u << len) - 1;  // len <= 31
+  const uint32_t digit = (d0 | (d1 << 16)) & in;
+  const uint32_t alpha = (a0 | (a1 << 16)) & in;
+  const uint32_t at = (at0 | (at1 << 16)) & in;
+  const uint32_t open = (o0 | (o1 << 16)) & in;
+  const uint32_t run6 =
+      digit & (digit >> 1) & (digit >> 2) & (digit >> 3) & (digit >> 4) & (digit >> 5);
+  *end = start + len;
+  *noise = at != 0 || (open & (digit >> 1)) != 0 || (len >= 16 && __builtin_popcount(digit) >= 4) ||
+           (alpha == 0 && run6 != 0);
+  return true;
+#else
+  (void)r;
+  (void)start;
+  (void)end;
+  (void)noise;
+  return false;
+#endif
+}
+
 }  // namespace
 
 void BuildReplyKey(std::string_view provider, std::string_view dsn, std::string_view action,
@@ -199,12 +220,17 @@ void BuildReplyKey(std::string_view provider, std::string_view dsn, std::string_
     if (at == r.size()) break;
     size_t start = at;
     while (start > pos && r[start - 1] != ' ') --start;
-    size_t end = at + 1;
-    while (end < r.size() && r[end] != ' ') ++end;
+    size_t end;
+    bool noise;
+    if (!TokenIsNoiseFast(r, start, &end, &noise)) {
+      end = at + 1;
+      while (end < r.size() && r[end] != ' ') ++end;
+      noise = IsNoiseToken(r.substr(start, end - start));
+    }
     memcpy(w, r.data() + pos, start - pos);
     w += start - pos;
     std::string_view token = r.substr(start, end - start);
-    if (IsNoiseToken(token)) {
+    if (noise) {
       *w++ = '\x01';
     } else {
       memcpy(w, token.data(), token.size());
@@ -215,56 +241,6 @@ void BuildReplyKey(std::string_view provider, std::string_view dsn, std::string_
   memcpy(w, r.data() + pos, r.size() - pos);
   w += r.size() - pos;
   key->resize(static_cast<size_t>(w - out));
-}
-
-namespace {
-
-// 128-bit multiply-xor hash over 8-byte words (two independent lanes).
-class Hasher {
- public:
-  explicit Hasher(const KeyHash& seed) : a_(seed.lo), b_(seed.hi) {}
-  void Add(std::string_view s) {
-    const char* p = s.data();
-    size_t n = s.size();
-    while (n >= 8) {
-      Mix(Load64(p));
-      p += 8;
-      n -= 8;
-    }
-    Mix(LoadTail(p, n) ^ (static_cast<uint64_t>(n + 1) << 59));  // tail and part boundary
-  }
-  KeyHash Finish() {
-    uint64_t a = a_ ^ Rotl(b_, 17);
-    a *= 0xFF51AFD7ED558CCDull;
-    a ^= a >> 33;
-    uint64_t b = b_ ^ a;
-    b *= 0xC4CEB9FE1A85EC53ull;
-    b ^= b >> 33;
-    return KeyHash{a, b};
-  }
-
- private:
-  void Mix(uint64_t w) {
-    a_ = (a_ ^ w) * 0xD6E8FEB86659FD93ull;
-    a_ ^= a_ >> 32;
-    b_ = Rotl(b_ + w * 0xC2B2AE3D27D4EB4Full, 31) * 0x9E3779B97F4A7C15ull;
-  }
-  uint64_t a_;
-  uint64_t b_;
-};
-
-}  // namespace
-
-KeyHash HashKey(std::string_view key, const KeyHash& seed) {
-  Hasher h(seed);
-  h.Add(key);
-  return h.Finish();
-}
-
-KeyHash HashParts(std::initializer_list<std::string_view> parts, const KeyHash& seed) {
-  Hasher h(seed);
-  for (std::string_view p : parts) h.Add(p);
-  return h.Finish();
 }
 
 }  // namespace bounced::log_internal

@@ -108,9 +108,9 @@ void AppendText(const DeliveryEvent& e, std::string* out) {
   out->push_back('\n');
 }
 
-// Counts for --summary. Categories are counted in an array. Log statuses (four) and providers
-// (a dozen or so, from the rules) are few: a linear search of a short vector per event costs
-// less than hashing or ordering a string, and the last match is tried first.
+// Counts for --summary, filled once at the end from LogCorrelator::counts() (the correlator
+// counts events by number while it reads; no event is built). Log statuses (four) and providers
+// (a dozen or so, from the rules) are few: short vectors searched linearly.
 struct Summary {
   std::map<std::string, uint64_t> by_status;  // filled from `statuses` at the end
   std::vector<std::pair<std::string, uint64_t>> statuses;
@@ -127,13 +127,16 @@ struct Summary {
     return v->emplace_back(key, T{}).second;
   }
 
-  void Add(const DeliveryEvent& e) {
-    ++Slot(&statuses, e.log_status);
-    int c = static_cast<int>(e.result.category);
-    ++by_category[c];
-    std::vector<uint64_t>& counts = Slot(&by_provider_category, e.result.provider);
-    if (counts.empty()) counts.resize(kCategoryCount);
-    ++counts[static_cast<size_t>(c)];
+  // Fills the counts from a counts-only correlator (the summary's fast path: no event is built).
+  void AddCounts(const std::vector<EventCount>& counts) {
+    for (const EventCount& e : counts) {
+      Slot(&statuses, std::string(e.log_status)) += e.count;
+      int c = static_cast<int>(e.category);
+      by_category[c] += e.count;
+      std::vector<uint64_t>& row = Slot(&by_provider_category, std::string(e.provider));
+      if (row.empty()) row.resize(kCategoryCount);
+      row[static_cast<size_t>(c)] += e.count;
+    }
   }
 
   void Finish() {
@@ -293,7 +296,7 @@ int RunParseLog(const ParseLogOptions& opt) {
   Summary summary;
   LogCorrelator::Sink sink;
   if (opt.summary) {
-    sink = [&summary](const DeliveryEvent& e) { summary.Add(e); };
+    // No sink: the correlator counts the events itself (see AddCounts below).
   } else if (text) {
     sink = [&out](const DeliveryEvent& e) { AppendText(e, &out); };
   } else {
@@ -334,6 +337,7 @@ int RunParseLog(const ParseLogOptions& opt) {
   if (fd != 0) close(fd);
 
   if (opt.summary) {
+    summary.AddCounts(correlator.counts());
     summary.Finish();
     out = text ? summary.Text(correlator.stats())
                : summary.Json(correlator.stats())

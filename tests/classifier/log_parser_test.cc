@@ -297,6 +297,45 @@ TEST(LogCorrelator, RecipientDomainIsLowerCasedLocalPartKept) {
   EXPECT_EQ(run.events[0].result.category, Category::kUserUnknown);
 }
 
+// A deferral and the later delivery of one recipient match even when the two lines spell it
+// differently in ways the stored form removes (domain case, a run of spaces): the recipient is
+// no longer pending, so the expiry reports nothing for it. Also with tabs (cleaned) and a
+// 16-byte-plus address (the vector path of the clean-address check).
+TEST(LogCorrelator, PendingRecipientMatchesItsStoredForm) {
+  const std::string deferred =
+      "dsn=4.4.1, status=deferred (connect to mx.example.org[192.0.2.9]:25: Connection timed "
+      "out)\n";
+  for (bool counts_only : {false, true}) {
+    for (std::string_view pair :
+         {"a@Example.ORG|a@example.org",
+          "very.long.local.part+tag@Example.ORG|"
+          "very.long.local.part+tag@example.org",
+          "b  c@example.org|b c@example.org", "d\te@example.org|d e@example.org"}) {
+      size_t bar = pair.find('|');
+      std::string first(pair.substr(0, bar)), second(pair.substr(bar + 1));
+      std::string log =
+          "Nov 29 17:00:00 mta postfix/smtp[1]: 09DE9A74B41: to=<" + first +
+          ">, relay=none, delay=1, delays=1/0/0/0, " + deferred +
+          "Nov 29 17:00:01 mta postfix/smtp[1]: 09DE9A74B41: to=<" + second +
+          ">, relay=mx.example.org[192.0.2.9]:25, delay=1, delays=1/0/0/0, dsn=2.0.0, "
+          "status=sent (250 ok)\n"
+          "Nov 29 17:00:02 mta postfix/qmgr[2]: 09DE9A74B41: from=<s@example.net>, "
+          "status=expired, returned to sender\n";
+      std::vector<std::string> statuses;
+      LogCorrelator c(RuleSet::Default(),
+                      [&statuses](const DeliveryEvent& e) { statuses.push_back(e.log_status); });
+      c.set_counts_only(counts_only);
+      LogLineSplitter splitter;
+      auto feed = [&c](std::string_view line) { c.Feed(line); };
+      splitter.Push(log, feed);
+      splitter.Finish(feed);
+      // deferred, sent, and the expiry of a queue id whose recipients are all done
+      EXPECT_EQ(statuses, (std::vector<std::string>{"deferred", "sent", "expired"})) << pair;
+      EXPECT_EQ(c.stats().expired_without_recipients, 1u) << pair;
+    }
+  }
+}
+
 TEST(LogLineSplitter, SplitsAcrossChunksAndKeepsCrlfLinesClean) {
   std::vector<std::string> lines;
   LogLineSplitter s;

@@ -3,6 +3,10 @@
 // classifies as the scenario says when read from the log.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <tuple>
+
 #include "classifier/result.h"
 #include "tests/classifier/log_test_util.h"
 
@@ -335,6 +339,31 @@ TEST(LogSample, CountsOnlyKeepsTheClassification) {
     EXPECT_EQ(counted[i].first, full.events[i].log_status);
     EXPECT_EQ(counted[i].second, full.events[i].result.category);
   }
+}
+
+// counts(): the events of a full run, counted by (log status, provider, category), also when
+// the counts-only correlator has no sink at all (what `parse-log --summary` does).
+TEST(LogSample, CountsMatchTheEventsOfAFullRun) {
+  std::string log = ReadTestFile("postfix/postfix.scenarios.log") + ReadTestFile("sample/mail.log");
+  LogRun full = Correlate(log);
+  std::map<std::tuple<std::string, std::string, Category>, uint64_t> want, got;
+  for (const DeliveryEvent& e : full.events) {
+    ++want[{e.log_status, e.result.provider, e.result.category}];
+  }
+  LogCorrelator c(RuleSet::Default(), LogCorrelator::Sink{});
+  c.set_counts_only(true);
+  LogLineSplitter s;
+  s.Push(log, [&c](std::string_view line) { c.Feed(line); });
+  s.Finish([&c](std::string_view line) { c.Feed(line); });
+  uint64_t total = 0;
+  for (const EventCount& e : c.counts()) {
+    EXPECT_GT(e.count, 0u);
+    got[{std::string(e.log_status), std::string(e.provider), e.category}] += e.count;
+    total += e.count;
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(total, c.stats().events);
+  EXPECT_EQ(total, full.events.size());
 }
 
 }  // namespace
