@@ -185,6 +185,8 @@ constexpr uint32_t kMaxSimpleRepeat = 16;     // a group's x{n,m}: m at most thi
 constexpr uint32_t kMaxSimpleCount = 1000;    // RE2's own limit on a repeat count
 constexpr size_t kMaxSimpleProgram = 2000;    // instructions
 constexpr size_t kMaxSimpleVisits = 1 << 20;  // (instruction, position) bits per match
+constexpr int kMaxSimpleDepth = 64;           // nested groups
+constexpr size_t kMaxSimpleText = 1024;       // longer replies are left to RE2
 
 inline bool InSet(const ByteSet& s, unsigned char c) { return (s[c >> 6] >> (c & 63)) & 1; }
 inline void AddByte(ByteSet& s, unsigned char c) { s[c >> 6] |= uint64_t{1} << (c & 63); }
@@ -209,7 +211,8 @@ inline bool AtWordBoundary(std::string_view t, size_t at) {
 struct SimpleInst {
   enum Op : uint8_t { kByte, kSplit, kJmp, kWordBoundary, kNotWordBoundary, kBegin, kEnd, kGap };
   Op op = kByte;
-  int32_t x = 1, y = 1;       // kSplit: try pc+x, then pc+y; kJmp: pc+x
+  bool any = false;           // kGap: of any byte but '\n'
+  int32_t x = 1, y = 1;       // kSplit: try pc+x, then pc+y; kJmp: pc+x; kGap: y is its slot
   uint32_t min = 0, max = 0;  // kGap: min..max bytes of `set`
   ByteSet set = kNoBytes;     // kByte, kGap
 };
@@ -238,16 +241,38 @@ class SimplePattern {
   }
 
   // Whether the pattern matches somewhere in `t`, which must be ASCII without '\n'.
-  // `fallback` is set (and false returned) when the text is too long for the visit bitmap.
+  // `fallback` is set (and false returned) when the text is long (the search takes time in
+  // proportion to its length times the program's, more with gaps: RE2's DFA is linear).
   bool Match(std::string_view t, bool* fallback) const {
     const size_t cells = rows_ * (t.size() + 1);
-    if (cells > kMaxSimpleVisits) {
+    if (t.size() > kMaxSimpleText || cells > kMaxSimpleVisits) {
       *fallback = true;
       return false;
     }
     thread_local std::vector<uint64_t> visited;
-    thread_local std::vector<std::pair<uint32_t, uint32_t>> stack;
+    // Places still to try: pc at each position lo..hi (a range only after a gap).
+    struct Todo {
+      uint32_t pc, lo, hi;
+    };
+    thread_local std::vector<Todo> stack;
+    // Per gap: the last run of its bytes found, [first, second): a gap tried again inside it
+    // needs no new scan.
+    thread_local std::vector<std::pair<size_t, size_t>> runs;
     visited.assign((cells + 63) / 64, 0);
+    runs.assign(gaps_, {1, 0});
+    const size_t stride = t.size() + 1;
+    // The first position in lo..hi not yet tried at pc (which has a row), or SIZE_MAX.
+    auto untried = [&](uint32_t pc, size_t lo, size_t hi) -> size_t {
+      size_t base = static_cast<size_t>(row_[pc]) * stride;
+      for (size_t c = base + lo; c <= base + hi; c = (c | 63) + 1) {
+        uint64_t free = ~visited[c >> 6] >> (c & 63);
+        if (free != 0) {
+          size_t q = c + static_cast<size_t>(__builtin_ctzll(free));
+          return q <= base + hi ? q - base : SIZE_MAX;
+        }
+      }
+      return SIZE_MAX;
+    };
     for (size_t start = 0; start <= t.size(); ++start) {
       if (first_byte_ >= 0) {  // one possible first byte: jump to it
         const void* at = start < t.size()
@@ -259,14 +284,22 @@ class SimplePattern {
         continue;
       }
       stack.clear();
-      stack.emplace_back(0, static_cast<uint32_t>(start));
+      stack.push_back({0, static_cast<uint32_t>(start), static_cast<uint32_t>(start)});
       while (!stack.empty()) {
-        auto [pc, pos] = stack.back();
+        Todo todo = stack.back();
         stack.pop_back();
+        uint32_t pc = todo.pc;
+        size_t pos = todo.lo;
+        if (todo.lo < todo.hi) {
+          if (pc == code_.size()) return true;  // a gap ends the pattern
+          pos = untried(pc, todo.lo, todo.hi);
+          if (pos == SIZE_MAX) continue;
+          if (pos < todo.hi) stack.push_back({pc, static_cast<uint32_t>(pos + 1), todo.hi});
+        }
         for (;;) {
           if (pc == code_.size()) return true;
           if (int32_t row = row_[pc]; row >= 0) {  // where paths meet: try each position once
-            size_t cell = static_cast<size_t>(row) * (t.size() + 1) + pos;
+            size_t cell = static_cast<size_t>(row) * stride + pos;
             uint64_t bit = uint64_t{1} << (cell & 63);
             if (visited[cell >> 6] & bit) break;  // tried from here before: it failed
             visited[cell >> 6] |= bit;
@@ -280,7 +313,10 @@ class SimplePattern {
               ++pc;
               break;
             case SimpleInst::kSplit:
-              if (Viable(pc + in.y, t, pos)) stack.emplace_back(pc + in.y, pos);
+              if (Viable(pc + in.y, t, pos)) {
+                stack.push_back(
+                    {pc + in.y, static_cast<uint32_t>(pos), static_cast<uint32_t>(pos)});
+              }
               pc += in.x;
               go = Viable(pc, t, pos);
               break;
@@ -304,13 +340,23 @@ class SimplePattern {
               ++pc;
               break;
             case SimpleInst::kGap: {
-              size_t limit = std::min<size_t>(in.max, t.size() - pos);
-              size_t run = 0;
-              while (run < limit && InSet(in.set, static_cast<unsigned char>(t[pos + run]))) ++run;
+              size_t end = t.size();  // where the run of the gap's bytes from pos ends
+              if (!in.any) {
+                auto& last = runs[static_cast<size_t>(in.y)];
+                if (pos >= last.first && pos <= last.second) {
+                  end = last.second;
+                } else {
+                  end = pos;
+                  while (end < t.size() && InSet(in.set, static_cast<unsigned char>(t[end]))) ++end;
+                  last = {pos, end};
+                }
+              }
+              size_t run = std::min<size_t>(in.max, end - pos);
               go = run >= in.min;
               if (go) {
-                for (size_t k = run; k > in.min; --k) {
-                  stack.emplace_back(pc + 1, static_cast<uint32_t>(pos + k));
+                if (run > in.min) {  // the longer gaps, as one range
+                  stack.push_back({pc + 1, static_cast<uint32_t>(pos + in.min + 1),
+                                   static_cast<uint32_t>(pos + run)});
                 }
                 pos += in.min;
                 ++pc;
@@ -347,7 +393,12 @@ class SimplePattern {
       } else if (in.op == SimpleInst::kJmp) {
         meet(pc + in.x);
       } else if (in.op == SimpleInst::kGap) {
+        meet(pc);  // so that each start of a gap is expanded once
         meet(pc + 1);
+        ByteSet dot = Complement(kNoBytes);
+        dot[0] &= ~(uint64_t{1} << '\n');
+        code_[pc].any = in.set == dot;
+        code_[pc].y = static_cast<int32_t>(gaps_++);
       }
     }
     for (size_t pc = n; pc-- > 0;) {
@@ -394,6 +445,7 @@ class SimplePattern {
     size_t i = 0;
     int captures = 0;
     int big_quantifiers = 0;  // read so far: those that allow or need 2 or more
+    int depth = 0;            // groups open; deep nesting is left to RE2 (and its limits)
 
     // Each Parse* checks the syntax and, when `out` is not null, appends the program for
     // what it read.
@@ -561,7 +613,8 @@ class SimplePattern {
           ++captures;
         }
         *is_group = true;
-        if (!ParseAlternation(atom)) return false;
+        if (++depth > kMaxSimpleDepth || !ParseAlternation(atom)) return false;
+        --depth;
         if (i >= p.size() || p[i] != ')') return false;
         ++i;
         return true;
@@ -694,6 +747,7 @@ class SimplePattern {
   std::vector<uint8_t> any_;
   std::vector<int32_t> row_;  // per pc: its row of visit bits, or -1
   size_t rows_ = 0;
+  size_t gaps_ = 0;
   int first_byte_ = -1;  // the only byte a match can start with, if there is one
 };
 
@@ -949,7 +1003,12 @@ class LiteralSetFinder {
           }
           i_ += 2;
         }
+        if (++depth_ > kMaxSimpleDepth) {
+          bad_ = true;
+          return {};
+        }
         sub = Alternation();
+        --depth_;
         if (i_ >= p_.size() || p_[i_] != ')') {
           bad_ = true;
           return {};
@@ -1028,6 +1087,7 @@ class LiteralSetFinder {
   std::string_view p_;
   size_t i_ = 0;
   bool bad_ = false;
+  int depth_ = 0;
 };
 
 // Finds which of many literals occur in a text: literals are bucketed by a hash of their
