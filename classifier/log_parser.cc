@@ -1,7 +1,9 @@
 // log_parser.cc: LogCorrelator (see log_parser.h). Reads parsed lines (log_line.cc), keeps a
 // bounded per-queue-id table (sender, size, nrcpt, message-id, DSN queue id, recipients whose
 // last status was deferred) and turns delivery lines into classified DeliveryEvents. The event
-// object is reused between calls so a steady stream allocates almost nothing per line.
+// object is reused between calls so a steady stream allocates almost nothing per line; fields
+// are read as views into the line when they need no cleaning, and in counts-only (summary) mode
+// events are counted by number without filling their strings.
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif

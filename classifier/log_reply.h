@@ -1,6 +1,7 @@
 // log_reply.h: internals of the log parser (log_parser.h) for the reply text of a delivery
 // line: splitting Postfix's explanation into remote host, remote reply and SMTP stage, building
-// the classification cache key, and the bounded caches themselves. Pure code, no I/O. Not a
+// the classification cache key, its 128-bit hash, and the bounded caches themselves. Pure code,
+// no I/O. Not a
 // public contract: only log_parser.cc, its tests and its fuzz target use it.
 #pragma once
 
