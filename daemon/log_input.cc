@@ -72,6 +72,8 @@ class Pipeline {
   // The input position of the last committed batch.
   const InputPosition& committed() const { return committed_; }
   const std::string& error() const { return error_; }
+  // What the database holds when the input starts (health shows it until the next commit).
+  void SetCommitted(InputPosition p) { committed_ = std::move(p); }
 
  private:
   struct Pending {
@@ -150,6 +152,7 @@ void LogInput::RunFile(bool once) {
       if (*stored) start = {(*stored)->inode, (*stored)->offset};
     }
     Pipeline pipeline(services_, store);
+    pipeline.SetCommitted({name, start.inode, start.offset, ""});
     std::shared_ptr<const RuleSet> rules = services_.rules();
     std::string ref;
     auto make_correlator = [&] {
@@ -251,6 +254,7 @@ void LogInput::RunJournal(bool once) {
       continue;
     }
     Pipeline pipeline(services_, store);
+    pipeline.SetCommitted({name, 0, 0, cursor});
     std::shared_ptr<const RuleSet> rules = services_.rules();
     std::string ref;
     LogCorrelator correlator(rules, [&](const DeliveryEvent& e) {

@@ -37,6 +37,7 @@ CREATE TABLE event_kinds (
 );
 
 -- One row per recipient result. Columns read most come first (SQLite walks the record header).
+-- Texts are NULL when empty (the writer binds only what an event has; `events` shows '').
 CREATE TABLE event_rows (
   id INTEGER PRIMARY KEY,
   time INTEGER NOT NULL,
@@ -44,17 +45,17 @@ CREATE TABLE event_rows (
   counted INTEGER NOT NULL,               -- as events.counted
   recipient_key TEXT NOT NULL,
   domain TEXT NOT NULL,
-  queue_id TEXT NOT NULL,
-  source_ref TEXT NOT NULL,
+  queue_id TEXT,
+  source_ref TEXT,
   recipient TEXT,                         -- NULL when it is recipient_key
-  message_id TEXT NOT NULL,
-  sender TEXT NOT NULL,
-  relay TEXT NOT NULL,
-  diagnostic TEXT NOT NULL,
-  remote_mta TEXT NOT NULL,
-  time_text TEXT NOT NULL,
-  original_recipient TEXT NOT NULL,
-  bounce_queue_id TEXT NOT NULL
+  message_id TEXT,
+  sender TEXT,
+  relay TEXT,
+  diagnostic TEXT,
+  remote_mta TEXT,
+  time_text TEXT,
+  original_recipient TEXT,
+  bounce_queue_id TEXT
 );
 
 -- Per UTC day (of event_rows.time), the smallest and largest id of its events. Events arrive
@@ -86,9 +87,10 @@ SELECT DISTINCT source, log_status, category, fault, action, hard_bounce, progra
 INSERT INTO event_rows (id, time, kind, counted, recipient_key, domain, queue_id, source_ref,
   recipient, message_id, sender, relay, diagnostic, remote_mta, time_text, original_recipient,
   bounce_queue_id)
-SELECT e.id, e.time, k.id, e.counted, e.recipient_key, e.domain, e.queue_id, e.source_ref,
-  nullif(e.recipient, e.recipient_key), e.message_id, e.sender, e.relay, e.diagnostic,
-  e.remote_mta, e.time_text, e.original_recipient, e.bounce_queue_id
+SELECT e.id, e.time, k.id, e.counted, e.recipient_key, e.domain, nullif(e.queue_id, ''),
+  nullif(e.source_ref, ''), nullif(e.recipient, e.recipient_key), nullif(e.message_id, ''),
+  nullif(e.sender, ''), nullif(e.relay, ''), nullif(e.diagnostic, ''), nullif(e.remote_mta, ''),
+  nullif(e.time_text, ''), nullif(e.original_recipient, ''), nullif(e.bounce_queue_id, '')
 FROM events e JOIN event_kinds k ON k.source = e.source AND k.log_status = e.log_status
   AND k.category = e.category AND k.fault = e.fault AND k.action = e.action
   AND k.hard_bounce = e.hard_bounce AND k.program = e.program AND k.provider = e.provider
@@ -107,21 +109,28 @@ WHERE incidents <> 0 OR incidents_since <> 0 OR last_incident <> 0 OR manual_uns
 
 DROP TABLE events;
 DROP TABLE recipient_state;
+-- No query can use these (list filters by domain/category/source with "?x = '' OR", in
+-- address order) and each cost every new suppression two more B-tree inserts.
+DROP INDEX suppressions_by_domain;
+DROP INDEX suppressions_by_created;
 
 CREATE INDEX event_rows_by_recipient ON event_rows(recipient_key, time);
 
 -- The version-1 events table, column for column.
 CREATE VIEW events AS
 SELECT e.id AS id, e.time AS time, strftime('%Y-%m-%d', e.time, 'unixepoch') AS day,
-  e.time_text AS time_text, k.source AS source, e.source_ref AS source_ref,
-  e.queue_id AS queue_id, e.message_id AS message_id, e.sender AS sender,
+  coalesce(e.time_text, '') AS time_text, k.source AS source,
+  coalesce(e.source_ref, '') AS source_ref, coalesce(e.queue_id, '') AS queue_id,
+  coalesce(e.message_id, '') AS message_id, coalesce(e.sender, '') AS sender,
   coalesce(e.recipient, e.recipient_key) AS recipient, e.recipient_key AS recipient_key,
-  e.domain AS domain, e.original_recipient AS original_recipient, k.log_status AS log_status,
-  e.relay AS relay, k.program AS program, e.bounce_queue_id AS bounce_queue_id,
-  k.category AS category, k.fault AS fault, k.action AS action, k.hard_bounce AS hard_bounce,
-  k.status AS status, k.reply_code AS reply_code, k.stage AS stage, k.provider AS provider,
-  k.provider_code AS provider_code, e.diagnostic AS diagnostic, e.remote_mta AS remote_mta,
-  k.dsn_action AS dsn_action, k.rule AS rule, e.counted AS counted
+  e.domain AS domain, coalesce(e.original_recipient, '') AS original_recipient,
+  k.log_status AS log_status, coalesce(e.relay, '') AS relay, k.program AS program,
+  coalesce(e.bounce_queue_id, '') AS bounce_queue_id, k.category AS category, k.fault AS fault,
+  k.action AS action, k.hard_bounce AS hard_bounce, k.status AS status,
+  k.reply_code AS reply_code, k.stage AS stage, k.provider AS provider,
+  k.provider_code AS provider_code, coalesce(e.diagnostic, '') AS diagnostic,
+  coalesce(e.remote_mta, '') AS remote_mta, k.dsn_action AS dsn_action, k.rule AS rule,
+  e.counted AS counted
 FROM event_rows e JOIN event_kinds k ON k.id = e.kind;
 
 -- INSERT INTO events (...) as in version 1 (fixtures, hand repairs); `day` is ignored (it is
@@ -146,11 +155,11 @@ BEGIN
        AND status = coalesce(NEW.status, '') AND reply_code = coalesce(NEW.reply_code, '')
        AND stage = coalesce(NEW.stage, '') AND dsn_action = coalesce(NEW.dsn_action, '')
        AND rule = coalesce(NEW.rule, '')),
-    coalesce(NEW.counted, 1), NEW.recipient_key, NEW.domain, coalesce(NEW.queue_id, ''),
-    coalesce(NEW.source_ref, ''), nullif(NEW.recipient, NEW.recipient_key),
-    coalesce(NEW.message_id, ''), coalesce(NEW.sender, ''), coalesce(NEW.relay, ''),
-    coalesce(NEW.diagnostic, ''), coalesce(NEW.remote_mta, ''), coalesce(NEW.time_text, ''),
-    coalesce(NEW.original_recipient, ''), coalesce(NEW.bounce_queue_id, ''));
+    coalesce(NEW.counted, 1), NEW.recipient_key, NEW.domain, nullif(NEW.queue_id, ''),
+    nullif(NEW.source_ref, ''), nullif(NEW.recipient, NEW.recipient_key),
+    nullif(NEW.message_id, ''), nullif(NEW.sender, ''), nullif(NEW.relay, ''),
+    nullif(NEW.diagnostic, ''), nullif(NEW.remote_mta, ''), nullif(NEW.time_text, ''),
+    nullif(NEW.original_recipient, ''), nullif(NEW.bounce_queue_id, ''));
   INSERT INTO event_days (day, first_id, last_id)
   VALUES (strftime('%Y-%m-%d', NEW.time, 'unixepoch'), last_insert_rowid(), last_insert_rowid())
   ON CONFLICT (day) DO UPDATE SET first_id = min(first_id, excluded.first_id),

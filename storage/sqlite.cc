@@ -91,11 +91,6 @@ Stmt& Stmt::BindRef(int i, std::string_view v) {
   return *this;
 }
 
-Stmt& Stmt::BindNull(int i) {
-  sqlite3_bind_null(st_, i);
-  return *this;
-}
-
 Expected<bool> Stmt::Step() {
   int rc = sqlite3_step(st_);
   if (rc == SQLITE_ROW) return true;

@@ -54,7 +54,6 @@ class Stmt {
   Stmt& Bind(int i, std::string_view v);  // copied (SQLITE_TRANSIENT)
   // Not copied (SQLITE_STATIC): `v` must stay valid until the statement is reset. For hot paths.
   Stmt& BindRef(int i, std::string_view v);
-  Stmt& BindNull(int i);
   // SQLITE_ROW -> true, SQLITE_DONE -> false; anything else is an error.
   Expected<bool> Step();
   // Steps until done, for statements without results; then resets.

@@ -3,8 +3,9 @@
 // Reads and writes one SQLite file (StoreOptions::path, config key [storage] path). Holds
 // delivery events, per-recipient state, per-day counters, suppressions, the allowlist, the
 // audit log of manual changes and the inputs' positions; the tables are documented in
-// storage/schema.sql (read-only SQL on them is fine, e.g. for reports: open the file with
-// SQLITE_OPEN_READONLY, WAL lets readers run beside the writer).
+// storage/schema.sql and storage/migrate_2.sql (version 2: `events` and `recipient_state` are
+// views over narrower tables). Read-only SQL on them is fine, e.g. for reports: open the file
+// with SQLITE_OPEN_READONLY, WAL lets readers run beside the writer.
 //
 // Contract, LevelDB style:
 // - Errors are values. A Status/Expected error says what failed and where ("open
