@@ -126,13 +126,15 @@ TEST(DaemonProcess, KillNineMidIngestLosesAndDuplicatesNothing) {
   d.Start();
   ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log()))) << d.Health().dump();
   EXPECT_EQ(d.StoredEvents(), kLines);
-  // Once more, in the middle of a second burst.
-  AppendFile(d.log(), Lines(kLines, kLines + 50000));
+  // Once more, in the middle of a second burst (large enough that the writer, at ~80k events/s,
+  // is still at it when the first events of the burst show up).
+  constexpr int kBurst = 200000;
+  AppendFile(d.log(), Lines(kLines, kLines + kBurst));
   ASSERT_TRUE(WaitUntil([&] { return d.StoredEvents() > kLines; }));
   d.Kill9();
   d.Start();
   ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log())));
-  EXPECT_EQ(d.StoredEvents(), kLines + 50000);
+  EXPECT_EQ(d.StoredEvents(), kLines + kBurst);
   json s = d.Query({{"cmd", "status"}, {"address", "user10@example.com"}});
   EXPECT_TRUE(s["result"].value("suppressed", false)) << s.dump();
   EXPECT_EQ(s["result"]["events"].size(), 1u);
