@@ -240,6 +240,8 @@ class StoreImpl final : public Store {
   // Open, migrate, load.
   Status Migrate();
   Status PrepareWriter();
+  // Sets bounces_from_log_ / bounces_from_dsn_ from the kinds already stored.
+  Status LoadBounceSources();
   Status LoadView();
   Status LoadPolicyRows();
 
@@ -323,6 +325,13 @@ class StoreImpl final : public Store {
   // listed in txn_new_kinds_ and dropped from the cache if it rolls back.
   std::unordered_map<std::string, int64_t> kind_ids_;
   std::vector<std::string> txn_new_kinds_;
+  // Whether a bounced/expired event from the log family (log, journal) or the DSN family (dsn,
+  // milter) may be stored. The same-bounce lookup for a permanent failure looks for one from
+  // the other family; while there can be none (a log-only installation) it is skipped. Set from
+  // event_kinds at open and whenever such an event is written; never cleared (a rolled-back
+  // transaction leaves it set, which only costs the lookup).
+  bool bounces_from_log_ = true;
+  bool bounces_from_dsn_ = true;
   std::string kind_key_;  // KindW's scratch buffer
   // First and last event id per day written by the running transaction (usually one day).
   struct DayRange {
@@ -406,6 +415,7 @@ Status StoreImpl::OpenAll() {
     return s;
   if (Status s = Migrate(); !s) return s;
   if (Status s = PrepareWriter(); !s) return s;
+  if (Status s = LoadBounceSources(); !s) return s;
   if (Status s = LoadPolicyRows(); !s) return s;
   view_.SetDelimiters(policy_.recipient_delimiters);
   if (Status s = LoadView(); !s) return s;
@@ -447,6 +457,24 @@ Status StoreImpl::Migrate() {
       return Status::Error(options_.path + ": migration to schema version " + std::to_string(v) +
                            " failed: " + s.message());
     }
+  }
+  return Status::Ok();
+}
+
+Status StoreImpl::LoadBounceSources() {
+  sql::Stmt st;
+  if (Status s = st.Prepare(wdb_,
+                            "SELECT EXISTS (SELECT 1 FROM event_kinds WHERE log_status IN "
+                            "('bounced', 'expired') AND source IN ('log', 'journal')), "
+                            "EXISTS (SELECT 1 FROM event_kinds WHERE log_status IN "
+                            "('bounced', 'expired') AND source IN ('dsn', 'milter'))");
+      !s)
+    return s;
+  auto row = st.Step();
+  if (!row) return row.status();
+  if (*row) {
+    bounces_from_log_ = st.Int(0) != 0;
+    bounces_from_dsn_ = st.Int(1) != 0;
   }
   return Status::Ok();
 }
@@ -835,9 +863,10 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   }
 
   bool counted = true;
-  if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty()) {
+  bool log = IsLogFamily(ev.source);
+  if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty() &&
+      (log ? bounces_from_dsn_ : bounces_from_log_)) {
     // Postfix logs a bounce and also sends its DSN (which the milter sees): one incident.
-    bool log = IsLogFamily(ev.source);
     // BindRef: the texts outlive the statement's use (it is reset below), so no copies.
     w_.same_bounce.BindRef(1, ev.queue_id)
         .BindRef(2, key)
@@ -855,6 +884,7 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   const CategoryInfo& info = Describe(r.category);
   auto kind = KindW(ev, info);
   if (!kind) return kind.status();
+  if (IsPermanentFailure(ev)) (log ? bounces_from_log_ : bounces_from_dsn_) = true;
   sql::Stmt& in = w_.insert_event;
   in.Bind(1, t).Bind(2, *kind).Bind(3, int64_t{counted}).BindRef(4, stored_key).BindRef(5, domain);
   // Empty texts stay unbound, i.e. NULL (the statement's bindings are cleared after each run):

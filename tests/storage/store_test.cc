@@ -460,6 +460,35 @@ TEST_F(StoreTest, LogBounceAndItsPostfixDsnCountOnce) {
   EXPECT_EQ(Count("SELECT events FROM recipient_state WHERE address='gone@example.com'"), 1);
 }
 
+// The other order, across a restart: the DSN (milter) copy first, the store reopened, then the
+// log line. The writer skips the same-bounce lookup while no bounce of the other family can be
+// stored, and must learn at open that one is.
+TEST_F(StoreTest, PostfixDsnThenItsLogBounceCountOnceAcrossRestart) {
+  Event log = MakeEvent("gone@example.com", Category::kUserUnknown, "bounced", kT0);
+  log.queue_id = "DEF456";
+  ParsedBounce pb;
+  pb.kind = MessageKind::kDsn;
+  pb.message_id = "<dsn2@ours>";
+  pb.postfix_queue_id = "DEF456";
+  Result r = log.result;
+  r.dsn_action = "failed";
+  pb.recipients = {r};
+  ASSERT_TRUE(
+      store_->Write(Batch{EventsFromBounce(pb, "", EventSource::kMilter, kT0), std::nullopt})
+          .ok());
+  // A log-only bounce of someone else first: the log family's own bounces do not count as DSNs.
+  Event other = MakeEvent("other@example.com", Category::kUserUnknown, "bounced", kT0);
+  other.queue_id = "OTHER1";
+  ASSERT_TRUE(store_->Write(Batch{{other}, std::nullopt}).ok());
+  store_.reset();
+  store_ = OpenStore(path_);
+  ASSERT_NE(store_, nullptr);
+  ASSERT_TRUE(store_->Write(Batch{{log}, std::nullopt}).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), 3);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE counted=0 AND source='log'"), 1);
+  EXPECT_EQ(Count("SELECT sum(count) FROM daily_counters"), 2);
+}
+
 TEST_F(StoreTest, CountersAndStatsPerDomainAndProvider) {
   std::vector<Event> evs;
   for (int i = 0; i < 5; ++i) {
