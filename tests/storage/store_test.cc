@@ -474,8 +474,7 @@ TEST_F(StoreTest, PostfixDsnThenItsLogBounceCountOnceAcrossRestart) {
   r.dsn_action = "failed";
   pb.recipients = {r};
   ASSERT_TRUE(
-      store_->Write(Batch{EventsFromBounce(pb, "", EventSource::kMilter, kT0), std::nullopt})
-          .ok());
+      store_->Write(Batch{EventsFromBounce(pb, "", EventSource::kMilter, kT0), std::nullopt}).ok());
   // A log-only bounce of someone else first: the log family's own bounces do not count as DSNs.
   Event other = MakeEvent("other@example.com", Category::kUserUnknown, "bounced", kT0);
   other.queue_id = "OTHER1";
