@@ -21,6 +21,7 @@
 namespace bounced {
 namespace {
 
+using testing::ExecSql;
 using testing::kDay;
 using testing::kT0;
 using testing::MakeEvent;
@@ -32,17 +33,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-void Exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  std::string msg = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << msg;
 }
 
 // Every row of `sql`, columns joined by '|', rows by '\n' (NULL as "<null>").
@@ -118,19 +108,19 @@ void WriteHistory(Store& s) {
 
 // Turns the version-2 file `v2` into a version-1 file `v1` holding the same rows.
 void MakeVersionOne(const std::string& v2, const std::string& v1) {
-  Exec(v1, ReadFile(BOUNCED_SOURCE_DIR "/storage/schema.sql") +
-               "PRAGMA user_version = 1; PRAGMA application_id = 1651471726;");
-  Exec(v1, "ATTACH '" + v2 +
-               "' AS v2; BEGIN;"
-               "INSERT INTO events SELECT * FROM v2.events;"
-               "INSERT INTO recipient_state SELECT * FROM v2.recipient_state;"
-               "INSERT INTO daily_counters SELECT * FROM v2.daily_counters;"
-               "INSERT INTO suppressions SELECT * FROM v2.suppressions;"
-               "INSERT INTO suppression_log SELECT * FROM v2.suppression_log;"
-               "INSERT INTO allowlist SELECT * FROM v2.allowlist;"
-               "INSERT INTO audit SELECT * FROM v2.audit;"
-               "INSERT INTO input_positions SELECT * FROM v2.input_positions;"
-               "COMMIT;");
+  ExecSql(v1, ReadFile(BOUNCED_SOURCE_DIR "/storage/schema.sql") +
+                  "PRAGMA user_version = 1; PRAGMA application_id = 1651471726;");
+  ExecSql(v1, "ATTACH '" + v2 +
+                  "' AS v2; BEGIN;"
+                  "INSERT INTO events SELECT * FROM v2.events;"
+                  "INSERT INTO recipient_state SELECT * FROM v2.recipient_state;"
+                  "INSERT INTO daily_counters SELECT * FROM v2.daily_counters;"
+                  "INSERT INTO suppressions SELECT * FROM v2.suppressions;"
+                  "INSERT INTO suppression_log SELECT * FROM v2.suppression_log;"
+                  "INSERT INTO allowlist SELECT * FROM v2.allowlist;"
+                  "INSERT INTO audit SELECT * FROM v2.audit;"
+                  "INSERT INTO input_positions SELECT * FROM v2.input_positions;"
+                  "COMMIT;");
 }
 
 TEST(StoreMigrationTest, VersionOneDatabaseIsMigratedInPlaceWithEveryRow) {
@@ -197,7 +187,7 @@ TEST(StoreMigrationTest, NewerVersionIsStillRefusedAfterTheMigrationExists) {
   TempDir dir;
   const std::string path = dir.File("b.db");
   { auto s = OpenStore(path); }
-  Exec(path, "PRAGMA user_version = 3");
+  ExecSql(path, "PRAGMA user_version = 3");
   StoreOptions o;
   o.path = path;
   auto s = Store::Open(o);

@@ -16,6 +16,7 @@
 namespace bounced {
 namespace {
 
+using testing::ExecSql;
 using testing::kDay;
 using testing::kT0;
 using testing::MakeEvent;
@@ -32,14 +33,6 @@ int64_t Scalar(const std::string& path, const std::string& sql) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   return v;
-}
-
-void ExecSql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << err;
-  sqlite3_close(db);
 }
 
 TEST(StoreOpenTest, CreatesWalDatabaseAtCurrentSchemaVersion) {

@@ -1,8 +1,9 @@
 // test_util.h: shared helpers for the storage tests: a temporary directory per test and
-// builders for events as the classifier would return them.
+// builders for events as the classifier would return them, and raw SQL on a database file.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -11,6 +12,19 @@
 #include "storage/store.h"
 
 namespace bounced::testing {
+
+// Runs `sql` on the database file at `path` through its own connection (test set-up and
+// tampering behind the store's back); fails the test with SQLite's message.
+inline void ExecSql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  std::string msg = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
 
 class TempDir {
  public:
