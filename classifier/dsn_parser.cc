@@ -531,8 +531,8 @@ std::string AllText(const MimeView& view) {
 constexpr size_t kMaxReasonBytes = 4 * kMaxDiagnosticBytes;
 
 Result Classify(const Finding& f, const RuleSet& rules) {
-  std::string diagnostic =
-      Sanitize(FoldWhitespace(std::string_view(f.diagnostic).substr(0, kMaxReasonBytes)));
+  // Sanitize folds whitespace runs and trims the ends as FoldWhitespace would.
+  std::string diagnostic = Sanitize(std::string_view(f.diagnostic).substr(0, kMaxReasonBytes));
   std::string reply_code = f.reply_code;
   if (reply_code.empty()) reply_code = ExtractReplyCode(diagnostic);
   if (reply_code.empty()) reply_code = LooseReplyCode(diagnostic);
@@ -554,11 +554,11 @@ Result Classify(const Finding& f, const RuleSet& rules) {
   Result r = rules.Classify(in);
   r.recipient = Sanitize(f.recipient, 320);
   r.original_recipient = Sanitize(f.original_recipient, 320);
-  r.diagnostic = diagnostic;
-  r.remote_mta = remote;
+  r.diagnostic = std::move(diagnostic);
+  r.remote_mta = std::move(remote);
   r.dsn_action = Sanitize(f.action, 32);
-  if (r.status.empty()) r.status = status;
-  if (r.reply_code.empty()) r.reply_code = reply_code;
+  if (r.status.empty()) r.status = std::move(status);
+  if (r.reply_code.empty()) r.reply_code = std::move(reply_code);
   if (r.stage.empty()) r.stage = f.stage;
   return r;
 }

@@ -305,7 +305,44 @@ std::string FoldWhitespace(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// True when Sanitize(s, max_bytes) is s itself: printable ASCII and single spaces, no space at
+// either end, within max_bytes. Most replies are; checking is cheaper than rebuilding them.
+bool AlreadySanitized(std::string_view s, size_t max_bytes) {
+  if (s.size() > max_bytes) return false;
+  if (s.empty()) return true;
+  if (s.front() == ' ' || s.back() == ' ') return false;
+  const char* p = s.data();
+  size_t n = s.size(), i = 0;
+  bool prev_space = false;
+#if defined(__SSE2__)
+  // Sixteen bytes at a time: every byte in 0x20..0x7E (signed compares: bytes >= 0x80 are
+  // negative), and no space followed by a space (the mask shifted by one, plus the carry of
+  // the previous block's last byte).
+  const __m128i lo = _mm_set1_epi8(0x1F), hi = _mm_set1_epi8(0x7F), sp = _mm_set1_epi8(' ');
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    __m128i ok = _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi));
+    if (_mm_movemask_epi8(ok) != 0xFFFF) return false;
+    unsigned spaces = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, sp)));
+    if ((spaces & ((spaces << 1) | (prev_space ? 1u : 0u))) != 0) return false;
+    prev_space = (spaces & 0x8000u) != 0;
+  }
+#endif
+  for (; i < n; ++i) {
+    char c = p[i];
+    if (c < ' ' || c > '~') return false;
+    if (c == ' ' && prev_space) return false;
+    prev_space = c == ' ';
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string Sanitize(std::string_view s, size_t max_bytes) {
+  if (AlreadySanitized(s, max_bytes)) return std::string(s);
   std::string out;
   out.reserve(s.size() < max_bytes ? s.size() : max_bytes);
   bool pending_space = false;
@@ -396,7 +433,11 @@ std::string ExtractReplyCode(std::string_view text) {
   return {};
 }
 
-std::string NormalizeAddress(std::string_view address) {
+namespace {
+
+// The part of `address` NormalizeAddress keeps: trimmed, without "rfc822;", the inside of
+// <...> or without a stray trailing '>'. Its domain is not lower-cased yet.
+std::string_view AddressPart(std::string_view address) {
   std::string_view a = TrimSpace(address);
   if (StartsWithNoCase(a, "rfc822;")) a = TrimSpace(a.substr(7));
   size_t lt = a.find('<');
@@ -407,20 +448,40 @@ std::string NormalizeAddress(std::string_view address) {
   } else if (!a.empty() && a.back() == '>') {
     a.remove_suffix(1);
   }
-  size_t at = a.rfind('@');
-  if (at == std::string_view::npos) return std::string(a);
-  std::string out(a.substr(0, at + 1));
-  std::string_view domain = a.substr(at + 1);
+  return a;
+}
+
+// The domain after the last '@' of an AddressPart without its trailing dots, or npos.
+std::string_view DomainPart(std::string_view a, size_t* at) {
+  *at = a.rfind('@');
+  if (*at == std::string_view::npos) return {};
+  std::string_view domain = a.substr(*at + 1);
   while (!domain.empty() && domain.back() == '.') domain.remove_suffix(1);
+  return domain;
+}
+
+}  // namespace
+
+std::string NormalizeAddress(std::string_view address) {
+  std::string_view a = AddressPart(address);
+  size_t at = 0;
+  std::string_view domain = DomainPart(a, &at);
+  if (at == std::string_view::npos) return std::string(a);
+  std::string out;
+  out.reserve(at + 1 + domain.size());
+  out.append(a.substr(0, at + 1));
   for (char c : domain) out.push_back(AsciiLower(c));
   return out;
 }
 
 std::string DomainOf(std::string_view address) {
-  std::string a = NormalizeAddress(address);
-  size_t at = a.rfind('@');
-  if (at == std::string::npos) return {};
-  return a.substr(at + 1);
+  // What NormalizeAddress(address) has after its last '@', without building the address.
+  size_t at = 0;
+  std::string_view domain = DomainPart(AddressPart(address), &at);
+  std::string out;
+  out.reserve(domain.size());
+  for (char c : domain) out.push_back(AsciiLower(c));
+  return out;
 }
 
 std::string_view StageFromText(std::string_view text) {

@@ -40,6 +40,30 @@ TEST(Sanitize, CapsAtCharacterBoundary) {
   EXPECT_EQ(Sanitize(std::string(10000, 'x')).size(), kMaxDiagnosticBytes);
 }
 
+// Clean text (printable ASCII, single inner spaces) is returned as is without being rebuilt;
+// a trailing control byte sends the same text down the byte-by-byte path, which must agree.
+// Sanitize also folds whitespace as FoldWhitespace does, so the DSN parser calls it alone.
+TEST(Sanitize, FastPathAgreesWithFullPath) {
+  std::mt19937 rng(7);
+  const std::string alphabet = std::string("ab .:<>@\t\r\n\x01\x7f\xc3\xa9\xff") + '\0';
+  for (int i = 0; i < 20000; ++i) {
+    std::string s;
+    size_t len = rng() % 80;
+    bool clean = rng() % 2 == 0;  // half of them from the clean alphabet only
+    for (size_t k = 0; k < len; ++k) {
+      s.push_back(clean ? "abc .:5"[rng() % 7] : alphabet[rng() % alphabet.size()]);
+    }
+    size_t max = 1 + rng() % 100;
+    ASSERT_EQ(Sanitize(s, max), Sanitize(s + '\x01', max)) << s;
+    ASSERT_EQ(Sanitize(FoldWhitespace(s), max), Sanitize(s, max)) << s;
+  }
+  EXPECT_EQ(Sanitize("550 5.1.1 no such user"), "550 5.1.1 no such user");
+  EXPECT_EQ(Sanitize("two  spaces"), "two spaces");
+  EXPECT_EQ(Sanitize(" lead"), "lead");
+  EXPECT_EQ(Sanitize(std::string(15, 'x') + "  " + std::string(15, 'y')),
+            std::string(15, 'x') + " " + std::string(15, 'y'));  // across a 16-byte block
+}
+
 TEST(ExtractEnhancedStatus, FindsCodesInRealReplies) {
   EXPECT_EQ(ExtractEnhancedStatus("550 5.1.1 <a@icloud.com>: user does not exist"), "5.1.1");
   EXPECT_EQ(ExtractEnhancedStatus("550-5.1.1 The email account that you tried to reach"), "5.1.1");
@@ -99,6 +123,20 @@ TEST(Addresses, NormalizeAndDomain) {
   EXPECT_EQ(DomainOf("<a@b.example>"), "b.example");
   EXPECT_EQ(DomainOf("nodomain"), "");
   EXPECT_EQ(DomainOf(""), "");
+}
+
+// DomainOf is what NormalizeAddress keeps after its last '@', whatever the input's shape.
+TEST(Addresses, DomainOfMatchesNormalizeAddress) {
+  std::mt19937 rng(11);
+  const std::string alphabet = "aB.@<> ;rfc822X";
+  for (int i = 0; i < 20000; ++i) {
+    std::string s;
+    size_t len = rng() % 24;
+    for (size_t k = 0; k < len; ++k) s.push_back(alphabet[rng() % alphabet.size()]);
+    std::string normalized = NormalizeAddress(s);
+    size_t at = normalized.rfind('@');
+    ASSERT_EQ(DomainOf(s), at == std::string::npos ? "" : normalized.substr(at + 1)) << s;
+  }
 }
 
 TEST(StageFromText, Postfix) {
