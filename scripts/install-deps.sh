@@ -5,7 +5,7 @@ set -euo pipefail
 BUILD_PKGS=(build-essential cmake pkg-config git
   libmilter-dev libboost-dev libboost-system-dev libspdlog-dev libfmt-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libre2-dev libgmime-3.0-dev libtomlplusplus-dev
-  libcli11-dev nlohmann-json3-dev libsystemd-dev libbenchmark-dev)
+  libcli11-dev nlohmann-json3-dev libsystemd-dev libbenchmark-dev libmimalloc-dev)
 TEST_PKGS=(postfix swaks python3 python3-aiosmtpd systemd-journal-remote
   clang-14 libclang-rt-14-dev chromium fonts-dejavu-core)
 want=("${BUILD_PKGS[@]}")
