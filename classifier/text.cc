@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace bounced {
 namespace {
@@ -484,42 +485,149 @@ std::string DomainOf(std::string_view address) {
   return out;
 }
 
+namespace {
+
+// Every stage phrase, specific or generic, has one of these bytes at offsets 0, 2 and 3
+// (lower case). A position can only start a phrase when its bytes match one of them; on bounce
+// text about one position in a hundred does.
+struct PhraseKey {
+  char b0, b2, b3;
+};
+constexpr std::array<PhraseKey, 16> kPhraseKeys = {{
+    {'i', ' ', 'r'},  // in reply to
+    {'w', 'i', 'l'},  // while
+    {'a', 't', 'e'},  // after
+    {'r', 'f', 'u'},  // refused to talk to me
+    {'s', 't', 'p'},  // smtp:rcpt
+    {'e', 'd', ' '},  // end of data, end of message
+    {'e', 'd', '-'},  // end-of-data
+    {'r', 'p', 't'},  // rcpt to, rcpt command
+    {'m', 'i', 'l'},  // mail from
+    {'d', 't', 'a'},  // data command
+    {'e', 'l', 'o'},  // ehlo command
+    {'h', 'l', 'o'},  // helo command
+    {'i', 'i', 't'},  // initial greeting
+    {'s', 'r', 'v'},  // server greeting
+    {'c', 'n', 'n'},  // connect to, connection refused
+    {'u', 'a', 'b'},  // unable to connect
+}};
+
+constexpr bool KeysCoverPhrases() {
+  auto covered = [](std::string_view p) {
+    auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; };
+    for (const PhraseKey& k : kPhraseKeys) {
+      if (p.size() >= 4 && lower(p[0]) == k.b0 && lower(p[2]) == k.b2 && lower(p[3]) == k.b3)
+        return true;
+    }
+    return false;
+  };
+  for (const StagePhrase& p : kStagePhrases) {
+    if (!covered(p.phrase)) return false;
+  }
+  for (const StagePhrase& p : kGenericStagePhrases) {
+    if (!covered(p.phrase)) return false;
+  }
+  return true;
+}
+static_assert(KeysCoverPhrases(), "every stage phrase needs its key in kPhraseKeys");
+
+// The key of the phrases that could start at p[0..3], or -1. Keys differ, so at most one fits.
+int KeyAt(const char* p) {
+  char b0 = AsciiLower(p[0]), b2 = AsciiLower(p[2]), b3 = AsciiLower(p[3]);
+  for (size_t k = 0; k < kPhraseKeys.size(); ++k) {
+    if (b0 == kPhraseKeys[k].b0 && b2 == kPhraseKeys[k].b2 && b3 == kPhraseKeys[k].b3)
+      return static_cast<int>(k);
+  }
+  return -1;
+}
+
+// Per key, the phrases that have it, each list in its table's order: two phrases that both
+// occur at one position share their key, so checking only the key's phrases keeps "first in
+// the table wins".
+struct PhrasesByKey {
+  std::array<std::vector<const StagePhrase*>, kPhraseKeys.size()> specific, generic;
+};
+const PhrasesByKey& PhrasesFor() {
+  static const PhrasesByKey by_key = [] {
+    PhrasesByKey b;
+    for (const StagePhrase& p : kStagePhrases) b.specific[KeyAt(p.phrase.data())].push_back(&p);
+    for (const StagePhrase& p : kGenericStagePhrases)
+      b.generic[KeyAt(p.phrase.data())].push_back(&p);
+    return b;
+  }();
+  return by_key;
+}
+
+// The first of `phrases` that occurs at `pos` of `text`, ignoring ASCII case, or nullptr.
+const StagePhrase* PhraseAt(std::string_view text, size_t pos,
+                            const std::vector<const StagePhrase*>& phrases) {
+  std::string_view rest = text.substr(pos);
+  for (const StagePhrase* p : phrases) {
+    if (rest.size() >= p->phrase.size() &&
+        EqualsNoCaseSameSize(rest.substr(0, p->phrase.size()), p->phrase))
+      return p;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::string_view StageFromText(std::string_view text) {
-  // Lower-case once (into a reused per-thread buffer) so each phrase is one memchr/memcmp
-  // search: this runs for every bounce line of large logs.
-  thread_local std::string lower;
-  lower.assign(text);
-  for (char& c : lower) c = AsciiLower(c);
-  std::string_view t = lower;
-  // The earliest specific phrase wins: a reply can quote other commands after it. Every
-  // specific phrase starts with one of a few anchors, so only those are searched for.
-  static constexpr std::array<std::string_view, 5> kAnchors = {
-      "in reply to ", "while ", "after ", "refused to talk to me", "smtp:rcpt"};
-  size_t best_pos = std::string_view::npos;
-  std::string_view best;
-  for (std::string_view anchor : kAnchors) {
-    for (size_t pos = FindFiltered<false>(t, anchor); pos < best_pos;
-         pos = FindFiltered<false>(t, anchor, pos + 1)) {
-      std::string_view rest = t.substr(pos);
-      for (const auto& p : kStagePhrases) {
-        if (p.phrase.starts_with(anchor) && rest.starts_with(p.phrase)) {
-          best_pos = pos;
-          best = p.stage;
-          break;
-        }
-      }
+  // One pass over the text. The earliest specific phrase wins (a reply can quote other
+  // commands after it); failing that, a Sendmail-style transcript; failing that, the earliest
+  // generic phrase. Candidate positions come from a filter on three bytes of every phrase,
+  // sixteen positions at a time (OR-ing 0x20 folds exactly the upper-case letters onto the
+  // lower-case ones; it also folds a few control bytes onto ' ' and '-', which the full
+  // comparison then rejects).
+  const char* h = text.data();
+  size_t n = text.size();
+  const StagePhrase* generic = nullptr;
+  const PhrasesByKey& by_key = PhrasesFor();
+  auto check = [&](size_t pos) -> const StagePhrase* {
+    int key = KeyAt(h + pos);
+    if (key < 0) return nullptr;  // a control byte folded onto ' ' or '-'
+    if (const StagePhrase* p = PhraseAt(text, pos, by_key.specific[key])) return p;
+    if (generic == nullptr) generic = PhraseAt(text, pos, by_key.generic[key]);
+    return nullptr;
+  };
+  size_t i = 0;
+#if defined(__SSE2__)
+  // The keys' bytes, each repeated sixteen times, built once.
+  struct alignas(16) KeyVectors {
+    __m128i b0[kPhraseKeys.size()], b2[kPhraseKeys.size()], b3[kPhraseKeys.size()];
+  };
+  static const KeyVectors keys = [] {
+    KeyVectors v;
+    for (size_t k = 0; k < kPhraseKeys.size(); ++k) {
+      v.b0[k] = _mm_set1_epi8(kPhraseKeys[k].b0);
+      v.b2[k] = _mm_set1_epi8(kPhraseKeys[k].b2);
+      v.b3[k] = _mm_set1_epi8(kPhraseKeys[k].b3);
+    }
+    return v;
+  }();
+  const __m128i fold = _mm_set1_epi8(0x20);
+  for (; i + 3 + 16 <= n; i += 16) {
+    __m128i a = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i)), fold);
+    __m128i c = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + 2)), fold);
+    __m128i d = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + 3)), fold);
+    __m128i hit = _mm_setzero_si128();
+    for (size_t k = 0; k < kPhraseKeys.size(); ++k) {
+      hit = _mm_or_si128(hit, _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(a, keys.b0[k]),
+                                                          _mm_cmpeq_epi8(c, keys.b2[k])),
+                                            _mm_cmpeq_epi8(d, keys.b3[k])));
+    }
+    for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit)); mask != 0;
+         mask &= mask - 1) {
+      if (const StagePhrase* p = check(i + static_cast<size_t>(__builtin_ctz(mask))))
+        return p->stage;
     }
   }
-  if (!best.empty()) return best;
+#endif
+  for (; i + 4 <= n; ++i) {
+    if (const StagePhrase* p = check(i)) return p->stage;
+  }
   if (std::string_view st = StageFromTranscript(text); !st.empty()) return st;
-  for (const auto& p : kGenericStagePhrases) {
-    size_t pos = FindFiltered<false>(t, p.phrase);
-    if (pos < best_pos) {
-      best_pos = pos;
-      best = p.stage;
-    }
-  }
-  return best;
+  return generic != nullptr ? generic->stage : std::string_view();
 }
 
 std::string_view NormalizeStage(std::string_view stage) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <random>
 #include <string>
 
@@ -169,6 +170,47 @@ TEST(StageFromText, EximSendmailAndGeneric) {
   EXPECT_EQ(NormalizeStage("RCPT"), "rcpt");
   EXPECT_EQ(NormalizeStage("end-of-data"), "eom");
   EXPECT_EQ(NormalizeStage("bogus"), "");
+}
+
+// StageFromText filters sixteen positions at a time: a phrase must be found wherever it sits
+// relative to the blocks, in any case, and the earliest specific phrase must win over a
+// generic one wherever either sits.
+TEST(StageFromText, SameAnswerAtEveryOffsetAndCase) {
+  const std::string words[] = {"in reply to RCPT TO command",
+                               "while sending MAIL FROM",
+                               "after end of data",
+                               "end of message",
+                               "connection refused",
+                               "unable to connect",
+                               "server greeting",
+                               "smtp:rcpt",
+                               "mail",
+                               "data",
+                               "reply",
+                               "while",
+                               "550",
+                               "5.1.1",
+                               "user",
+                               "x"};
+  std::mt19937 rng(3);
+  for (int i = 0; i < 3000; ++i) {
+    std::string text;
+    size_t count = 1 + rng() % 6;
+    for (size_t k = 0; k < count; ++k) {
+      text += words[rng() % std::size(words)];
+      text += rng() % 3 == 0 ? "\n" : " ";
+    }
+    std::string_view expected = StageFromText(text);
+    std::string upper = text;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    ASSERT_EQ(StageFromText(upper), expected) << text;
+    for (size_t pad = 1; pad < 17; ++pad) {
+      ASSERT_EQ(StageFromText(std::string(pad, '.') + text), expected) << pad << " " << text;
+    }
+  }
+  EXPECT_EQ(StageFromText("rcpt to x, then (in reply to end of DATA command)"), "eom");
+  EXPECT_EQ(StageFromText("connection refused, later rcpt to"), "connect");
+  EXPECT_EQ(StageFromText(std::string(40, ' ') + "while connecting"), "connect");
 }
 
 // FindNoCase looks at sixteen positions at a time; it must agree with a plain byte-by-byte
