@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -1394,7 +1395,6 @@ bool IsCodeGlob(std::string_view g) {
 }  // namespace
 
 struct RuleSet::Impl {
-  uint64_t id = 0;  // unique per compiled set, so a thread's memo never outlives its rules
   std::vector<Rule> rules;
   std::vector<uint32_t> patternless;  // rules with no pattern, ascending
   std::vector<CodeExtractor> codes;
@@ -1415,6 +1415,11 @@ struct RuleSet::Impl {
   std::unique_ptr<RE2::Set> set;
   RE2::Options options;      // as written: case-insensitive
   RE2::Options set_options;  // the Set's: case-sensitive, against lower-cased text
+
+  // Recent classifications, shared by every thread that classifies with this set (see
+  // RuleSet::Classify); dies with the set, so a reload starts afresh.
+  mutable std::shared_mutex memo_mu;
+  mutable std::unordered_map<std::string, Result> memo;
 
   std::string_view ProviderByDomain(std::string_view domain) const;
   std::string_view ProviderByHost(std::string_view host) const;
@@ -1813,9 +1818,7 @@ RulesSource RuleSet::DefaultSource() {
 }
 
 Expected<std::shared_ptr<const RuleSet>> RuleSet::Compile(const std::vector<RulesSource>& files) {
-  static std::atomic<uint64_t> next_id{1};
   auto impl = std::make_unique<Impl>();
-  impl->id = next_id.fetch_add(1, std::memory_order_relaxed);
   impl->options.set_case_sensitive(false);
   impl->options.set_log_errors(false);
   impl->options.set_max_mem(kRe2MaxMem);
@@ -1881,17 +1884,12 @@ std::string_view ProviderFor(const RuleSet& rules, std::string_view recipient_do
 namespace {
 
 // Bounce traffic repeats itself: the same reply text from the same kind of host, for many
-// recipients of one domain. Each thread remembers its recent classifications by everything
-// that decides them except the recipient's local part, which only fills `recipient`. Bounded
-// (cleared when full) and tied to one compiled rule set, so a reload starts afresh.
+// recipients of one domain. The set remembers its recent classifications by everything that
+// decides them except the recipient's local part, which only fills `recipient`. One memo for
+// all threads (bouncectl parse --jobs, the daemon's inputs), so a reply is classified once
+// however many threads meet it; bounded (cleared when full).
 constexpr size_t kMemoEntries = 4096;
 constexpr size_t kMemoMaxText = 2048;  // longer replies are rare and not worth keeping
-
-struct ClassifyMemo {
-  uint64_t rules_id = 0;
-  std::string key;
-  std::unordered_map<std::string, Result> results;
-};
 
 void BuildMemoKey(const ReplyInput& in, std::string_view domain, std::string& key) {
   key.clear();
@@ -1909,20 +1907,22 @@ Result RuleSet::Classify(const ReplyInput& in) const {
   std::string domain = DomainOf(recipient);
   if (in.diagnostic.size() > kMemoMaxText)
     return ClassifyUncached(in, std::move(recipient), domain);
-  thread_local ClassifyMemo memo;
-  if (memo.rules_id != impl_->id) {
-    memo.results.clear();
-    memo.rules_id = impl_->id;
-  }
-  BuildMemoKey(in, domain, memo.key);
-  if (auto it = memo.results.find(memo.key); it != memo.results.end()) {
-    Result r = it->second;
-    r.recipient = std::move(recipient);
-    return r;
+  thread_local std::string key;
+  BuildMemoKey(in, domain, key);
+  Impl& im = *impl_;
+  {
+    std::shared_lock lock(im.memo_mu);
+    if (auto it = im.memo.find(key); it != im.memo.end()) {
+      Result r = it->second;
+      lock.unlock();
+      r.recipient = std::move(recipient);
+      return r;
+    }
   }
   Result r = ClassifyUncached(in, std::move(recipient), domain);
-  if (memo.results.size() >= kMemoEntries) memo.results.clear();
-  memo.results.emplace(memo.key, r);
+  std::lock_guard lock(im.memo_mu);
+  if (im.memo.size() >= kMemoEntries) im.memo.clear();
+  im.memo.emplace(key, r);
   return r;
 }
 

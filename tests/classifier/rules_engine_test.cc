@@ -2,11 +2,13 @@
 // shipped rules say: bounded windows (".{0,N}") must match exactly as the pattern reads, the
 // literal prefilter must never hide a match, patterns run without RE2 ("simple" ones) must match
 // exactly where RE2 does (checked against RE2 itself, also after they switch to RE2 in steady
-// use), code patterns are checked at load, and the per-thread classification memo must give the
+// use), code patterns are checked at load, and the shared classification memo must give the
 // same results as a fresh classification, per recipient and per rule set.
 #include <gtest/gtest.h>
 #include <re2/re2.h>
 
+#include <atomic>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -307,6 +309,37 @@ TEST(RulesMemo, ThreadsClassifyTheSameTextAlike) {
   for (auto& th : threads) th.join();
   for (Category c : got) EXPECT_EQ(c, want);
   EXPECT_EQ(want, Category::kPolicyRejection);
+}
+
+// The memo is shared by the threads: they insert into it, and clear it when it is full (more
+// distinct replies than it keeps), while the others read it; every answer must still be the one
+// a fresh rule set gives.
+TEST(RulesMemo, ThreadsFillAndClearTheSharedMemo) {
+  auto rules = RuleSet::Default();
+  auto fresh = RuleSet::Default();
+  auto text = [](int i) {
+    static const char* kReplies[] = {"550 5.1.1 user %d unknown", "452 4.2.2 mailbox %d full",
+                                     "554 5.7.1 [CS01] rejected %d", "421 4.7.0 try again %d"};
+    char buf[64];
+    std::snprintf(buf, sizeof buf, kReplies[i % 4], i);
+    return std::string(buf);
+  };
+  constexpr int kTexts = 6000;  // more than the memo keeps
+  std::vector<Category> want(kTexts);
+  for (int i = 0; i < kTexts; ++i) want[i] = Of(*fresh, text(i), "x@icloud.com");
+  std::atomic<int> wrong{0};
+  std::thread threads[3];
+  for (int t = 0; t < 3; ++t) {
+    threads[t] = std::thread([&, t] {
+      for (int round = 0; round < 2; ++round) {
+        for (int i = t; i < kTexts; i += 2) {
+          if (Of(*rules, text(i), "x@icloud.com") != want[i]) ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace
