@@ -530,7 +530,43 @@ std::string AllText(const MimeView& view) {
 // Longest reason text looked at; Sanitize keeps kMaxDiagnosticBytes of it after folding.
 constexpr size_t kMaxReasonBytes = 4 * kMaxDiagnosticBytes;
 
+// Reasons longer than this are not remembered (rare, and costly to key).
+constexpr size_t kMaxRememberedReason = 2048;
+
+// Classify below, whole, for a finding: what it returns depends on the finding's texts and on
+// the recipient's domain, not on the local part, which only fills recipient and
+// original_recipient. Bounces repeat (one reply for many recipients of a domain, the same
+// bounce delivered twice), so the result is remembered in the rule set's memo under those.
+bool RecallFinding(const Finding& f, const RuleSet& rules, std::string& key, Result* r) {
+  key.assign("dsn");
+  key.push_back('\0');
+  std::string domain = RuleSet::RecipientDomain(f.recipient);
+  for (std::string_view part :
+       {std::string_view(f.diagnostic), std::string_view(f.status), std::string_view(f.reply_code),
+        std::string_view(f.stage), std::string_view(domain), std::string_view(f.remote_mta),
+        std::string_view(f.action)}) {
+    key.append(part);
+    key.push_back('\0');
+  }
+  if (!rules.Recall(key, r)) return false;
+  r->recipient = Sanitize(f.recipient, 320);
+  r->original_recipient = Sanitize(f.original_recipient, 320);
+  return true;
+}
+
+Result ClassifyUncached(const Finding& f, const RuleSet& rules);
+
 Result Classify(const Finding& f, const RuleSet& rules) {
+  if (f.diagnostic.size() > kMaxRememberedReason) return ClassifyUncached(f, rules);
+  thread_local std::string key;
+  Result r;
+  if (RecallFinding(f, rules, key, &r)) return r;
+  r = ClassifyUncached(f, rules);
+  rules.Remember(key, r);
+  return r;
+}
+
+Result ClassifyUncached(const Finding& f, const RuleSet& rules) {
   // Sanitize folds whitespace runs and trims the ends as FoldWhitespace would.
   std::string diagnostic = Sanitize(std::string_view(f.diagnostic).substr(0, kMaxReasonBytes));
   std::string reply_code = f.reply_code;

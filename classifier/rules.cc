@@ -1892,7 +1892,8 @@ constexpr size_t kMemoEntries = 4096;
 constexpr size_t kMemoMaxText = 2048;  // longer replies are rare and not worth keeping
 
 void BuildMemoKey(const ReplyInput& in, std::string_view domain, std::string& key) {
-  key.clear();
+  key.assign("rules");
+  key.push_back('\0');
   for (std::string_view part :
        {in.diagnostic, in.status, in.reply_code, in.stage, domain, in.remote_mta, in.dsn_action}) {
     key.append(part);
@@ -1902,27 +1903,38 @@ void BuildMemoKey(const ReplyInput& in, std::string_view domain, std::string& ke
 
 }  // namespace
 
+bool RuleSet::Recall(const std::string& key, Result* out) const {
+  std::shared_lock lock(impl_->memo_mu);
+  auto it = impl_->memo.find(key);
+  if (it == impl_->memo.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+void RuleSet::Remember(const std::string& key, const Result& r) const {
+  std::lock_guard lock(impl_->memo_mu);
+  if (impl_->memo.size() >= kMemoEntries) impl_->memo.clear();
+  impl_->memo.emplace(key, r);
+}
+
+std::string RuleSet::RecipientDomain(std::string_view recipient) {
+  return DomainOf(Sanitize(NormalizeAddress(recipient), kMaxAddressBytes));
+}
+
 Result RuleSet::Classify(const ReplyInput& in) const {
   std::string recipient = Sanitize(NormalizeAddress(in.recipient), kMaxAddressBytes);
-  std::string domain = DomainOf(recipient);
+  std::string domain = DomainOf(recipient);  // RecipientDomain(in.recipient)
   if (in.diagnostic.size() > kMemoMaxText)
     return ClassifyUncached(in, std::move(recipient), domain);
   thread_local std::string key;
   BuildMemoKey(in, domain, key);
-  Impl& im = *impl_;
-  {
-    std::shared_lock lock(im.memo_mu);
-    if (auto it = im.memo.find(key); it != im.memo.end()) {
-      Result r = it->second;
-      lock.unlock();
-      r.recipient = std::move(recipient);
-      return r;
-    }
+  Result r;
+  if (Recall(key, &r)) {
+    r.recipient = std::move(recipient);
+    return r;
   }
-  Result r = ClassifyUncached(in, std::move(recipient), domain);
-  std::lock_guard lock(im.memo_mu);
-  if (im.memo.size() >= kMemoEntries) im.memo.clear();
-  im.memo.emplace(key, r);
+  r = ClassifyUncached(in, std::move(recipient), domain);
+  Remember(key, r);
   return r;
 }
 

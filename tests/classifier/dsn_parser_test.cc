@@ -111,6 +111,39 @@ TEST(PostfixDsn, ICloudPolicyCodesNeverSuppress) {
   }
 }
 
+// The same bounce for other recipients (results are remembered per reply and recipient
+// domain): each gets its own recipient and original recipient.
+TEST(PostfixDsn, RepeatedBounceForOtherRecipients) {
+  const std::string dsn = ReadFile(Data("postfix/cs01-04.eml"));
+  auto with = [&](const std::string& address) {
+    std::string text = dsn;
+    for (size_t at = text.find("cs01@icloud.com"); at != std::string::npos;
+         at = text.find("cs01@icloud.com", at + address.size())) {
+      text.replace(at, 15, address);
+    }
+    ParsedBounce p = ParseBounce(text, Rules());
+    EXPECT_EQ(p.recipients.size(), 1u) << address;
+    return p.recipients.empty() ? Result() : p.recipients[0];
+  };
+  Result first = with("cs01@icloud.com");
+  Result again = with("cs01@icloud.com");
+  Result other = with("someone@icloud.com");
+  Result elsewhere = with("someone@example.org");
+  EXPECT_EQ(first.recipient, "cs01@icloud.com");
+  EXPECT_EQ(other.recipient, "someone@icloud.com");
+  EXPECT_EQ(other.original_recipient, "someone@icloud.com");
+  EXPECT_EQ(elsewhere.recipient, "someone@example.org");
+  for (const Result* r : {&again, &other}) {
+    EXPECT_EQ(r->category, first.category);
+    EXPECT_EQ(r->provider, "icloud");
+    EXPECT_EQ(r->provider_code, "CS01");
+    EXPECT_EQ(r->diagnostic, first.diagnostic);
+  }
+  EXPECT_EQ(again.recipient, first.recipient);
+  EXPECT_EQ(elsewhere.category, first.category);
+  EXPECT_EQ(elsewhere.provider, "icloud");  // the [CS01] code names the provider
+}
+
 TEST(PostfixDsn, MultiRecipientKeepsTheReportOrderAndStages) {
   ParsedBounce p = ParseFile("postfix/multi-64.eml");
   ASSERT_EQ(p.recipients.size(), 3u);
