@@ -4,6 +4,8 @@
 #include <emmintrin.h>
 
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <utility>
 
 namespace bounced {
@@ -99,14 +101,43 @@ size_t PlainAsciiPrefix(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// Where the next byte JSON must escape (control character, quote, backslash) is, from `from`,
+// sixteen bytes at a time; bytes >= 0x80 pass (the caller checked the UTF-8 already).
+size_t NextToEscape(std::string_view s, size_t from) {
+  const char* p = s.data();
+  size_t n = s.size(), i = from;
+  const __m128i space = _mm_set1_epi8(0x20), minus_one = _mm_set1_epi8(-1);
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    // 0x00..0x1F: below 0x20 and not negative (bytes >= 0x80 are negative when signed).
+    __m128i control = _mm_and_si128(_mm_cmplt_epi8(v, space), _mm_cmpgt_epi8(v, minus_one));
+    __m128i bad =
+        _mm_or_si128(control, _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+    int mask = _mm_movemask_epi8(bad);
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+  for (; i < n; ++i) {
+    unsigned char c = static_cast<unsigned char>(p[i]);
+    if (c < 0x20 || c == '"' || c == '\\') return i;
+  }
+  return n;
+}
+
+}  // namespace
+
 void AppendJsonString(std::string_view s, std::string* out) {
-  if (PlainAsciiPrefix(s) == s.size()) {
+  size_t plain = PlainAsciiPrefix(s);
+  if (plain == s.size()) {
     out->push_back('"');
     out->append(s);
     out->push_back('"');
     return;
   }
-  if (!WellFormedUtf8(s)) {
+  // The ASCII prefix cannot hold part of a UTF-8 sequence: checking the rest decides.
+  if (!WellFormedUtf8(s.substr(plain))) {
     // Rare (fields are sanitised): nlohmann's own replacement of bad bytes is the reference.
     out->append(nlohmann::json(std::string(s))
                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -114,12 +145,12 @@ void AppendJsonString(std::string_view s, std::string* out) {
   }
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
-  size_t plain = 0;  // start of the run of bytes copied as they are
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out->append(s.data() + plain, i - plain);
-    plain = i + 1;
+  size_t i = 0;
+  for (;;) {
+    size_t next = NextToEscape(s, i);
+    out->append(s.data() + i, next - i);
+    if (next == s.size()) break;
+    unsigned char c = static_cast<unsigned char>(s[next]);
     switch (c) {
       case '"':
         out->append("\\\"");
@@ -147,50 +178,69 @@ void AppendJsonString(std::string_view s, std::string* out) {
         out->append(u, sizeof u);
       }
     }
+    i = next + 1;
   }
-  out->append(s.data() + plain, s.size() - plain);
   out->push_back('"');
 }
 
 void AppendJson(const Result& r, std::string* out) {
   const CategoryInfo& info = Describe(r.category);
-  // nlohmann's object is a std::map: keys come out in byte order.
-  const std::pair<std::string_view, std::string_view> before[] = {
-      {"action", ToString(info.action)},
-      {"category", info.name},
-      {"cause", info.cause},
-      {"diagnostic", r.diagnostic},
-      {"dsn_action", r.dsn_action},
-      {"fault", ToString(info.fault)},
+  // nlohmann's object is a std::map: keys come out in byte order. Each key comes with the
+  // separator before it and the opening quote of its string value.
+  struct Field {
+    std::string_view key;
+    std::string_view value;
   };
-  const std::pair<std::string_view, std::string_view> after[] = {
-      {"original_recipient", r.original_recipient},
-      {"provider", r.provider},
-      {"provider_code", r.provider_code},
-      {"recipient", r.recipient},
-      {"remote_mta", r.remote_mta},
-      {"reply_code", r.reply_code},
-      {"rule", r.rule},
-      {"stage", r.stage},
-      {"status", r.status},
+  const Field fields[] = {
+      {"{\"action\":\"", ToString(info.action)},
+      {",\"category\":\"", info.name},
+      {",\"cause\":\"", info.cause},
+      {",\"diagnostic\":\"", r.diagnostic},
+      {",\"dsn_action\":\"", r.dsn_action},
+      {",\"fault\":\"", ToString(info.fault)},
+      {",\"original_recipient\":\"", r.original_recipient},
+      {",\"provider\":\"", r.provider},
+      {",\"provider_code\":\"", r.provider_code},
+      {",\"recipient\":\"", r.recipient},
+      {",\"remote_mta\":\"", r.remote_mta},
+      {",\"reply_code\":\"", r.reply_code},
+      {",\"rule\":\"", r.rule},
+      {",\"stage\":\"", r.stage},
+      {",\"status\":\"", r.status},
   };
-  char sep = '{';
-  auto field = [&](std::string_view key) {
-    out->push_back(sep);
-    sep = ',';
-    out->push_back('"');
-    out->append(key);
-    out->append("\":");
-  };
-  for (const auto& [key, value] : before) {
-    field(key);
-    AppendJsonString(value, out);
+  constexpr size_t kHardBounceAfter = 6;  // "hard_bounce" sorts after "fault"
+  const std::string_view hard_bounce =
+      info.hard_bounce ? ",\"hard_bounce\":true" : ",\"hard_bounce\":false";
+  // Nearly every result is plain ASCII with nothing to escape: then its size is known, and
+  // the object is written into place with one resize.
+  size_t need = hard_bounce.size() + 1;
+  bool plain = true;
+  for (const Field& f : fields) {
+    need += f.key.size() + f.value.size() + 1;
+    plain = plain && PlainAsciiPrefix(f.value) == f.value.size();
   }
-  field("hard_bounce");
-  out->append(info.hard_bounce ? "true" : "false");
-  for (const auto& [key, value] : after) {
-    field(key);
-    AppendJsonString(value, out);
+  if (plain) {
+    size_t at = out->size();
+    out->resize(at + need);
+    char* p = out->data() + at;
+    auto put = [&p](std::string_view s) {
+      std::memcpy(p, s.data(), s.size());
+      p += s.size();
+    };
+    for (size_t i = 0; i < std::size(fields); ++i) {
+      if (i == kHardBounceAfter) put(hard_bounce);
+      put(fields[i].key);
+      put(fields[i].value);
+      *p++ = '"';
+    }
+    *p++ = '}';
+    return;
+  }
+  for (size_t i = 0; i < std::size(fields); ++i) {
+    if (i == kHardBounceAfter) out->append(hard_bounce);
+    // The key without the value's opening quote, which AppendJsonString writes.
+    out->append(fields[i].key.substr(0, fields[i].key.size() - 1));
+    AppendJsonString(fields[i].value, out);
   }
   out->push_back('}');
 }

@@ -35,6 +35,11 @@ TEST(ResultJson, SameBytesAsNlohmannForEveryCategory) {
     std::string out;
     AppendJson(r, &out);
     EXPECT_EQ(out, Dumped(ToJson(r))) << c;
+    // Plain ASCII everywhere (the common case, written in one piece), after other output.
+    r.diagnostic = "550 5.1.1 user unknown";
+    std::string prefix = "x";
+    AppendJson(r, &prefix);
+    EXPECT_EQ(prefix, "x" + Dumped(ToJson(r))) << c;
   }
 }
 
@@ -61,7 +66,7 @@ TEST(ResultJson, StringsWithAnyBytesMatchNlohmann) {
   }
   std::mt19937 rng(42);
   for (int i = 0; i < 20000; ++i) {
-    std::string s(rng() % 24, '\0');
+    std::string s(rng() % 70, '\0');  // past several 16-byte blocks
     for (char& ch : s) {
       uint32_t v = rng();
       // Mostly text, some high bytes and controls, so that valid multi-byte sequences occur.
