@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 namespace bounced::dsn {
 namespace {
@@ -158,8 +160,9 @@ TEST(DecodeMime, MboxFromLineIsSkipped) {
 }
 
 // The returned message's parts are decoded when first read; the text is what GMime decodes,
-// parts of a message/rfc822 that is itself base64-encoded read too, and copied leaves keep
-// their bytes alive after the view is gone.
+// parts of a message/rfc822 that is itself base64-encoded read too, and copied leaves read
+// after the view is gone: they view the caller's message (kept alive here, as DecodeMime asks)
+// or, with CRLF line ends, the decoder's own LF copy, which they keep alive themselves.
 TEST(DecodeMime, ReturnedMessagePartsDecodeOnFirstRead) {
   const std::string inner =
       "Message-ID: <orig@example.org>\n"
@@ -196,12 +199,25 @@ TEST(DecodeMime, ReturnedMessagePartsDecodeOnFirstRead) {
       "b250ZW50LVRyYW5zZmVyLUVuY29kaW5nOiBxdW90ZWQtcHJpbnRhYmxlCgpDYWY9RTkgYXUgbGFpdCwgc29mdCBs"
       "aW5lPQogYnJlYWsKLS1BCkNvbnRlbnQtVHlwZTogdGV4dC9odG1sOyBjaGFyc2V0PXV0Zi04CkNvbnRlbnQtVHJh"
       "bnNmZXItRW5jb2Rpbmc6IGJhc2U2NAoKUEhBK2FHVnNiRzg4TDNBK0NnPT0KLS1BLS0K\n";
-  for (const auto& [rfc822, cte] : {std::pair<std::string, std::string>{inner, ""},
-                                    {base64_inner, "Content-Transfer-Encoding: base64\n"}}) {
+  auto crlf = [](const std::string& lf) {
+    std::string out;
+    for (char c : lf) {
+      if (c == '\n') out += '\r';
+      out += c;
+    }
+    return out;
+  };
+  for (const auto& [rfc822, cte, crlf_ends] :
+       {std::tuple<std::string, std::string, bool>{inner, "", false},
+        {base64_inner, "Content-Transfer-Encoding: base64\n", false},
+        {inner, "", true},
+        {base64_inner, "Content-Transfer-Encoding: base64\n", true}}) {
     std::vector<MimeLeaf> attached;
+    std::optional<std::string> bytes = message(rfc822, cte);
+    if (crlf_ends) bytes = crlf(*bytes);
     {
-      MimeView fast = DecodeMime(message(rfc822, cte), MimeDecoder::kAuto);
-      MimeView gmime = DecodeMime(message(rfc822, cte), MimeDecoder::kGMime);
+      MimeView fast = DecodeMime(*bytes, MimeDecoder::kAuto);
+      MimeView gmime = DecodeMime(*bytes, MimeDecoder::kGMime);
       EXPECT_EQ(MimeView::Find(fast.original_headers, "message-id"), "<orig@example.org>");
       for (const MimeLeaf& p : fast.parts) {
         if (p.attached) attached.push_back(p);  // copies, read after the views are gone
@@ -219,6 +235,7 @@ TEST(DecodeMime, ReturnedMessagePartsDecodeOnFirstRead) {
         EXPECT_EQ(TrimEnd(attached[1].text()), TrimEnd(expected[1]));
       }
     }
+    if (crlf_ends) bytes.reset();  // the leaves hold the decoder's LF copy, not these bytes
     EXPECT_EQ(attached[0].type, "text/plain");
     EXPECT_EQ(TrimEnd(attached[0].text()), "Caf\xc3\xa9 au lait, soft line break");
     EXPECT_EQ(attached[1].type, "text/html");
