@@ -51,39 +51,44 @@ std::string NormalizeLineEnds(std::string_view in) {
 // The headers the parser reads; decoding only these keeps big header blocks cheap. Returns the
 // name in lower case, or "" for a header nobody reads.
 std::string_view WantedHeader(std::string_view name) {
-  static constexpr std::string_view kNames[] = {
-      "from",
-      "to",
-      "subject",
-      "message-id",
-      "return-path",
-      "reply-to",
-      "sender",
-      "x-failed-recipients",
-      "auto-submitted",
-      "precedence",
-      "x-autoreply",
-      "x-autorespond",
-      "x-auto-response-suppress",
-      "x-original-to",
-      "delivered-to",
-      "envelope-to",
-      "x-hmxmroriginalrecipient",
-      "x-spasign",
+  // By length first: most header names (Received, DKIM-Signature, X-...) are then rejected
+  // after comparing a letter or two.
+  auto pick = [name](std::initializer_list<std::string_view> names) -> std::string_view {
+    for (std::string_view n : names) {
+      if (EqualsNoCaseSameSize(n, name)) return n;
+    }
+    return {};
   };
-  // Most header names (Received, DKIM-Signature, X-...) differ in length or first letter from
-  // all of these: compare those before the bytes.
-  static constexpr uint32_t kLengths = [] {
-    uint32_t bits = 0;
-    for (std::string_view n : kNames) bits |= 1u << n.size();
-    return bits;
-  }();
-  if (name.empty() || name.size() >= 32 || (kLengths >> name.size() & 1) == 0) return {};
-  char first = AsciiLower(name[0]);
-  for (std::string_view n : kNames) {
-    if (n.size() == name.size() && n[0] == first && EqualsNoCaseSameSize(n, name)) return n;
+  switch (name.size()) {
+    case 2:
+      return pick({"to"});
+    case 4:
+      return pick({"from"});
+    case 6:
+      return pick({"sender"});
+    case 7:
+      return pick({"subject"});
+    case 8:
+      return pick({"reply-to"});
+    case 9:
+      return pick({"x-spasign"});
+    case 10:
+      return pick({"message-id", "precedence"});
+    case 11:
+      return pick({"return-path", "x-autoreply", "envelope-to"});
+    case 12:
+      return pick({"delivered-to"});
+    case 13:
+      return pick({"x-autorespond", "x-original-to"});
+    case 14:
+      return pick({"auto-submitted"});
+    case 19:
+      return pick({"x-failed-recipients"});
+    case 24:
+      return pick({"x-auto-response-suppress", "x-hmxmroriginalrecipient"});
+    default:
+      return {};
   }
-  return {};
 }
 
 bool LooksLikeIso2022Jp(std::string_view s) {
@@ -222,9 +227,8 @@ bool AlreadyUtf8(std::string_view bytes, std::string_view charset) {
          std::memchr(bytes.data(), '\x1b', bytes.size()) == nullptr;
 }
 
-std::string MakeValidUtf8(std::string_view s) {
-  if (IsAscii(s) || g_utf8_validate(s.data(), static_cast<gssize>(s.size()), nullptr))
-    return std::string(s);
+std::string MakeValidUtf8(std::string s) {
+  if (IsAscii(s) || g_utf8_validate(s.data(), static_cast<gssize>(s.size()), nullptr)) return s;
   gchar* valid = g_utf8_make_valid(s.data(), static_cast<gssize>(s.size()));
   std::string out(valid);
   g_free(valid);
@@ -389,7 +393,7 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
     const char* iconv_name = g_mime_charset_iconv_name(name.c_str());
     size_t invalid = 0;
     if (iconv_name != nullptr && TryConvert(bytes, iconv_name, &out, &invalid)) {
-      if (invalid == 0) return MakeValidUtf8(out);
+      if (invalid == 0) return MakeValidUtf8(std::move(out));
       // Mislabelled text: Japanese carriers label EUC-JP or Shift_JIS as ISO-2022-JP, and
       // many MTAs label UTF-8 as anything. Take the first reading without invalid bytes.
       if (g_utf8_validate(bytes.data(), static_cast<gssize>(bytes.size()), nullptr)) {
@@ -398,20 +402,21 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
       for (const char* alt : {"EUC-JP", "SHIFT_JIS", "CP932", "GB18030"}) {
         std::string other;
         size_t bad = 0;
-        if (TryConvert(bytes, alt, &other, &bad) && bad == 0) return MakeValidUtf8(other);
+        if (TryConvert(bytes, alt, &other, &bad) && bad == 0)
+          return MakeValidUtf8(std::move(other));
       }
-      return MakeValidUtf8(out);
+      return MakeValidUtf8(std::move(out));
     }
   }
   if (IsAscii(bytes) || g_utf8_validate(bytes.data(), static_cast<gssize>(bytes.size()), nullptr)) {
     // 7-bit text may still be ISO-2022-JP (Japanese carriers send it undeclared).
     if (LooksLikeIso2022Jp(bytes) && TryConvert(bytes, "ISO-2022-JP", &out)) {
-      return MakeValidUtf8(out);
+      return MakeValidUtf8(std::move(out));
     }
     return std::string(bytes);
   }
-  if (TryConvert(bytes, "WINDOWS-1252", &out)) return MakeValidUtf8(out);
-  return MakeValidUtf8(bytes);
+  if (TryConvert(bytes, "WINDOWS-1252", &out)) return MakeValidUtf8(std::move(out));
+  return MakeValidUtf8(std::string(bytes));
 }
 
 namespace {
@@ -477,9 +482,12 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
       if (last_type) widen(&part.content_type, line);
       if (last_encoding) widen(&part.transfer_encoding, line);
     } else {
-      size_t colon = line.find(':');
-      if (colon == std::string_view::npos || colon == 0 || colon > 76 ||
-          ContainsAnyOf(line.substr(0, colon), " \t")) {
+      // A header name: up to a colon within 76 bytes, no blank in it.
+      size_t limit = std::min<size_t>(line.size(), 77);
+      size_t colon = 0;
+      while (colon < limit && line[colon] != ':' && line[colon] != ' ' && line[colon] != '\t')
+        ++colon;
+      if (colon == 0 || colon == limit || line[colon] != ':') {
         if (nested && (any || message)) {
           pos = end + 1;  // GMime drops the line and reads on
           continue;
@@ -511,11 +519,13 @@ std::string Unfold(std::string_view raw) {
   if (std::memchr(raw.data(), '\n', raw.size()) == nullptr &&
       std::memchr(raw.data(), '\t', raw.size()) == nullptr)
     return std::string(raw);
-  std::string out;
-  out.reserve(raw.size());
+  std::string out(raw.size(), '\0');
+  char* w = out.data();
   for (char c : raw) {
-    if (c != '\n') out.push_back(c == '\t' ? ' ' : c);
+    *w = c == '\t' ? ' ' : c;
+    w += c != '\n';
   }
+  out.resize(static_cast<size_t>(w - out.data()));
   return out;
 }
 
@@ -528,11 +538,11 @@ std::string DecodeHeaderValue(std::string_view raw) {
       g_free(decoded);
     }
   }
-  if (IsAscii(v)) return v;  // the usual case: no second copy
-  return MakeValidUtf8(v);
+  return MakeValidUtf8(std::move(v));
 }
 
 void AddRawHeaders(const RawPart& p, std::vector<Header>* out) {
+  out->reserve(12);  // the usual count of wanted headers: no regrowing
   for (const auto& [name, value] : p.headers) {
     std::string_view wanted = WantedHeader(name);
     if (!wanted.empty()) out->push_back(Header{std::string(wanted), DecodeHeaderValue(value)});
