@@ -4,6 +4,9 @@
 #include <gmime/gmime.h>
 
 #include <iconv.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -54,8 +57,9 @@ std::string_view WantedHeader(std::string_view name) {
   // By length first: most header names (Received, DKIM-Signature, X-...) are then rejected
   // after comparing a letter or two.
   auto pick = [name](std::initializer_list<std::string_view> names) -> std::string_view {
+    char first = AsciiLower(name[0]);
     for (std::string_view n : names) {
-      if (EqualsNoCaseSameSize(n, name)) return n;
+      if (n[0] == first && EqualsNoCaseSameSize(n, name)) return n;
     }
     return {};
   };
@@ -197,13 +201,23 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out,
   return true;
 }
 
-// Whether every byte is 7-bit, eight at a time: most bounce text is, and then neither a
-// UTF-8 check nor a conversion from an ASCII-compatible charset can change it.
+// Whether every byte is 7-bit, 64 bytes a step with SSE2, else eight: most bounce text is,
+// and then neither a UTF-8 check nor a conversion from an ASCII-compatible charset can change it.
 bool IsAscii(std::string_view s) {
   const char* p = s.data();
   size_t n = s.size();
   uint64_t any = 0;
   size_t i = 0;
+#if defined(__SSE2__)
+  __m128i high = _mm_setzero_si128();
+  auto load = [p](size_t at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at)); };
+  for (; i + 64 <= n; i += 64) {
+    high = _mm_or_si128(high, _mm_or_si128(_mm_or_si128(load(i), load(i + 16)),
+                                           _mm_or_si128(load(i + 32), load(i + 48))));
+  }
+  for (; i + 16 <= n; i += 16) high = _mm_or_si128(high, load(i));
+  if (_mm_movemask_epi8(high) != 0) return false;
+#endif
   for (; i + 8 <= n; i += 8) {
     uint64_t v;
     std::memcpy(&v, p + i, 8);
@@ -441,6 +455,26 @@ struct RawPart {
   bool ok = true;
 };
 
+// The length of a header name: the index of the first ':', ' ' or '\t', or s.size(). Header
+// blocks are most of the lines split here, 16 bytes a step with SSE2.
+size_t NameEnd(std::string_view s) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i colon = _mm_set1_epi8(':');
+  const __m128i space = _mm_set1_epi8(' ');
+  const __m128i tab = _mm_set1_epi8('\t');
+  for (; i + 16 <= s.size(); i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, colon),
+                               _mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_cmpeq_epi8(v, tab)));
+    int bits = _mm_movemask_epi8(hit);
+    if (bits != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(bits)));
+  }
+#endif
+  while (i < s.size() && s[i] != ':' && s[i] != ' ' && s[i] != '\t') ++i;
+  return i;
+}
+
 // Splits a header block from its body. The block must start with a header line. Inside a
 // message (`nested`), a line that is not a header is dropped and the block read on, as GMime
 // reads it: returned messages often carry a mangled header (a Received line folded without
@@ -484,9 +518,7 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
     } else {
       // A header name: up to a colon within 76 bytes, no blank in it.
       size_t limit = std::min<size_t>(line.size(), 77);
-      size_t colon = 0;
-      while (colon < limit && line[colon] != ':' && line[colon] != ' ' && line[colon] != '\t')
-        ++colon;
+      size_t colon = NameEnd(line.substr(0, limit));
       if (colon == 0 || colon == limit || line[colon] != ':') {
         if (nested && (any || message)) {
           pos = end + 1;  // GMime drops the line and reads on
