@@ -405,6 +405,11 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
   if (!ascii_or_utf8) {
     std::string name(charset);
     const char* iconv_name = g_mime_charset_iconv_name(name.c_str());
+    // ISO-2022-JP starts in ASCII and stays there without an escape: 7-bit text so labelled
+    // (common from Japanese carriers) converts to itself; iconv's stateful converter is slow.
+    if (iconv_name != nullptr && EqualsNoCase(iconv_name, "ISO-2022-JP") && IsAscii(bytes) &&
+        std::memchr(bytes.data(), '\x1b', bytes.size()) == nullptr)
+      return std::string(bytes);
     size_t invalid = 0;
     if (iconv_name != nullptr && TryConvert(bytes, iconv_name, &out, &invalid)) {
       if (invalid == 0) return MakeValidUtf8(std::move(out));
