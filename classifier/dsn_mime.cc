@@ -736,19 +736,19 @@ struct FastWalker {
       failed = true;
       return;
     }
-    if (attached) {
-      // The returned message's parts: decoded only if something reads them.
-      view->parts.push_back(MimeLeaf::Deferred(
-          std::move(ct->type), MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
-          attached));
+    if (ct->type == "text/rfc822-headers" && !have_original && !attached) {
+      // The returned message's headers: read now.
+      have_original = true;
+      std::string text = LeafText(part.body, enc, ct->charset);
+      view->original_headers = ParseHeaderBlock(text);
+      view->parts.emplace_back(std::move(ct->type), std::move(text), attached);
       return;
     }
-    std::string text = LeafText(part.body, enc, ct->charset);
-    if (ct->type == "text/rfc822-headers" && !have_original && !attached) {
-      have_original = true;
-      view->original_headers = ParseHeaderBlock(text);
-    }
-    view->parts.emplace_back(std::move(ct->type), std::move(text), attached);
+    // Decoded only if something reads it: the returned message's parts seldom are, nor is the
+    // HTML alternative of a text part.
+    view->parts.push_back(MimeLeaf::Deferred(
+        std::move(ct->type), MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
+        attached));
   }
 
   // One entity (a message's body part or a multipart's part), given its headers and body.

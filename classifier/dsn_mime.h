@@ -33,9 +33,10 @@ struct MimeLeaf {
   MimeLeaf(std::string type, std::string text, bool attached)
       : type(std::move(type)), attached(attached), text_(std::move(text)) {}
 
-  // The content after transfer decoding, as UTF-8 with '\n' line ends. The returned message's
-  // parts are decoded on first use (most bounces never read them, and they are most of the
-  // bytes); the result is the same either way.
+  // The content after transfer decoding, as UTF-8 with '\n' line ends. Parts split without
+  // GMime's parser are decoded on first use (most bounces never read the returned message's
+  // parts, which are most of the bytes, nor an HTML alternative); the result is the same
+  // either way. Not safe to call from two threads at once on the same leaf.
   const std::string& text() const;
 
   // Not decoded yet: the raw body and how it is encoded. The body views `owner` when the
@@ -87,9 +88,9 @@ bool SingleByteToUtf8(std::string_view bytes, std::string_view charset, std::str
 // anything unusual to GMime's parser; kGMime always uses GMime's parser (tests compare both).
 enum class MimeDecoder { kAuto, kGMime };
 
-// Decodes a message. `message` is cut at the caller's size cap already. The returned message's
-// parts may view `message` until first read: keep its bytes alive while the view, or a leaf
-// copied from it, is used.
+// Decodes a message. `message` is cut at the caller's size cap already. Parts may view
+// `message` until first read: keep its bytes alive while the view, or a leaf copied from it,
+// is used.
 MimeView DecodeMime(std::string_view message, MimeDecoder decoder = MimeDecoder::kAuto);
 
 }  // namespace bounced::dsn
