@@ -29,6 +29,12 @@ std::string_view TrimSpaceView(std::string_view s) {
   return s.substr(b, e - b);
 }
 
+// Whether `s` holds byte `c`, by memchr (whose pointer must not be null, as an empty view's
+// may be).
+bool HasByte(std::string_view s, char c) {
+  return !s.empty() && std::memchr(s.data(), c, s.size()) != nullptr;
+}
+
 void InitGMimeOnce() {
   static std::once_flag once;
   std::call_once(once, [] { g_mime_init(); });
@@ -96,7 +102,7 @@ std::string_view WantedHeader(std::string_view name) {
 }
 
 bool LooksLikeIso2022Jp(std::string_view s) {
-  if (std::memchr(s.data(), '\x1b', s.size()) == nullptr) return false;  // no escape at all
+  if (!HasByte(s, '\x1b')) return false;  // no escape at all
   return s.find("\x1b$B") != std::string_view::npos || s.find("\x1b$@") != std::string_view::npos ||
          s.find("\x1b(J") != std::string_view::npos;
 }
@@ -237,8 +243,7 @@ bool SevenBitIsNotAscii(std::string_view charset) {
 // Whether ToUtf8(bytes, charset) is `bytes` itself, by the test that decides most text: 7-bit
 // bytes in a charset whose 7-bit bytes are ASCII, and no ISO-2022-JP escape.
 bool AlreadyUtf8(std::string_view bytes, std::string_view charset) {
-  return IsAscii(bytes) && !SevenBitIsNotAscii(charset) &&
-         std::memchr(bytes.data(), '\x1b', bytes.size()) == nullptr;
+  return IsAscii(bytes) && !SevenBitIsNotAscii(charset) && !HasByte(bytes, '\x1b');
 }
 
 std::string MakeValidUtf8(std::string s) {
@@ -408,7 +413,7 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
     // ISO-2022-JP starts in ASCII and stays there without an escape: 7-bit text so labelled
     // (common from Japanese carriers) converts to itself; iconv's stateful converter is slow.
     if (iconv_name != nullptr && EqualsNoCase(iconv_name, "ISO-2022-JP") && IsAscii(bytes) &&
-        std::memchr(bytes.data(), '\x1b', bytes.size()) == nullptr)
+        !HasByte(bytes, '\x1b'))
       return std::string(bytes);
     size_t invalid = 0;
     if (iconv_name != nullptr && TryConvert(bytes, iconv_name, &out, &invalid)) {
@@ -553,9 +558,7 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
 std::string Unfold(std::string_view raw) {
   raw = TrimSpaceView(raw);
   // Most values are one line: a plain copy then.
-  if (std::memchr(raw.data(), '\n', raw.size()) == nullptr &&
-      std::memchr(raw.data(), '\t', raw.size()) == nullptr)
-    return std::string(raw);
+  if (!HasByte(raw, '\n') && !HasByte(raw, '\t')) return std::string(raw);
   std::string out(raw.size(), '\0');
   char* w = out.data();
   for (char c : raw) {
@@ -609,9 +612,7 @@ void ParseContentType(std::string_view raw, std::string_view fallback, ContentTy
     return;
   }
   // Folded or escaped values are rare: only they get a copy, unescaped in place below.
-  bool copied = std::memchr(v.data(), '\n', v.size()) != nullptr ||
-                std::memchr(v.data(), '\t', v.size()) != nullptr ||
-                std::memchr(v.data(), '\\', v.size()) != nullptr;
+  bool copied = HasByte(v, '\n') || HasByte(v, '\t') || HasByte(v, '\\');
   if (copied) {
     ct->unfolded = Unfold(v);
     v = ct->unfolded;
@@ -944,7 +945,7 @@ MimeView DecodeMimeImpl(std::string_view message, std::shared_ptr<const std::str
   // Only line ends other than LF need a copy (the parts then point into it); most messages
   // are read where they are.
   std::string_view normalized = message;
-  if (std::memchr(message.data(), '\r', message.size()) != nullptr) {
+  if (HasByte(message, '\r')) {
     owner = std::make_shared<const std::string>(NormalizeLineEnds(message));
     normalized = *owner;
   }
