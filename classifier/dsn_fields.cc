@@ -6,12 +6,22 @@
 namespace bounced::dsn {
 namespace {
 
+bool IsNameByte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+// Whether a line holds nothing but whitespace (TrimSpace's set).
+bool IsBlank(std::string_view line) {
+  for (char c : line) {
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '\v' && c != '\f') return false;
+  }
+  return true;
+}
+
 // A field line: a name of letters, digits and '-' followed by ':'.
 bool SplitField(std::string_view line, std::string_view* name, std::string_view* value) {
   size_t i = 0;
-  while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '-')) {
-    ++i;
-  }
+  while (i < line.size() && IsNameByte(line[i])) ++i;
   if (i == 0 || i >= line.size() || line[i] != ':' || i > 64) return false;
   *name = line.substr(0, i);
   *value = TrimSpace(line.substr(i + 1));
@@ -45,7 +55,7 @@ std::string_view StripTypePrefix(std::string_view value) {
     std::string_view type = value.substr(0, semi);
     bool word = true;
     for (char c : type) {
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) word = false;
+      if (!IsNameByte(c) && c != '_') word = false;
     }
     if (word) return TrimSpace(value.substr(semi + 1));
   }
@@ -54,6 +64,7 @@ std::string_view StripTypePrefix(std::string_view value) {
 
 DeliveryStatus ParseDeliveryStatus(std::string_view text) {
   DeliveryStatus out;
+  out.per_message.reserve(8);
   std::vector<Header>* current = &out.per_message;
   bool in_recipient = false;
   bool blank_since_field = false;
@@ -64,7 +75,7 @@ DeliveryStatus ParseDeliveryStatus(std::string_view text) {
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
-    if (TrimSpace(line).empty()) {
+    if (IsBlank(line)) {
       blank_since_field = true;
       last = nullptr;
       continue;
@@ -80,7 +91,10 @@ DeliveryStatus ParseDeliveryStatus(std::string_view text) {
       }
       continue;
     }
-    std::string lname = AsciiLowerCopy(name);
+    // Names are at most 64 bytes (SplitField): lower-cased on the stack, copied only if kept.
+    char lower[64];
+    for (size_t i = 0; i < name.size(); ++i) lower[i] = AsciiLower(name[i]);
+    std::string_view lname(lower, name.size());
     bool new_group = false;
     if (StartsRecipient(lname)) {
       // A new group starts with a recipient field unless the current group is still gathering
@@ -89,19 +103,19 @@ DeliveryStatus ParseDeliveryStatus(std::string_view text) {
     }
     if (new_group) {
       if (out.per_recipient.size() >= kMaxRecipientGroups) break;
-      out.per_recipient.emplace_back();
-      current = &out.per_recipient.back();
+      current = &out.per_recipient.emplace_back();
+      current->reserve(8);
       in_recipient = true;
     } else if (!in_recipient && !IsPerMessageField(lname) &&
                (lname == "action" || lname == "status" || lname == "diagnostic-code")) {
       // Recipient fields with no recipient line at all: still a group of its own.
-      out.per_recipient.emplace_back();
-      current = &out.per_recipient.back();
+      current = &out.per_recipient.emplace_back();
+      current->reserve(8);
       in_recipient = true;
     }
     blank_since_field = false;
     if (current->size() >= 64) continue;
-    current->push_back(Header{std::move(lname), std::string(value)});
+    current->push_back(Header{std::string(lname), std::string(value)});
     last = &current->back();
   }
   return out;

@@ -4,6 +4,9 @@
 #include <gmime/gmime.h>
 
 #include <iconv.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +27,12 @@ std::string_view TrimSpaceView(std::string_view s) {
   while (b < e && blank(s[b])) ++b;
   while (e > b && blank(s[e - 1])) --e;
   return s.substr(b, e - b);
+}
+
+// Whether `s` holds byte `c`, by memchr (whose pointer must not be null, as an empty view's
+// may be).
+bool HasByte(std::string_view s, char c) {
+  return !s.empty() && std::memchr(s.data(), c, s.size()) != nullptr;
 }
 
 void InitGMimeOnce() {
@@ -48,37 +57,52 @@ std::string NormalizeLineEnds(std::string_view in) {
   return out;
 }
 
-// The headers the parser reads; decoding only these keeps big header blocks cheap.
-bool WantedHeader(std::string_view name) {
-  static constexpr std::string_view kNames[] = {
-      "from",
-      "to",
-      "subject",
-      "message-id",
-      "return-path",
-      "reply-to",
-      "sender",
-      "x-failed-recipients",
-      "auto-submitted",
-      "precedence",
-      "x-autoreply",
-      "x-autorespond",
-      "x-auto-response-suppress",
-      "x-original-to",
-      "delivered-to",
-      "envelope-to",
-      "x-hmxmroriginalrecipient",
-      "x-spasign",
+// The headers the parser reads; decoding only these keeps big header blocks cheap. Returns the
+// name in lower case, or "" for a header nobody reads.
+std::string_view WantedHeader(std::string_view name) {
+  // By length first: most header names (Received, DKIM-Signature, X-...) are then rejected
+  // after comparing a letter or two.
+  auto pick = [name](std::initializer_list<std::string_view> names) -> std::string_view {
+    char first = AsciiLower(name[0]);
+    for (std::string_view n : names) {
+      if (n[0] == first && EqualsNoCaseSameSize(n, name)) return n;
+    }
+    return {};
   };
-  // Most header names (Received, DKIM-Signature, X-...) differ in length from all of these:
-  // compare lengths before bytes.
-  for (std::string_view n : kNames) {
-    if (n.size() == name.size() && EqualsNoCase(n, name)) return true;
+  switch (name.size()) {
+    case 2:
+      return pick({"to"});
+    case 4:
+      return pick({"from"});
+    case 6:
+      return pick({"sender"});
+    case 7:
+      return pick({"subject"});
+    case 8:
+      return pick({"reply-to"});
+    case 9:
+      return pick({"x-spasign"});
+    case 10:
+      return pick({"message-id", "precedence"});
+    case 11:
+      return pick({"return-path", "x-autoreply", "envelope-to"});
+    case 12:
+      return pick({"delivered-to"});
+    case 13:
+      return pick({"x-autorespond", "x-original-to"});
+    case 14:
+      return pick({"auto-submitted"});
+    case 19:
+      return pick({"x-failed-recipients"});
+    case 24:
+      return pick({"x-auto-response-suppress", "x-hmxmroriginalrecipient"});
+    default:
+      return {};
   }
-  return false;
 }
 
 bool LooksLikeIso2022Jp(std::string_view s) {
+  if (!HasByte(s, '\x1b')) return false;  // no escape at all
   return s.find("\x1b$B") != std::string_view::npos || s.find("\x1b$@") != std::string_view::npos ||
          s.find("\x1b(J") != std::string_view::npos;
 }
@@ -183,13 +207,23 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out,
   return true;
 }
 
-// Whether every byte is 7-bit, eight at a time: most bounce text is, and then neither a
-// UTF-8 check nor a conversion from an ASCII-compatible charset can change it.
+// Whether every byte is 7-bit, 64 bytes a step with SSE2, else eight: most bounce text is,
+// and then neither a UTF-8 check nor a conversion from an ASCII-compatible charset can change it.
 bool IsAscii(std::string_view s) {
   const char* p = s.data();
   size_t n = s.size();
   uint64_t any = 0;
   size_t i = 0;
+#if defined(__SSE2__)
+  __m128i high = _mm_setzero_si128();
+  auto load = [p](size_t at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at)); };
+  for (; i + 64 <= n; i += 64) {
+    high = _mm_or_si128(high, _mm_or_si128(_mm_or_si128(load(i), load(i + 16)),
+                                           _mm_or_si128(load(i + 32), load(i + 48))));
+  }
+  for (; i + 16 <= n; i += 16) high = _mm_or_si128(high, load(i));
+  if (_mm_movemask_epi8(high) != 0) return false;
+#endif
   for (; i + 8 <= n; i += 8) {
     uint64_t v;
     std::memcpy(&v, p + i, 8);
@@ -206,9 +240,14 @@ bool SevenBitIsNotAscii(std::string_view charset) {
          StartsWithNoCase(charset, "iso-2022") || StartsWithNoCase(charset, "hz");
 }
 
-std::string MakeValidUtf8(std::string_view s) {
-  if (IsAscii(s) || g_utf8_validate(s.data(), static_cast<gssize>(s.size()), nullptr))
-    return std::string(s);
+// Whether ToUtf8(bytes, charset) is `bytes` itself, by the test that decides most text: 7-bit
+// bytes in a charset whose 7-bit bytes are ASCII, and no ISO-2022-JP escape.
+bool AlreadyUtf8(std::string_view bytes, std::string_view charset) {
+  return IsAscii(bytes) && !SevenBitIsNotAscii(charset) && !HasByte(bytes, '\x1b');
+}
+
+std::string MakeValidUtf8(std::string s) {
+  if (IsAscii(s) || g_utf8_validate(s.data(), static_cast<gssize>(s.size()), nullptr)) return s;
   gchar* valid = g_utf8_make_valid(s.data(), static_cast<gssize>(s.size()));
   std::string out(valid);
   g_free(valid);
@@ -223,7 +262,7 @@ void AddHeaders(GMimeObject* obj, std::vector<Header>* out) {
     GMimeHeader* h = g_mime_header_list_get_header_at(list, i);
     if (h == nullptr) continue;
     const char* name = g_mime_header_get_name(h);
-    if (name == nullptr || !WantedHeader(name)) continue;
+    if (name == nullptr || WantedHeader(name).empty()) continue;
     const char* value = g_mime_header_get_value(h);
     out->push_back(Header{AsciiLowerCopy(name), MakeValidUtf8(value != nullptr ? value : "")});
   }
@@ -259,7 +298,9 @@ bool IsTextual(std::string_view type) {
   return type.starts_with("text/") || type.starts_with("message/") || type == "application/json";
 }
 
-MimeView DecodeMimeNested(std::string_view message);
+// `owner` holds the bytes `message` points into (null: the caller's bytes, alive as long as
+// the view is used).
+MimeView DecodeMimeNested(std::string_view message, std::shared_ptr<const std::string> owner);
 
 struct Walker {
   MimeView* view;
@@ -281,7 +322,9 @@ struct Walker {
       const char* epilogue = g_mime_multipart_get_epilogue(mp);
       if (depth == 0 && !attached && epilogue != nullptr && nested_ok &&
           std::string_view(epilogue).find("message/delivery-status") != std::string_view::npos) {
-        MimeView second = DecodeMimeNested(epilogue);
+        // GMime owns the epilogue: the second report's parts get their own copy.
+        auto copy = std::make_shared<const std::string>(epilogue);
+        MimeView second = DecodeMimeNested(*copy, copy);
         for (MimeLeaf& leaf : second.parts) {
           if (view->parts.size() >= kMaxMimeParts) break;
           view->parts.push_back(std::move(leaf));
@@ -358,6 +401,7 @@ std::vector<Header> ParseHeaderBlock(std::string_view text) {
 }
 
 std::string ToUtf8(std::string_view bytes, std::string_view charset) {
+  if (AlreadyUtf8(bytes, charset)) return std::string(bytes);
   std::string out;
   bool ascii_or_utf8 = charset.empty() || EqualsNoCase(charset, "us-ascii") ||
                        EqualsNoCase(charset, "utf-8") || EqualsNoCase(charset, "utf8") ||
@@ -366,9 +410,14 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
   if (!ascii_or_utf8) {
     std::string name(charset);
     const char* iconv_name = g_mime_charset_iconv_name(name.c_str());
+    // ISO-2022-JP starts in ASCII and stays there without an escape: 7-bit text so labelled
+    // (common from Japanese carriers) converts to itself; iconv's stateful converter is slow.
+    if (iconv_name != nullptr && EqualsNoCase(iconv_name, "ISO-2022-JP") && IsAscii(bytes) &&
+        !HasByte(bytes, '\x1b'))
+      return std::string(bytes);
     size_t invalid = 0;
     if (iconv_name != nullptr && TryConvert(bytes, iconv_name, &out, &invalid)) {
-      if (invalid == 0) return MakeValidUtf8(out);
+      if (invalid == 0) return MakeValidUtf8(std::move(out));
       // Mislabelled text: Japanese carriers label EUC-JP or Shift_JIS as ISO-2022-JP, and
       // many MTAs label UTF-8 as anything. Take the first reading without invalid bytes.
       if (g_utf8_validate(bytes.data(), static_cast<gssize>(bytes.size()), nullptr)) {
@@ -377,20 +426,21 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
       for (const char* alt : {"EUC-JP", "SHIFT_JIS", "CP932", "GB18030"}) {
         std::string other;
         size_t bad = 0;
-        if (TryConvert(bytes, alt, &other, &bad) && bad == 0) return MakeValidUtf8(other);
+        if (TryConvert(bytes, alt, &other, &bad) && bad == 0)
+          return MakeValidUtf8(std::move(other));
       }
-      return MakeValidUtf8(out);
+      return MakeValidUtf8(std::move(out));
     }
   }
   if (IsAscii(bytes) || g_utf8_validate(bytes.data(), static_cast<gssize>(bytes.size()), nullptr)) {
     // 7-bit text may still be ISO-2022-JP (Japanese carriers send it undeclared).
     if (LooksLikeIso2022Jp(bytes) && TryConvert(bytes, "ISO-2022-JP", &out)) {
-      return MakeValidUtf8(out);
+      return MakeValidUtf8(std::move(out));
     }
     return std::string(bytes);
   }
-  if (TryConvert(bytes, "WINDOWS-1252", &out)) return MakeValidUtf8(out);
-  return MakeValidUtf8(bytes);
+  if (TryConvert(bytes, "WINDOWS-1252", &out)) return MakeValidUtf8(std::move(out));
+  return MakeValidUtf8(std::string(bytes));
 }
 
 namespace {
@@ -405,16 +455,34 @@ namespace {
 // parser does the whole message: results never depend on which path ran, only speed does.
 
 struct RawPart {
-  std::vector<std::pair<std::string_view, std::string_view>> headers;  // name as written, raw value
+  // Every header (name as written, raw value); only filled for the headers of a message, the
+  // one block AddRawHeaders reads.
+  std::vector<std::pair<std::string_view, std::string_view>> headers;
+  // The first Content-Type and Content-Transfer-Encoding values, raw; data() is null when absent.
+  std::string_view content_type;
+  std::string_view transfer_encoding;
   std::string_view body;
   bool ok = true;
 };
 
-std::string_view FindRaw(const RawPart& p, std::string_view name) {
-  for (const auto& [n, v] : p.headers) {
-    if (EqualsNoCase(n, name)) return v;
+// The length of a header name: the index of the first ':', ' ' or '\t', or s.size(). Header
+// blocks are most of the lines split here, 16 bytes a step with SSE2.
+size_t NameEnd(std::string_view s) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i colon = _mm_set1_epi8(':');
+  const __m128i space = _mm_set1_epi8(' ');
+  const __m128i tab = _mm_set1_epi8('\t');
+  for (; i + 16 <= s.size(); i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, colon),
+                               _mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_cmpeq_epi8(v, tab)));
+    int bits = _mm_movemask_epi8(hit);
+    if (bits != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(bits)));
   }
-  return {};
+#endif
+  while (i < s.size() && s[i] != ':' && s[i] != ' ' && s[i] != '\t') ++i;
+  return i;
 }
 
 // Splits a header block from its body. The block must start with a header line. Inside a
@@ -422,15 +490,24 @@ std::string_view FindRaw(const RawPart& p, std::string_view name) {
 // reads it: returned messages often carry a mangled header (a Received line folded without
 // indentation); at the top such a message goes to GMime's parser whole. An attached message
 // (`message`) may even start with such a line: samples replace the returned message with a
-// placeholder ("[original message goes here]"), which GMime drops the same way.
-RawPart SplitHeaders(std::string_view text, bool nested, bool message = false) {
+// placeholder ("[original message goes here]"), which GMime drops the same way. Only
+// `all_headers` keeps every header; a part's other headers are never read.
+RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_headers) {
   RawPart part;
-  part.headers.reserve(24);
-  size_t pos = 0;
+  if (all_headers) part.headers.reserve(24);
   if (!text.empty() && text[0] == '\n') {  // no headers at all: the body starts at once
     part.body = text.substr(1);
     return part;
   }
+  bool any = false;
+  // Which kept values the last header line set: a folded line widens them.
+  bool last_listed = false;
+  bool last_type = false;
+  bool last_encoding = false;
+  auto widen = [](std::string_view* v, std::string_view line) {
+    *v = std::string_view(v->data(), line.data() + line.size() - v->data());
+  };
+  size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
@@ -440,26 +517,36 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message = false) {
       return part;
     }
     if (line[0] == ' ' || line[0] == '\t') {
-      if (part.headers.empty()) {
+      if (!any) {
         part.ok = false;
         return part;
       }
       // Continuation: widen the previous value's view over the folded line.
-      std::string_view& v = part.headers.back().second;
-      v = std::string_view(v.data(), line.data() + line.size() - v.data());
+      if (last_listed) widen(&part.headers.back().second, line);
+      if (last_type) widen(&part.content_type, line);
+      if (last_encoding) widen(&part.transfer_encoding, line);
     } else {
-      size_t colon = line.find(':');
-      if (colon == std::string_view::npos || colon == 0 || colon > 76 ||
-          ContainsAnyOf(line.substr(0, colon), " \t")) {
-        if (nested && (!part.headers.empty() || message)) {
+      // A header name: up to a colon within 76 bytes, no blank in it.
+      size_t limit = std::min<size_t>(line.size(), 77);
+      size_t colon = NameEnd(line.substr(0, limit));
+      if (colon == 0 || colon == limit || line[colon] != ':') {
+        if (nested && (any || message)) {
           pos = end + 1;  // GMime drops the line and reads on
           continue;
         }
         part.ok = false;  // not a header line: leave the oddity to GMime
         return part;
       }
+      std::string_view name = line.substr(0, colon);
       std::string_view value = line.substr(colon + 1);
-      part.headers.emplace_back(line.substr(0, colon), value);
+      any = true;
+      last_listed = all_headers;
+      if (all_headers) part.headers.emplace_back(name, value);
+      last_type = part.content_type.data() == nullptr && EqualsNoCase(name, "content-type");
+      if (last_type) part.content_type = value;
+      last_encoding = part.transfer_encoding.data() == nullptr &&
+                      EqualsNoCase(name, "content-transfer-encoding");
+      if (last_encoding) part.transfer_encoding = value;
     }
     pos = end + 1;
   }
@@ -469,21 +556,16 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message = false) {
 
 // Folded header value -> one line: line ends dropped, tabs made spaces, spaces trimmed.
 std::string Unfold(std::string_view raw) {
-  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n'; };
-  size_t b = 0;
-  size_t e = raw.size();
-  while (b < e && blank(raw[b])) ++b;
-  while (e > b && blank(raw[e - 1])) --e;
-  raw = raw.substr(b, e - b);
-  std::string out(raw);
-  // Most values are one line: nothing more to do then.
-  if (!ContainsAnyOf(raw, "\t\n")) return out;
-  size_t w = 0;
-  for (char c : out) {
-    if (c == '\n') continue;
-    out[w++] = c == '\t' ? ' ' : c;
+  raw = TrimSpaceView(raw);
+  // Most values are one line: a plain copy then.
+  if (!HasByte(raw, '\n') && !HasByte(raw, '\t')) return std::string(raw);
+  std::string out(raw.size(), '\0');
+  char* w = out.data();
+  for (char c : raw) {
+    *w = c == '\t' ? ' ' : c;
+    w += c != '\n';
   }
-  out.resize(w);
+  out.resize(static_cast<size_t>(w - out.data()));
   return out;
 }
 
@@ -496,89 +578,110 @@ std::string DecodeHeaderValue(std::string_view raw) {
       g_free(decoded);
     }
   }
-  if (IsAscii(v)) return v;  // the usual case: no second copy
-  return MakeValidUtf8(v);
+  return MakeValidUtf8(std::move(v));
 }
 
 void AddRawHeaders(const RawPart& p, std::vector<Header>* out) {
+  out->reserve(12);  // the usual count of wanted headers: no regrowing
   for (const auto& [name, value] : p.headers) {
-    if (WantedHeader(name)) out->push_back(Header{AsciiLowerCopy(name), DecodeHeaderValue(value)});
+    std::string_view wanted = WantedHeader(name);
+    if (!wanted.empty()) out->push_back(Header{std::string(wanted), DecodeHeaderValue(value)});
   }
 }
 
+// A Content-Type value. Only the parameters the walker reads are kept (the first of each); they
+// view the raw header bytes, or `unfolded` when the value had to be unfolded or unescaped, so a
+// ContentType is neither copied nor moved.
 struct ContentType {
   std::string type = "text/plain";
-  std::vector<std::pair<std::string, std::string>> params;  // lower-case name, value
+  std::string_view charset;
+  std::string_view boundary;
+  std::string_view report_type;
   bool ok = true;
-  std::string Param(std::string_view name) const {
-    for (const auto& [n, v] : params) {
-      if (n == name) return v;
-    }
-    return {};
-  }
+  std::string unfolded;
+
+  ContentType() = default;
+  ContentType(const ContentType&) = delete;
+  ContentType& operator=(const ContentType&) = delete;
 };
 
-ContentType ParseContentType(std::string_view raw, std::string_view fallback) {
-  ContentType ct;
-  std::string v = Unfold(raw);
+void ParseContentType(std::string_view raw, std::string_view fallback, ContentType* ct) {
+  std::string_view v = TrimSpaceView(raw);
   if (v.empty()) {
-    ct.type = std::string(fallback);
-    return ct;
+    ct->type = std::string(fallback);
+    return;
+  }
+  // Folded or escaped values are rare: only they get a copy, unescaped in place below.
+  bool copied = HasByte(v, '\n') || HasByte(v, '\t') || HasByte(v, '\\');
+  if (copied) {
+    ct->unfolded = Unfold(v);
+    v = ct->unfolded;
   }
   size_t semi = v.find(';');
-  std::string type = AsciiLowerCopy(std::string_view(v).substr(0, semi));
-  while (!type.empty() && (type.back() == ' ')) type.pop_back();
-  if (type.find('/') == std::string::npos || ContainsAnyOf(type, " \"(")) {
-    ct.ok = false;
-    return ct;
+  std::string_view type = v.substr(0, semi);
+  while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
+  if (type.find('/') == std::string_view::npos || ContainsAnyOf(type, " \"(")) {
+    ct->ok = false;
+    return;
   }
-  ct.type = type;
+  ct->type = AsciiLowerCopy(type);
   size_t pos = semi;
-  while (pos != std::string::npos && pos < v.size()) {
+  while (pos != std::string_view::npos && pos < v.size()) {
     ++pos;  // past ';'
     while (pos < v.size() && v[pos] == ' ') ++pos;
     size_t eq = v.find('=', pos);
-    if (eq == std::string::npos) break;
-    std::string name = AsciiLowerCopy(std::string_view(v).substr(pos, eq - pos));
-    while (!name.empty() && name.back() == ' ') name.pop_back();
-    if (name.find('*') != std::string::npos || ContainsAnyOf(name, " ;\"")) {
-      ct.ok = false;  // RFC 2231 or garbage: GMime knows better
-      return ct;
+    if (eq == std::string_view::npos) break;
+    std::string_view name = v.substr(pos, eq - pos);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (name.find('*') != std::string_view::npos || ContainsAnyOf(name, " ;\"")) {
+      ct->ok = false;  // RFC 2231 or garbage: GMime knows better
+      return;
     }
     size_t i = eq + 1;
     while (i < v.size() && v[i] == ' ') ++i;
-    std::string value;
+    std::string_view value;
     if (i < v.size() && v[i] == '"') {
       ++i;
+      size_t start = i;
+      size_t w = i;  // write position: behind the read position once a backslash was skipped
       while (i < v.size() && v[i] != '"') {
         if (v[i] == '\\' && i + 1 < v.size()) ++i;
-        value.push_back(v[i++]);
+        if (w != i) ct->unfolded[w] = v[i];  // only after a backslash, so v is `unfolded`
+        ++w;
+        ++i;
       }
       if (i >= v.size()) {
-        ct.ok = false;  // unterminated quote
-        return ct;
+        ct->ok = false;  // unterminated quote
+        return;
       }
+      value = v.substr(start, w - start);
       ++i;
       pos = v.find(';', i);
     } else {
       size_t end = v.find(';', i);
-      value = v.substr(i, end == std::string::npos ? std::string::npos : end - i);
-      while (!value.empty() && value.back() == ' ') value.pop_back();
+      value = v.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
+      while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
       pos = end;
     }
-    ct.params.emplace_back(std::move(name), std::move(value));
+    if (ct->charset.data() == nullptr && EqualsNoCase(name, "charset")) {
+      ct->charset = value;
+    } else if (ct->boundary.data() == nullptr && EqualsNoCase(name, "boundary")) {
+      ct->boundary = value;
+    } else if (ct->report_type.data() == nullptr && EqualsNoCase(name, "report-type")) {
+      ct->report_type = value;
+    }
   }
-  return ct;
 }
 
-enum class TransferEncoding { kIdentity, kBase64, kQuotedPrintable, kUnknown };
-
+// Content-Transfer-Encoding, compared on the trimmed value: a folded value keeps a space inside
+// after unfolding, so it never names an encoding either way.
 TransferEncoding EncodingOf(std::string_view cte_raw) {
-  std::string cte = AsciiLowerCopy(Unfold(cte_raw));
-  if (cte.empty() || cte == "7bit" || cte == "8bit" || cte == "binary")
+  std::string_view cte = TrimSpaceView(cte_raw);
+  if (cte.empty() || EqualsNoCase(cte, "7bit") || EqualsNoCase(cte, "8bit") ||
+      EqualsNoCase(cte, "binary"))
     return TransferEncoding::kIdentity;
-  if (cte == "base64") return TransferEncoding::kBase64;
-  if (cte == "quoted-printable") return TransferEncoding::kQuotedPrintable;
+  if (EqualsNoCase(cte, "base64")) return TransferEncoding::kBase64;
+  if (EqualsNoCase(cte, "quoted-printable")) return TransferEncoding::kQuotedPrintable;
   return TransferEncoding::kUnknown;  // uuencode, x-... : left to GMime
 }
 
@@ -601,56 +704,66 @@ std::optional<std::string_view> TransferDecoded(std::string_view body, TransferE
 }
 
 // Transfer-decodes a body into *out; false for encodings left to GMime.
-bool TransferDecode(std::string_view body, std::string_view cte_raw, std::string* out) {
-  std::optional<std::string_view> decoded = TransferDecoded(body, EncodingOf(cte_raw), out);
+bool TransferDecode(std::string_view body, TransferEncoding enc, std::string* out) {
+  std::optional<std::string_view> decoded = TransferDecoded(body, enc, out);
   if (!decoded) return false;
   if (decoded->data() != out->data()) out->assign(*decoded);
   return true;
 }
 
+// A leaf's text: the body transfer-decoded and converted to UTF-8. A decoded buffer that needs
+// no conversion becomes the text itself.
+std::string LeafText(std::string_view body, TransferEncoding enc, std::string_view charset) {
+  std::string buffer;
+  std::optional<std::string_view> decoded = TransferDecoded(body, enc, &buffer);
+  if (!decoded) return {};
+  if (enc == TransferEncoding::kIdentity || !AlreadyUtf8(buffer, charset))
+    return ToUtf8(*decoded, charset);
+  return buffer;
+}
+
 struct FastWalker {
   MimeView* view;
   bool nested_ok;
-  std::shared_ptr<const std::string> owner;  // holds the bytes the raw parts point into
+  std::shared_ptr<const std::string> owner;  // holds the bytes the raw parts point into, or null
   bool have_original = false;
   bool failed = false;
   bool top_without_parts = false;  // a top-level multipart whose boundary never occurs
 
-  void Leaf(const RawPart& part, const ContentType& ct, bool attached) {
-    if (!IsTextual(ct.type) || view->parts.size() >= kMaxMimeParts) return;
-    std::string_view cte = FindRaw(part, "content-transfer-encoding");
-    TransferEncoding enc = EncodingOf(cte);
+  void Leaf(const RawPart& part, ContentType* ct, bool attached) {
+    if (!IsTextual(ct->type) || view->parts.size() >= kMaxMimeParts) return;
+    TransferEncoding enc = EncodingOf(part.transfer_encoding);
     if (enc == TransferEncoding::kUnknown) {
       failed = true;
       return;
     }
-    if (attached) {
-      // The returned message's parts: decoded only if something reads them.
-      view->parts.push_back(MimeLeaf::Deferred(
-          ct.type, MimeLeaf::Pending{owner, part.body, std::string(cte), ct.Param("charset")},
-          attached));
+    if (ct->type == "text/rfc822-headers" && !have_original && !attached) {
+      // The returned message's headers: read now.
+      have_original = true;
+      std::string text = LeafText(part.body, enc, ct->charset);
+      view->original_headers = ParseHeaderBlock(text);
+      view->parts.emplace_back(std::move(ct->type), std::move(text), attached);
       return;
     }
-    std::string buffer;
-    std::string text = ToUtf8(*TransferDecoded(part.body, enc, &buffer), ct.Param("charset"));
-    if (ct.type == "text/rfc822-headers" && !have_original && !attached) {
-      have_original = true;
-      view->original_headers = ParseHeaderBlock(text);
-    }
-    view->parts.emplace_back(ct.type, std::move(text), attached);
+    // Decoded only if something reads it: the returned message's parts seldom are, nor is the
+    // HTML alternative of a text part.
+    view->parts.push_back(MimeLeaf::Deferred(
+        std::move(ct->type), MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
+        attached));
   }
 
   // One entity (a message's body part or a multipart's part), given its headers and body.
   void Entity(const RawPart& part, int depth, bool attached, std::string_view default_type) {
     if (failed || depth > kMaxMimeDepth || view->parts.size() >= kMaxMimeParts) return;
-    ContentType ct = ParseContentType(FindRaw(part, "content-type"), default_type);
+    ContentType ct;
+    ParseContentType(part.content_type, default_type, &ct);
     if (!ct.ok) {
       failed = true;
       return;
     }
     if (depth == 0) {
       view->content_type = ct.type;
-      view->report_type = AsciiLowerCopy(ct.Param("report-type"));
+      view->report_type = AsciiLowerCopy(ct.report_type);
     }
     if (ct.type.starts_with("multipart/")) {
       Multipart(part.body, ct, depth, attached);
@@ -658,23 +771,24 @@ struct FastWalker {
     }
     if (ct.type == "message/rfc822" || ct.type == "message/global") {
       std::string_view inner = part.body;
-      std::string_view cte = FindRaw(part, "content-transfer-encoding");
+      std::string_view cte = part.transfer_encoding;
       std::shared_ptr<const std::string> outer = owner;
       if (!TrimSpaceView(cte).empty()) {
         auto decoded = std::make_shared<std::string>();
-        if (!TransferDecode(part.body, cte, decoded.get())) {
+        if (!TransferDecode(part.body, EncodingOf(cte), decoded.get())) {
           failed = true;
           return;
         }
         inner = *decoded;
         owner = std::move(decoded);
       }
-      RawPart msg = SplitHeaders(inner, true, true);
+      bool first_original = !have_original && !attached;
+      RawPart msg = SplitHeaders(inner, true, true, first_original);
       if (!msg.ok) {
         failed = true;
         return;
       }
-      if (!have_original && !attached) {
+      if (first_original) {
         have_original = true;
         AddRawHeaders(msg, &view->original_headers);
       }
@@ -682,16 +796,18 @@ struct FastWalker {
       owner = std::move(outer);
       return;
     }
-    Leaf(part, ct, attached);
+    Leaf(part, &ct, attached);
   }
 
   void Multipart(std::string_view body, const ContentType& ct, int depth, bool attached) {
-    std::string boundary = ct.Param("boundary");
-    if (boundary.empty()) {
+    if (ct.boundary.empty()) {
       if (depth == 0) failed = true;  // inside: no parts, as below
       return;
     }
-    std::string delim = "--" + boundary;
+    std::string delim;
+    delim.reserve(ct.boundary.size() + 2);
+    delim += "--";
+    delim += ct.boundary;
     std::string_view child_default =
         ct.type == "multipart/digest" ? "message/rfc822" : "text/plain";
     // Delimiter lines: "--boundary" (optionally followed by spaces) or the close "--boundary--".
@@ -747,7 +863,7 @@ struct FastWalker {
     if (closed && depth == 0 && !attached && nested_ok && pos < body.size()) {
       std::string_view epilogue = body.substr(pos);
       if (epilogue.find("message/delivery-status") != std::string_view::npos) {
-        MimeView second = DecodeMimeNested(epilogue);
+        MimeView second = DecodeMimeNested(epilogue, owner);
         for (MimeLeaf& leaf : second.parts) {
           if (view->parts.size() >= kMaxMimeParts) break;
           view->parts.push_back(std::move(leaf));
@@ -757,7 +873,7 @@ struct FastWalker {
   }
 
   void Child(std::string_view text, int depth, bool attached, std::string_view default_type) {
-    RawPart part = SplitHeaders(text, true);
+    RawPart part = SplitHeaders(text, true, false, false);
     if (!part.ok) {
       failed = true;
       return;
@@ -767,18 +883,19 @@ struct FastWalker {
 };
 
 // Returns false when the message needs GMime's parser.
-bool FastDecode(const std::shared_ptr<const std::string>& buffer, bool nested_ok, MimeView* view) {
-  std::string_view normalized = *buffer;
+bool FastDecode(std::string_view normalized, const std::shared_ptr<const std::string>& owner,
+                bool nested_ok, MimeView* view) {
   // An mbox "From " separator line before the headers is not part of the message.
   if (normalized.starts_with("From ")) {
     size_t nl = normalized.find('\n');
     if (nl == std::string_view::npos) return false;
     normalized.remove_prefix(nl + 1);
   }
-  RawPart top = SplitHeaders(normalized, false);
+  RawPart top = SplitHeaders(normalized, false, false, true);
   if (!top.ok || top.headers.empty()) return false;
   AddRawHeaders(top, &view->headers);
-  FastWalker walker{view, nested_ok, buffer};
+  view->parts.reserve(8);
+  FastWalker walker{view, nested_ok, owner};
   walker.Entity(top, 0, false, "text/plain");
   if (walker.failed) return false;
   if (walker.top_without_parts && view->parts.empty()) {
@@ -795,7 +912,8 @@ bool FastDecode(const std::shared_ptr<const std::string>& buffer, bool nested_ok
 // Mailbox files hold several messages; a single-part bounce may have a second report glued
 // after it behind an mbox "From " line. Its parts are read too (multipart reports get the
 // same treatment from their epilogue).
-void AppendGluedMessage(std::string_view normalized, MimeView* view) {
+void AppendGluedMessage(std::string_view normalized,
+                        const std::shared_ptr<const std::string>& owner, MimeView* view) {
   if (view->content_type.starts_with("multipart/")) return;
   // Past the first message's own header block only.
   size_t pos = normalized.find("\n\n");
@@ -814,19 +932,25 @@ void AppendGluedMessage(std::string_view normalized, MimeView* view) {
     pos += 6;
   }
   if (pos == std::string_view::npos) return;
-  MimeView second = DecodeMimeNested(rest);
+  MimeView second = DecodeMimeNested(rest, owner);
   for (MimeLeaf& leaf : second.parts) {
     if (view->parts.size() >= kMaxMimeParts) break;
     view->parts.push_back(std::move(leaf));
   }
 }
 
-MimeView DecodeMimeImpl(std::string_view message, bool nested_ok, bool fast_ok) {
+MimeView DecodeMimeImpl(std::string_view message, std::shared_ptr<const std::string> owner,
+                        bool nested_ok, bool fast_ok) {
   MimeView view;
-  auto buffer = std::make_shared<const std::string>(NormalizeLineEnds(message));
-  const std::string& normalized = *buffer;
-  if (fast_ok && FastDecode(buffer, nested_ok, &view)) {
-    if (nested_ok) AppendGluedMessage(normalized, &view);
+  // Only line ends other than LF need a copy (the parts then point into it); most messages
+  // are read where they are.
+  std::string_view normalized = message;
+  if (HasByte(message, '\r')) {
+    owner = std::make_shared<const std::string>(NormalizeLineEnds(message));
+    normalized = *owner;
+  }
+  if (fast_ok && FastDecode(normalized, owner, nested_ok, &view)) {
+    if (nested_ok) AppendGluedMessage(normalized, owner, &view);
     return view;
   }
   view = MimeView();
@@ -847,7 +971,7 @@ MimeView DecodeMimeImpl(std::string_view message, bool nested_ok, bool fast_ok) 
     if (view.parts.empty() && body != nullptr && GMIME_IS_MULTIPART(body)) {
       // A multipart type with no parts (the boundary never occurs): the body is plain text.
       size_t blank = normalized.find("\n\n");
-      if (blank != std::string::npos) {
+      if (blank != std::string_view::npos) {
         view.parts.emplace_back("text/plain", ToUtf8(normalized.substr(blank + 2), ""), false);
       }
     }
@@ -860,15 +984,15 @@ MimeView DecodeMimeImpl(std::string_view message, bool nested_ok, bool fast_ok) 
     view.content_type = "text/plain";
     view.parts.emplace_back("text/plain", ToUtf8(normalized, ""), false);
   }
-  if (nested_ok) AppendGluedMessage(normalized, &view);
+  if (nested_ok) AppendGluedMessage(normalized, owner, &view);
   return view;
 }
 
-MimeView DecodeMimeNested(std::string_view message) {
+MimeView DecodeMimeNested(std::string_view message, std::shared_ptr<const std::string> owner) {
   // Glued-on messages start after blank lines, often with an mbox "From " line.
   size_t start = message.find_first_not_of('\n');
   message.remove_prefix(start == std::string_view::npos ? message.size() : start);
-  return DecodeMimeImpl(message, false, true);
+  return DecodeMimeImpl(message, std::move(owner), false, true);
 }
 
 }  // namespace
@@ -881,9 +1005,7 @@ MimeLeaf MimeLeaf::Deferred(std::string type, Pending pending, bool attached) {
 
 const std::string& MimeLeaf::text() const {
   if (pending_) {
-    std::string raw;
-    TransferDecode(pending_->body, pending_->transfer_encoding, &raw);
-    text_ = ToUtf8(raw, pending_->charset);
+    text_ = LeafText(pending_->body, pending_->encoding, pending_->charset);
     pending_.reset();
   }
   return text_;
@@ -891,7 +1013,7 @@ const std::string& MimeLeaf::text() const {
 
 MimeView DecodeMime(std::string_view message, MimeDecoder decoder) {
   InitGMimeOnce();
-  return DecodeMimeImpl(message, true, decoder == MimeDecoder::kAuto);
+  return DecodeMimeImpl(message, nullptr, true, decoder == MimeDecoder::kAuto);
 }
 
 }  // namespace bounced::dsn

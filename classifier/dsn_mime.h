@@ -23,6 +23,9 @@ struct Header {
   std::string value;  // unfolded, RFC 2047-decoded, UTF-8
 };
 
+// How a body is transfer-encoded; kUnknown (uuencode, x-...) is left to GMime's parser.
+enum class TransferEncoding { kIdentity, kBase64, kQuotedPrintable, kUnknown };
+
 struct MimeLeaf {
   std::string type;       // "text/plain": lower-case type/subtype ("text/plain" when absent)
   bool attached = false;  // inside an attached message/rfc822 (the returned message)
@@ -30,16 +33,19 @@ struct MimeLeaf {
   MimeLeaf(std::string type, std::string text, bool attached)
       : type(std::move(type)), attached(attached), text_(std::move(text)) {}
 
-  // The content after transfer decoding, as UTF-8 with '\n' line ends. The returned message's
-  // parts are decoded on first use (most bounces never read them, and they are most of the
-  // bytes); the result is the same either way.
+  // The content after transfer decoding, as UTF-8 with '\n' line ends. Parts split without
+  // GMime's parser are decoded on first use (most bounces never read the returned message's
+  // parts, which are most of the bytes, nor an HTML alternative); the result is the same
+  // either way. Not safe to call from two threads at once on the same leaf.
   const std::string& text() const;
 
-  // Not decoded yet: the raw body (a view into `owner`) and how it is encoded.
+  // Not decoded yet: the raw body and how it is encoded. The body views `owner` when the
+  // decoder had to copy the message (other line ends than LF, an encoded message/rfc822), else
+  // the caller's message (owner null).
   struct Pending {
     std::shared_ptr<const std::string> owner;
     std::string_view body;
-    std::string transfer_encoding;  // raw Content-Transfer-Encoding value
+    TransferEncoding encoding = TransferEncoding::kIdentity;
     std::string charset;
   };
   static MimeLeaf Deferred(std::string type, Pending pending, bool attached);
@@ -82,7 +88,9 @@ bool SingleByteToUtf8(std::string_view bytes, std::string_view charset, std::str
 // anything unusual to GMime's parser; kGMime always uses GMime's parser (tests compare both).
 enum class MimeDecoder { kAuto, kGMime };
 
-// Decodes a message. `message` is cut at the caller's size cap already.
+// Decodes a message. `message` is cut at the caller's size cap already. Parts may view
+// `message` until first read: keep its bytes alive while the view, or a leaf copied from it,
+// is used.
 MimeView DecodeMime(std::string_view message, MimeDecoder decoder = MimeDecoder::kAuto);
 
 }  // namespace bounced::dsn

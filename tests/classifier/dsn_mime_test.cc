@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 namespace bounced::dsn {
 namespace {
@@ -157,9 +159,70 @@ TEST(DecodeMime, MboxFromLineIsSkipped) {
   EXPECT_EQ(v.parts[0].text(), "body\n");
 }
 
+// 7-bit text labelled ISO-2022-JP without an escape skips iconv: it must be what iconv makes of
+// it (itself, for every 7-bit byte but ESC); text with escapes is still converted.
+TEST(DecodeMime, Iso2022JpLabelledAsciiIsItself) {
+  std::string ascii;
+  for (int b = 0; b < 0x80; ++b) {
+    if (b != 0x1b) ascii += static_cast<char>(b);
+  }
+  iconv_t cd = iconv_open("UTF-8", "ISO-2022-JP");
+  ASSERT_NE(cd, reinterpret_cast<iconv_t>(-1));
+  std::string converted(ascii.size() * 4, '\0');
+  char* in = ascii.data();
+  size_t in_left = ascii.size();
+  char* out = converted.data();
+  size_t out_left = converted.size();
+  ASSERT_NE(iconv(cd, &in, &in_left, &out, &out_left), static_cast<size_t>(-1));
+  iconv_close(cd);
+  converted.resize(converted.size() - out_left);
+  EXPECT_EQ(converted, ascii);
+  EXPECT_EQ(ToUtf8(ascii, "iso-2022-jp"), ascii);
+  EXPECT_EQ(ToUtf8("\x1b$B%a!<%k\x1b(B", "ISO-2022-JP"), "\xe3\x83\xa1\xe3\x83\xbc\xe3\x83\xab");
+}
+
+// Content-Type values the fast path copies before reading (folded lines, a tab, an escaped
+// quote in the boundary) and parameter names in any case read as GMime reads them.
+TEST(DecodeMime, FoldedAndEscapedContentTypeReadsAsGMimeReadsIt) {
+  const std::string msg =
+      "From: MAILER-DAEMON@example.net\n"
+      "Subject: Undelivered Mail Returned to Sender\n"
+      "Content-Type: multipart/report;\n"
+      "\tReport-Type=delivery-status;\n"
+      "  BOUNDARY=\"b\\\"1\"\n"
+      "\n"
+      "--b\"1\n"
+      "Content-Type: text/plain;\n"
+      " charset=\"iso-8859-1\"\n"
+      "Content-Transfer-Encoding: quoted-printable\n"
+      "\n"
+      "Adresse inconnue: caf=E9@example.org\n"
+      "--b\"1\n"
+      "Content-Type: message/delivery-status\n"
+      "\n"
+      "Final-Recipient: rfc822; cafe@example.org\n"
+      "Action: failed\n"
+      "Status: 5.1.1\n"
+      "--b\"1--\n";
+  MimeView fast = DecodeMime(msg, MimeDecoder::kAuto);
+  MimeView gmime = DecodeMime(msg, MimeDecoder::kGMime);
+  EXPECT_EQ(fast.content_type, "multipart/report");
+  EXPECT_EQ(fast.report_type, "delivery-status");
+  EXPECT_EQ(fast.content_type, gmime.content_type);
+  EXPECT_EQ(fast.report_type, gmime.report_type);
+  ASSERT_EQ(fast.parts.size(), 2u);
+  ASSERT_EQ(gmime.parts.size(), 2u);
+  for (size_t i = 0; i < fast.parts.size(); ++i) {
+    EXPECT_EQ(fast.parts[i].type, gmime.parts[i].type);
+    EXPECT_EQ(TrimEnd(fast.parts[i].text()), TrimEnd(gmime.parts[i].text()));
+  }
+  EXPECT_EQ(TrimEnd(fast.parts[0].text()), "Adresse inconnue: caf\xc3\xa9@example.org");
+}
+
 // The returned message's parts are decoded when first read; the text is what GMime decodes,
-// parts of a message/rfc822 that is itself base64-encoded read too, and copied leaves keep
-// their bytes alive after the view is gone.
+// parts of a message/rfc822 that is itself base64-encoded read too, and copied leaves read
+// after the view is gone: they view the caller's message (kept alive here, as DecodeMime asks)
+// or, with CRLF line ends, the decoder's own LF copy, which they keep alive themselves.
 TEST(DecodeMime, ReturnedMessagePartsDecodeOnFirstRead) {
   const std::string inner =
       "Message-ID: <orig@example.org>\n"
@@ -196,12 +259,25 @@ TEST(DecodeMime, ReturnedMessagePartsDecodeOnFirstRead) {
       "b250ZW50LVRyYW5zZmVyLUVuY29kaW5nOiBxdW90ZWQtcHJpbnRhYmxlCgpDYWY9RTkgYXUgbGFpdCwgc29mdCBs"
       "aW5lPQogYnJlYWsKLS1BCkNvbnRlbnQtVHlwZTogdGV4dC9odG1sOyBjaGFyc2V0PXV0Zi04CkNvbnRlbnQtVHJh"
       "bnNmZXItRW5jb2Rpbmc6IGJhc2U2NAoKUEhBK2FHVnNiRzg4TDNBK0NnPT0KLS1BLS0K\n";
-  for (const auto& [rfc822, cte] : {std::pair<std::string, std::string>{inner, ""},
-                                    {base64_inner, "Content-Transfer-Encoding: base64\n"}}) {
+  auto crlf = [](const std::string& lf) {
+    std::string out;
+    for (char c : lf) {
+      if (c == '\n') out += '\r';
+      out += c;
+    }
+    return out;
+  };
+  for (const auto& [rfc822, cte, crlf_ends] :
+       {std::tuple<std::string, std::string, bool>{inner, "", false},
+        {base64_inner, "Content-Transfer-Encoding: base64\n", false},
+        {inner, "", true},
+        {base64_inner, "Content-Transfer-Encoding: base64\n", true}}) {
     std::vector<MimeLeaf> attached;
+    std::optional<std::string> bytes = message(rfc822, cte);
+    if (crlf_ends) bytes = crlf(*bytes);
     {
-      MimeView fast = DecodeMime(message(rfc822, cte), MimeDecoder::kAuto);
-      MimeView gmime = DecodeMime(message(rfc822, cte), MimeDecoder::kGMime);
+      MimeView fast = DecodeMime(*bytes, MimeDecoder::kAuto);
+      MimeView gmime = DecodeMime(*bytes, MimeDecoder::kGMime);
       EXPECT_EQ(MimeView::Find(fast.original_headers, "message-id"), "<orig@example.org>");
       for (const MimeLeaf& p : fast.parts) {
         if (p.attached) attached.push_back(p);  // copies, read after the views are gone
@@ -219,6 +295,7 @@ TEST(DecodeMime, ReturnedMessagePartsDecodeOnFirstRead) {
         EXPECT_EQ(TrimEnd(attached[1].text()), TrimEnd(expected[1]));
       }
     }
+    if (crlf_ends) bytes.reset();  // the leaves hold the decoder's LF copy, not these bytes
     EXPECT_EQ(attached[0].type, "text/plain");
     EXPECT_EQ(TrimEnd(attached[0].text()), "Caf\xc3\xa9 au lait, soft line break");
     EXPECT_EQ(attached[1].type, "text/html");
