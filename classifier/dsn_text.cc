@@ -2,6 +2,7 @@
 #include "classifier/dsn_text.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -12,13 +13,25 @@ namespace {
 
 constexpr size_t kMaxBlockLines = 24;
 
-bool IsLocalChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) ||
-         std::string_view("!#$%&'*+/=?^_`{|}~.-").find(c) != std::string_view::npos;
-}
-bool IsDomainChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
-}
+// Byte classes by table: the address scan runs over every line of every explanation.
+constexpr uint8_t kLocal = 1;       // may be in a local part: letters, digits, RFC 5322 atext, '.'
+constexpr uint8_t kDomain = 2;      // may be in a domain: letters, digits, '-', '.'
+constexpr uint8_t kMarkerLead = 4;  // starts a HasMarkerWord word: m, o, c in either case
+constexpr std::array<uint8_t, 256> kByteClass = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (alnum) t[c] |= kLocal | kDomain;
+  }
+  for (char c : std::string_view("!#$%&'*+/=?^_`{|}~.-")) t[static_cast<uint8_t>(c)] |= kLocal;
+  t['-'] |= kDomain;
+  t['.'] |= kDomain;
+  for (char c : std::string_view("mocMOC")) t[static_cast<uint8_t>(c)] |= kMarkerLead;
+  return t;
+}();
+
+bool IsLocalChar(char c) { return kByteClass[static_cast<uint8_t>(c)] & kLocal; }
+bool IsDomainChar(char c) { return kByteClass[static_cast<uint8_t>(c)] & kDomain; }
 
 // Calls span(begin, end) for every address in a line ("local@domain.tld"; the domain needs a
 // dot and a letter TLD), at most 16, in order. No allocation: HasReasonText runs it on every
@@ -89,6 +102,7 @@ inline bool LetterWordAt(std::string_view t, size_t i, std::string_view word) {
 // as this runs on every line of every explanation.
 bool HasMarkerWord(std::string_view t) {
   for (size_t i = 0; i < t.size(); ++i) {
+    if (!(kByteClass[static_cast<uint8_t>(t[i])] & kMarkerLead)) continue;
     char c = static_cast<char>(t[i] | 0x20);
     if ((c == 'm' && (LetterWordAt(t, i, "messag") || LetterWordAt(t, i, "mail"))) ||
         (c == 'o' && LetterWordAt(t, i, "original")) || (c == 'c' && LetterWordAt(t, i, "copy")))
@@ -271,8 +285,12 @@ bool StartsWithReplyCode(std::string_view t) {
          std::isdigit(static_cast<unsigned char>(t[2])) && (t[3] == ' ' || t[3] == '-');
 }
 
+// Defined below: a cheap necessary condition for HasCode.
+bool MayHoldCode(std::string_view t);
+
 bool HasCode(std::string_view text) {
-  return !ExtractReplyCode(text).empty() || !ExtractEnhancedStatus(text).empty();
+  return MayHoldCode(text) &&
+         (!ExtractReplyCode(text).empty() || !ExtractEnhancedStatus(text).empty());
 }
 
 // False when `t` can hold neither a reply code ("550") nor an enhanced status ("5.1.1"): both
@@ -656,7 +674,8 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
             continue;
           }
           if (line_has_other(j, r)) break;
-          if (HasReasonText(lines[j])) content = true;
+          // Once the block has reason text, further lines cannot change that.
+          if (!content && HasReasonText(lines[j])) content = true;
         }
         last_line = TrimSpace(lines[j]);
         diag += last_line;
