@@ -16,7 +16,7 @@ constexpr size_t kMaxBlockLines = 24;
 // Byte classes by table: the address scan runs over every line of every explanation.
 constexpr uint8_t kLocal = 1;       // may be in a local part: letters, digits, RFC 5322 atext, '.'
 constexpr uint8_t kDomain = 2;      // may be in a domain: letters, digits, '-', '.'
-constexpr uint8_t kMarkerLead = 4;  // starts a HasMarkerWord word: m, o, c in either case
+constexpr uint8_t kMarkerLead = 4;  // starts a marker word (see HasMarkerPhrase): m, o, c
 constexpr std::array<uint8_t, 256> kByteClass = [] {
   std::array<uint8_t, 256> t{};
   for (int c = 0; c < 256; ++c) {
@@ -98,15 +98,64 @@ inline bool LetterWordAt(std::string_view t, size_t i, std::string_view word) {
   return ((v | 0x2020202020202020ull) & mask) == w;
 }
 
-// Whether `t` contains "messag", "mail", "original" or "copy" in any case: one inline pass,
-// as this runs on every line of every explanation.
-bool HasMarkerWord(std::string_view t) {
+// The words every marker phrase has one of.
+enum class MarkerWord { kNone, kMessag, kMail, kOriginal, kCopy };
+
+// A marker phrase (lower-case), the marker word it is found by, and where that word starts in it.
+struct MarkerPhrase {
+  std::string_view phrase;
+  MarkerWord word;
+  size_t offset;
+  constexpr MarkerPhrase(std::string_view p, MarkerWord w, std::string_view word_text)
+      : phrase(p), word(w), offset(p.find(word_text)) {}
+};
+
+constexpr MarkerPhrase kMarkerPhrases[] = {
+    {"original message", MarkerWord::kOriginal, "original"},
+    {"returned message", MarkerWord::kMessag, "messag"},
+    {"unsent message", MarkerWord::kMessag, "messag"},
+    {"copy of the message", MarkerWord::kCopy, "copy"},
+    {"copy of your message", MarkerWord::kCopy, "copy"},
+    {"header of the original", MarkerWord::kOriginal, "original"},
+    {"headers of the original", MarkerWord::kOriginal, "original"},
+    {"message headers follow", MarkerWord::kMessag, "messag"},
+    {"below this line is a copy", MarkerWord::kCopy, "copy"},
+    {"below is a copy", MarkerWord::kCopy, "copy"},
+    {"undelivered message", MarkerWord::kMessag, "messag"},
+    {"returned mail follows", MarkerWord::kMail, "mail"},
+    {"message text follows", MarkerWord::kMessag, "messag"},
+    {"original mail", MarkerWord::kOriginal, "original"},
+    {"rejected message follows", MarkerWord::kMessag, "messag"},
+    {"message header follows", MarkerWord::kMessag, "messag"},
+    {"content of the message", MarkerWord::kMessag, "messag"},
+    {"original email", MarkerWord::kOriginal, "original"},
+};
+
+// Whether `t` contains one of kMarkerPhrases in any case. One pass over `t` (this runs on most
+// lines of every explanation) stopping only at the marker words; a phrase is compared in full
+// only around its own word.
+bool HasMarkerPhrase(std::string_view t) {
   for (size_t i = 0; i < t.size(); ++i) {
     if (!(kByteClass[static_cast<uint8_t>(t[i])] & kMarkerLead)) continue;
     char c = static_cast<char>(t[i] | 0x20);
-    if ((c == 'm' && (LetterWordAt(t, i, "messag") || LetterWordAt(t, i, "mail"))) ||
-        (c == 'o' && LetterWordAt(t, i, "original")) || (c == 'c' && LetterWordAt(t, i, "copy")))
-      return true;
+    MarkerWord word = MarkerWord::kNone;
+    if (c == 'm') {
+      word = LetterWordAt(t, i, "messag") ? MarkerWord::kMessag
+             : LetterWordAt(t, i, "mail") ? MarkerWord::kMail
+                                          : MarkerWord::kNone;
+    } else if (c == 'o') {
+      if (LetterWordAt(t, i, "original")) word = MarkerWord::kOriginal;
+    } else if (LetterWordAt(t, i, "copy")) {
+      word = MarkerWord::kCopy;
+    }
+    if (word == MarkerWord::kNone) continue;
+    for (const MarkerPhrase& p : kMarkerPhrases) {
+      if (p.word != word || p.offset > i) continue;
+      std::string_view at = t.substr(i - p.offset);
+      if (at.size() >= p.phrase.size() &&
+          EqualsNoCaseSameSize(at.substr(0, p.phrase.size()), p.phrase))
+        return true;
+    }
   }
   return false;
 }
@@ -115,33 +164,16 @@ bool HasMarkerWord(std::string_view t) {
 bool IsReturnedMessageMarker(std::string_view line) {
   std::string_view t = TrimSpace(line);
   if (t.size() < 8 || t.size() > 100) return false;
-  // Every marker phrase has one of these words: a cheap first test for the many other lines.
-  if (!HasMarkerWord(t)) return false;
-  char buf[100];
-  for (size_t i = 0; i < t.size(); ++i) buf[i] = AsciiLower(t[i]);
-  std::string_view lower(buf, t.size());
-  static constexpr std::string_view kPhrases[] = {
-      "original message",        "returned message",       "unsent message",
-      "copy of the message",     "copy of your message",   "header of the original",
-      "headers of the original", "message headers follow", "below this line is a copy",
-      "below is a copy",         "undelivered message",    "returned mail follows",
-      "message text follows",    "original mail",          "rejected message follows",
-      "message header follows",  "content of the message", "original email",
-  };
-  bool phrase = false;
-  for (std::string_view p : kPhrases) {
-    if (lower.find(p) != std::string_view::npos) {
-      phrase = true;
-      break;
-    }
-  }
-  if (!phrase) return false;
+  if (!HasMarkerPhrase(t)) return false;
   // "The original message was received at ..." (Sendmail) and prose sentences mentioning the
   // original message are explanation, not markers: a marker is a heading.
   char first = t[0];
   if (first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
       first == '<' || first == '|')
     return true;
+  char buf[100];
+  for (size_t i = 0; i < t.size(); ++i) buf[i] = AsciiLower(t[i]);
+  std::string_view lower(buf, t.size());
   static constexpr std::string_view kLeads[] = {
       "original message", "message headers",  "below ",       "returned mail",    "unsent message",
       "original mail",    "rejected message", "message text", "returned message", "original email",
