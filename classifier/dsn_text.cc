@@ -164,24 +164,29 @@ bool HasMarkerPhrase(std::string_view t) {
 bool IsReturnedMessageMarker(std::string_view line) {
   std::string_view t = TrimSpace(line);
   if (t.size() < 8 || t.size() > 100) return false;
-  if (!HasMarkerPhrase(t)) return false;
   // "The original message was received at ..." (Sendmail) and prose sentences mentioning the
-  // original message are explanation, not markers: a marker is a heading.
+  // original message are explanation, not markers: a marker is a heading, led by a rule or
+  // bracket character or by its own words. Tested first: most lines fail it at once.
   char first = t[0];
-  if (first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
-      first == '<' || first == '|')
-    return true;
-  char buf[100];
-  for (size_t i = 0; i < t.size(); ++i) buf[i] = AsciiLower(t[i]);
-  std::string_view lower(buf, t.size());
-  static constexpr std::string_view kLeads[] = {
-      "original message", "message headers",  "below ",       "returned mail",    "unsent message",
-      "original mail",    "rejected message", "message text", "returned message", "original email",
-  };
-  for (std::string_view l : kLeads) {
-    if (lower.starts_with(l)) return true;
+  if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
+        first == '<' || first == '|')) {
+    static constexpr std::string_view kLeads[] = {
+        "original message", "message headers", "below ",           "returned mail",
+        "unsent message",   "original mail",   "rejected message", "message text",
+        "returned message", "original email",
+    };
+    char lead = AsciiLower(first);
+    if (lead != 'o' && lead != 'm' && lead != 'b' && lead != 'r' && lead != 'u') return false;
+    bool heading = false;
+    for (std::string_view l : kLeads) {
+      if (StartsWithNoCase(t, l)) {
+        heading = true;
+        break;
+      }
+    }
+    if (!heading) return false;
   }
-  return false;
+  return HasMarkerPhrase(t);
 }
 
 // A quoted header block of the returned message, when no marker announced it.
