@@ -797,15 +797,13 @@ std::vector<std::string> BlocksFor(const Explanation& explanation,
   }
   if (wanted.empty() || explanation.text().empty()) return out;
   ScanResult found = Scan(explanation, {}, wanted, wanted, true);
-  // A block goes to the last address that has it by move, to the others by copy.
-  std::vector<size_t> uses(found.blocks.size());
-  for (int r : found.hint_recipient) {
-    if (r >= 0) ++uses[r];
-  }
+  // As many recipients as addresses: each has its own block, which moves (the usual case);
+  // else some share one, and each gets a copy.
+  bool distinct = found.recipients.size() == wanted.size();
   for (size_t i = 0; i < wanted.size(); ++i) {
     int r = found.hint_recipient[i];
     if (r < 0) continue;
-    if (--uses[r] == 0) {
+    if (distinct) {
       out[index[i]] = std::move(found.blocks[r]);
     } else {
       out[index[i]] = found.blocks[r];
