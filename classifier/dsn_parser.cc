@@ -314,7 +314,9 @@ void ForEachReplyPair(std::string_view text, Pair&& pair) {
   auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
   int found = 0;
   for (size_t i = 0; i + 8 < text.size() && found < 16; ++i) {
-    if (!digit(i) || !digit(i + 1) || !digit(i + 2) || digit(i + 3)) continue;
+    // Most bytes are not digits: one test, no bounds check (i is in range here).
+    if (static_cast<unsigned char>(text[i] - '0') > 9) continue;
+    if (!digit(i + 1) || !digit(i + 2) || digit(i + 3)) continue;
     if (i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.'))
       continue;
     std::string_view code = text.substr(i, 3);
