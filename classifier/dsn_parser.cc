@@ -4,6 +4,7 @@
 #include "classifier/dsn_parser.h"
 
 #include <algorithm>
+#include <array>
 
 #include "classifier/dsn_fields.h"
 #include "classifier/dsn_mime.h"
@@ -251,15 +252,14 @@ std::string_view SysexitsMeaning(std::string_view code) {
   return {};
 }
 
-std::string Field(const std::vector<Header>& group, std::string_view name) {
-  return std::string(MimeView::Find(group, name));
-}
-
 // At least a few letters: a reason, not just an exit code.
 bool HasWords(std::string_view s) {
   int letters = 0;
-  for (char c : s) letters += std::isalpha(static_cast<unsigned char>(c)) ? 1 : 0;
-  return letters >= 4;
+  for (char c : s) {
+    letters += std::isalpha(static_cast<unsigned char>(c)) ? 1 : 0;
+    if (letters >= 4) return true;
+  }
+  return false;
 }
 
 // Reply codes MTAs actually send; used to find one in text that ExtractReplyCode's strict
@@ -269,10 +269,17 @@ bool IsKnownReplyCode(std::string_view c) {
       "421", "432", "441", "442", "447", "450", "451", "452", "454", "455", "471", "500", "501",
       "502", "503", "504", "510", "511", "512", "513", "521", "523", "530", "534", "535", "541",
       "550", "551", "552", "553", "554", "555", "556", "557", "571", "250", "251", "252"};
-  for (std::string_view k : kCodes) {
-    if (c == k) return true;
-  }
-  return false;
+  // Indexed by the code's value: one load instead of a compare per known code (this runs on
+  // every three-digit number of every reason text).
+  static constexpr std::array<bool, 1000> kKnown = [] {
+    std::array<bool, 1000> known{};
+    for (std::string_view k : kCodes)
+      known[(k[0] - '0') * 100 + (k[1] - '0') * 10 + (k[2] - '0')] = true;
+    return known;
+  }();
+  auto digit = [](char d) { return d >= '0' && d <= '9'; };
+  if (c.size() != 3 || !digit(c[0]) || !digit(c[1]) || !digit(c[2])) return false;
+  return kKnown[(c[0] - '0') * 100 + (c[1] - '0') * 10 + (c[2] - '0')];
 }
 
 std::string LooseReplyCode(std::string_view text) {
@@ -300,13 +307,16 @@ struct ReplyPair {
   std::string status;
 };
 
-std::vector<ReplyPair> ReplyPairs(std::string_view text) {
-  std::vector<ReplyPair> out;
-  auto digit = [&](size_t i) {
-    return i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
-  };
-  for (size_t i = 0; i + 8 < text.size() && out.size() < 16; ++i) {
-    if (!digit(i) || !digit(i + 1) || !digit(i + 2) || digit(i + 3)) continue;
+// Calls pair(code, status) for each such pair in `text`, in order, at most 16, until it
+// returns false. The views point into `text`; nothing is allocated.
+template <typename Pair>
+void ForEachReplyPair(std::string_view text, Pair&& pair) {
+  auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
+  int found = 0;
+  for (size_t i = 0; i + 8 < text.size() && found < 16; ++i) {
+    // Most bytes are not digits: one test, no bounds check (i is in range here).
+    if (static_cast<unsigned char>(text[i] - '0') > 9) continue;
+    if (!digit(i + 1) || !digit(i + 2) || digit(i + 3)) continue;
     if (i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.'))
       continue;
     std::string_view code = text.substr(i, 3);
@@ -326,19 +336,30 @@ std::vector<ReplyPair> ReplyPairs(std::string_view text) {
     size_t detail = ++k;
     while (digit(k) && k - detail < 3) ++k;
     if (k == detail || digit(k) || (k < text.size() && text[k] == '.' && digit(k + 1))) continue;
-    out.push_back(ReplyPair{std::string(code), std::string(text.substr(j, k - j))});
+    ++found;
+    if (!pair(code, text.substr(j, k - j))) return;
     i = k;
   }
-  return out;
 }
 
 // The status and reply code a reason text states. An expiry notice ("554 4.4.7 Message
 // expired ... <421 4.4.2 Connection timed out>") carries the last real error inside it.
 ReplyPair StatedReply(std::string_view text) {
-  std::vector<ReplyPair> pairs = ReplyPairs(text);
-  if (pairs.empty()) return ReplyPair{"", ExtractEnhancedStatus(text)};
-  if (pairs.front().status.ends_with(".4.7") && pairs.size() > 1) return pairs.back();
-  return pairs.front();
+  std::string_view first_code, first_status, last_code, last_status;
+  int pairs = 0;
+  ForEachReplyPair(text, [&](std::string_view code, std::string_view status) {
+    if (pairs++ == 0) {
+      first_code = code;
+      first_status = status;
+    }
+    last_code = code;
+    last_status = status;
+    return true;
+  });
+  if (pairs == 0) return ReplyPair{"", ExtractEnhancedStatus(text)};
+  if (first_status.ends_with(".4.7") && pairs > 1)
+    return ReplyPair{std::string(last_code), std::string(last_status)};
+  return ReplyPair{std::string(first_code), std::string(first_status)};
 }
 
 // DSN fields written into a text part (some gateways paste them there instead of a
@@ -358,12 +379,13 @@ std::string EmbeddedDeliveryStatus(std::string_view text) {
 
 // One Finding per recipient group of a delivery-status text.
 std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
-                                                std::string_view explanation) {
+                                                const dsn::Explanation& explanation) {
   std::vector<Finding> out;
-  std::string message_remote =
-      std::string(dsn::StripTypePrefix(MimeView::Find(ds.per_message, "remote-mta")));
+  std::string_view message_remote =
+      dsn::StripTypePrefix(MimeView::Find(ds.per_message, "remote-mta"));
   // Each recipient's wording in the text part, found in one pass over it.
   std::vector<std::string> addresses;
+  addresses.reserve(ds.per_recipient.size());
   for (const std::vector<Header>& g : ds.per_recipient) {
     std::string_view r = dsn::StripTypePrefix(MimeView::Find(g, "final-recipient"));
     if (r.empty()) r = dsn::StripTypePrefix(MimeView::Find(g, "x-actual-recipient"));
@@ -374,17 +396,16 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
   size_t group = 0;
   for (const std::vector<Header>& g : ds.per_recipient) {
     Finding f;
+    // Final-Recipient, else X-Actual-Recipient, else Original-Recipient: as `addresses` has it.
+    f.recipient = std::move(addresses[group]);
     std::string block = std::move(blocks[group++]);
-    std::string final_rcpt(dsn::StripTypePrefix(MimeView::Find(g, "final-recipient")));
-    std::string original(dsn::StripTypePrefix(MimeView::Find(g, "original-recipient")));
-    std::string actual(dsn::StripTypePrefix(MimeView::Find(g, "x-actual-recipient")));
-    f.recipient = NormalizeAddress(!final_rcpt.empty() ? final_rcpt
-                                   : !actual.empty()   ? actual
-                                                       : original);
+    std::string_view original = dsn::StripTypePrefix(MimeView::Find(g, "original-recipient"));
     if (!original.empty()) f.original_recipient = NormalizeAddress(original);
-    f.action = AsciiLowerCopy(TrimSpace(Field(g, "action")));
-    if (size_t sp = f.action.find_first_of(" ("); sp != std::string::npos) f.action.resize(sp);
-    std::string status_field = Field(g, "status");
+    std::string_view action = TrimSpace(MimeView::Find(g, "action"));
+    if (size_t sp = action.find_first_of(" ("); sp != std::string_view::npos)
+      action = action.substr(0, sp);
+    f.action = AsciiLowerCopy(action);
+    std::string_view status_field = MimeView::Find(g, "status");
     f.status = ExtractEnhancedStatus(status_field);
     if (f.status.empty()) {
       // "Status: 5.1.1 (...)" is found above; a bare "5.1.1" with odd spacing here.
@@ -393,16 +414,21 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
         f.status = ExtractEnhancedStatus(std::string("250 ") + std::string(t));
       }
     }
-    std::string diagnostic_field = Field(g, "diagnostic-code");
-    f.diagnostic = std::string(dsn::StripTypePrefix(diagnostic_field));
+    std::string_view diagnostic_field = MimeView::Find(g, "diagnostic-code");
+    f.diagnostic = dsn::StripTypePrefix(diagnostic_field);
     std::string_view exit_meaning;
     if (StartsWithNoCase(TrimSpace(diagnostic_field), "x-unix"))
       exit_meaning = SysexitsMeaning(f.diagnostic);
-    f.remote_mta = std::string(dsn::StripTypePrefix(Field(g, "remote-mta")));
+    f.remote_mta = dsn::StripTypePrefix(MimeView::Find(g, "remote-mta"));
     if (f.remote_mta.empty()) f.remote_mta = message_remote;
     // Local delivery agents report an exit code ("X-Unix; 77"); the text says why.
     if (!HasWords(f.diagnostic) && !block.empty()) {
-      f.diagnostic = f.diagnostic.empty() ? block : block + "\n" + f.diagnostic;
+      if (f.diagnostic.empty()) {
+        f.diagnostic = block;
+      } else {
+        f.diagnostic.insert(0, 1, '\n');
+        f.diagnostic.insert(0, block);
+      }
     }
     if (!exit_meaning.empty()) {
       f.diagnostic += " (local delivery program: ";
@@ -422,18 +448,19 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
     // "Message expired" (x.4.7) only says the retries ran out; the text part often lists the
     // replies of the attempts (Exchange: "returned '441 4.4.1 ...'"): the cause is there.
     if (f.status.ends_with(".4.7") && !block.empty()) {
-      for (const ReplyPair& p : ReplyPairs(block)) {
-        if (!p.status.ends_with(".4.7") && p.status[0] == f.status[0]) {
-          f.status = p.status;
-          break;
-        }
-      }
+      ForEachReplyPair(block, [&](std::string_view, std::string_view status) {
+        if (status.ends_with(".4.7") || status[0] != f.status[0]) return true;
+        f.status = status;
+        return false;
+      });
     }
-    f.stage =
-        std::string(StageFromText(std::string_view(block).substr(0, dsn::kMaxStageScanBytes)));
-    if (f.stage.empty()) {
-      f.stage = std::string(
-          StageFromText(std::string_view(f.diagnostic).substr(0, dsn::kMaxStageScanBytes)));
+    // An empty block has no stage; the diagnostic is the block itself when the field said
+    // nothing, and then has none either.
+    if (!block.empty()) {
+      f.stage = StageFromText(std::string_view(block).substr(0, dsn::kMaxStageScanBytes));
+    }
+    if (f.stage.empty() && !(f.diagnostic == block)) {
+      f.stage = StageFromText(std::string_view(f.diagnostic).substr(0, dsn::kMaxStageScanBytes));
     }
     if (f.recipient.empty() && f.diagnostic.empty() && f.status.empty()) continue;
     out.push_back(std::move(f));
@@ -627,7 +654,9 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
   MimeView view = dsn::DecodeMime(message);
   out.message_id = AngleStripped(view.Get("message-id"));
   out.original_message_id = AngleStripped(MimeView::Find(view.original_headers, "message-id"));
-  std::string explanation = dsn::ExplanationText(view);
+  // The text part(s), split into lines once for every scan below.
+  dsn::Explanation explained(view);
+  std::string_view explanation = explained.text();
 
   std::vector<Finding> findings;
   std::optional<Category> forced;
@@ -674,7 +703,7 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
         out.postfix_queue_id =
             Sanitize(MimeView::Find(fields.per_message, "x-postfix-queue-id"), 64);
       }
-      for (Finding& f : FindingsFromDeliveryStatus(fields, explanation)) {
+      for (Finding& f : FindingsFromDeliveryStatus(fields, explained)) {
         if (findings.size() < dsn::kMaxRecipientGroups) findings.push_back(std::move(f));
       }
     }
@@ -734,7 +763,7 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
     bool announced = daemon || subject || !view.Get("x-failed-recipients").empty();
     if (!auto_reply && (announced || wording) && !TrimSpace(explanation).empty()) {
       std::vector<std::string> hint = FailedRecipients(view);
-      findings = dsn::ScanExplanation(explanation, dsn::ExcludedAddresses(view), hint);
+      findings = dsn::ScanExplanation(explained, dsn::ExcludedAddresses(view), hint);
       if (findings.empty() && announced) {
         Finding f;
         f.recipient = OriginalRecipient(view, AllText(view));

@@ -2,6 +2,7 @@
 #include "classifier/dsn_text.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -12,19 +13,25 @@ namespace {
 
 constexpr size_t kMaxBlockLines = 24;
 
-bool IsLocalChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) ||
-         std::string_view("!#$%&'*+/=?^_`{|}~.-").find(c) != std::string_view::npos;
-}
-bool IsDomainChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
-}
+// Byte classes by table: the address scan runs over every line of every explanation.
+constexpr uint8_t kLocal = 1;       // may be in a local part: letters, digits, RFC 5322 atext, '.'
+constexpr uint8_t kDomain = 2;      // may be in a domain: letters, digits, '-', '.'
+constexpr uint8_t kMarkerLead = 4;  // starts a marker word (see HasMarkerPhrase): m, o, c
+constexpr std::array<uint8_t, 256> kByteClass = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (alnum) t[c] |= kLocal | kDomain;
+  }
+  for (char c : std::string_view("!#$%&'*+/=?^_`{|}~.-")) t[static_cast<uint8_t>(c)] |= kLocal;
+  t['-'] |= kDomain;
+  t['.'] |= kDomain;
+  for (char c : std::string_view("mocMOC")) t[static_cast<uint8_t>(c)] |= kMarkerLead;
+  return t;
+}();
 
-struct AddressHit {
-  size_t begin;  // offset in the line
-  size_t end;
-  std::string address;  // NormalizeAddress form
-};
+bool IsLocalChar(char c) { return kByteClass[static_cast<uint8_t>(c)] & kLocal; }
+bool IsDomainChar(char c) { return kByteClass[static_cast<uint8_t>(c)] & kDomain; }
 
 // Calls span(begin, end) for every address in a line ("local@domain.tld"; the domain needs a
 // dot and a letter TLD), at most 16, in order. No allocation: HasReasonText runs it on every
@@ -53,17 +60,13 @@ void ForEachAddressSpan(std::string_view line, Span&& span) {
   }
 }
 
-// Every address in a line, normalised.
-std::vector<AddressHit> AddressesIn(std::string_view line) {
-  std::vector<AddressHit> out;
-  ForEachAddressSpan(line, [&](size_t b, size_t e) {
-    out.push_back(AddressHit{b, e, NormalizeAddress(line.substr(b, e - b))});
-  });
-  return out;
-}
+// An address span holds no whitespace, angle brackets or trailing dot, so NormalizeAddress
+// changes only the case of its domain: two spans (or a span and a normalised address) name the
+// same recipient when they are equal without case, and a span's lower-case copy is its key.
 
 std::vector<std::string_view> SplitLines(std::string_view text) {
   std::vector<std::string_view> lines;
+  lines.reserve(16);
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
@@ -95,14 +98,64 @@ inline bool LetterWordAt(std::string_view t, size_t i, std::string_view word) {
   return ((v | 0x2020202020202020ull) & mask) == w;
 }
 
-// Whether `t` contains "messag", "mail", "original" or "copy" in any case: one inline pass,
-// as this runs on every line of every explanation.
-bool HasMarkerWord(std::string_view t) {
+// The words every marker phrase has one of.
+enum class MarkerWord { kNone, kMessag, kMail, kOriginal, kCopy };
+
+// A marker phrase (lower-case), the marker word it is found by, and where that word starts in it.
+struct MarkerPhrase {
+  std::string_view phrase;
+  MarkerWord word;
+  size_t offset;
+  constexpr MarkerPhrase(std::string_view p, MarkerWord w, std::string_view word_text)
+      : phrase(p), word(w), offset(p.find(word_text)) {}
+};
+
+constexpr MarkerPhrase kMarkerPhrases[] = {
+    {"original message", MarkerWord::kOriginal, "original"},
+    {"returned message", MarkerWord::kMessag, "messag"},
+    {"unsent message", MarkerWord::kMessag, "messag"},
+    {"copy of the message", MarkerWord::kCopy, "copy"},
+    {"copy of your message", MarkerWord::kCopy, "copy"},
+    {"header of the original", MarkerWord::kOriginal, "original"},
+    {"headers of the original", MarkerWord::kOriginal, "original"},
+    {"message headers follow", MarkerWord::kMessag, "messag"},
+    {"below this line is a copy", MarkerWord::kCopy, "copy"},
+    {"below is a copy", MarkerWord::kCopy, "copy"},
+    {"undelivered message", MarkerWord::kMessag, "messag"},
+    {"returned mail follows", MarkerWord::kMail, "mail"},
+    {"message text follows", MarkerWord::kMessag, "messag"},
+    {"original mail", MarkerWord::kOriginal, "original"},
+    {"rejected message follows", MarkerWord::kMessag, "messag"},
+    {"message header follows", MarkerWord::kMessag, "messag"},
+    {"content of the message", MarkerWord::kMessag, "messag"},
+    {"original email", MarkerWord::kOriginal, "original"},
+};
+
+// Whether `t` contains one of kMarkerPhrases in any case. One pass over `t` (this runs on most
+// lines of every explanation) stopping only at the marker words; a phrase is compared in full
+// only around its own word.
+bool HasMarkerPhrase(std::string_view t) {
   for (size_t i = 0; i < t.size(); ++i) {
+    if (!(kByteClass[static_cast<uint8_t>(t[i])] & kMarkerLead)) continue;
     char c = static_cast<char>(t[i] | 0x20);
-    if ((c == 'm' && (LetterWordAt(t, i, "messag") || LetterWordAt(t, i, "mail"))) ||
-        (c == 'o' && LetterWordAt(t, i, "original")) || (c == 'c' && LetterWordAt(t, i, "copy")))
-      return true;
+    MarkerWord word = MarkerWord::kNone;
+    if (c == 'm') {
+      word = LetterWordAt(t, i, "messag") ? MarkerWord::kMessag
+             : LetterWordAt(t, i, "mail") ? MarkerWord::kMail
+                                          : MarkerWord::kNone;
+    } else if (c == 'o') {
+      if (LetterWordAt(t, i, "original")) word = MarkerWord::kOriginal;
+    } else if (LetterWordAt(t, i, "copy")) {
+      word = MarkerWord::kCopy;
+    }
+    if (word == MarkerWord::kNone) continue;
+    for (const MarkerPhrase& p : kMarkerPhrases) {
+      if (p.word != word || p.offset > i) continue;
+      std::string_view at = t.substr(i - p.offset);
+      if (at.size() >= p.phrase.size() &&
+          EqualsNoCaseSameSize(at.substr(0, p.phrase.size()), p.phrase))
+        return true;
+    }
   }
   return false;
 }
@@ -111,44 +164,37 @@ bool HasMarkerWord(std::string_view t) {
 bool IsReturnedMessageMarker(std::string_view line) {
   std::string_view t = TrimSpace(line);
   if (t.size() < 8 || t.size() > 100) return false;
-  // Every marker phrase has one of these words: a cheap first test for the many other lines.
-  if (!HasMarkerWord(t)) return false;
-  std::string lower = AsciiLowerCopy(t);
-  static constexpr std::string_view kPhrases[] = {
-      "original message",        "returned message",       "unsent message",
-      "copy of the message",     "copy of your message",   "header of the original",
-      "headers of the original", "message headers follow", "below this line is a copy",
-      "below is a copy",         "undelivered message",    "returned mail follows",
-      "message text follows",    "original mail",          "rejected message follows",
-      "message header follows",  "content of the message", "original email",
-  };
-  bool phrase = false;
-  for (std::string_view p : kPhrases) {
-    if (lower.find(p) != std::string::npos) {
-      phrase = true;
-      break;
-    }
-  }
-  if (!phrase) return false;
   // "The original message was received at ..." (Sendmail) and prose sentences mentioning the
-  // original message are explanation, not markers: a marker is a heading.
+  // original message are explanation, not markers: a marker is a heading, led by a rule or
+  // bracket character or by its own words. Tested first: most lines fail it at once.
   char first = t[0];
-  if (first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
-      first == '<' || first == '|')
-    return true;
-  static constexpr std::string_view kLeads[] = {
-      "original message", "message headers",  "below ",       "returned mail",    "unsent message",
-      "original mail",    "rejected message", "message text", "returned message", "original email",
-  };
-  for (std::string_view l : kLeads) {
-    if (lower.starts_with(l)) return true;
+  if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
+        first == '<' || first == '|')) {
+    static constexpr std::string_view kLeads[] = {
+        "original message", "message headers", "below ",           "returned mail",
+        "unsent message",   "original mail",   "rejected message", "message text",
+        "returned message", "original email",
+    };
+    char lead = AsciiLower(first);
+    if (lead != 'o' && lead != 'm' && lead != 'b' && lead != 'r' && lead != 'u') return false;
+    bool heading = false;
+    for (std::string_view l : kLeads) {
+      if (StartsWithNoCase(t, l)) {
+        heading = true;
+        break;
+      }
+    }
+    if (!heading) return false;
   }
-  return false;
+  return HasMarkerPhrase(t);
 }
 
 // A quoted header block of the returned message, when no marker announced it.
 bool StartsHeaderBlock(const std::vector<std::string_view>& lines, size_t i) {
   std::string_view l = lines[i];
+  if (l.empty()) return false;
+  char c0 = static_cast<char>(l[0] | 0x20);
+  if (c0 != 'r' && c0 != 'd') return false;
   if (!(StartsWithNoCase(l, "Received: ") || StartsWithNoCase(l, "Return-Path: ") ||
         StartsWithNoCase(l, "DKIM-Signature: ")))
     return false;
@@ -204,8 +250,8 @@ std::string StripHtml(std::string_view html) {
 
 // The line is about this address as a failed recipient: the address leads the line (after
 // list markers, quotes or angle brackets), or follows wording that introduces recipients.
-bool IsRecipientLine(std::string_view line, const AddressHit& hit) {
-  std::string_view before = line.substr(0, hit.begin);
+bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
+  std::string_view before = line.substr(0, begin);
   std::string lead;
   for (char c : before) {
     if (c == ' ' || c == '\t' || c == '<' || c == '"' || c == '\'' || c == '>' || c == '-' ||
@@ -217,7 +263,7 @@ bool IsRecipientLine(std::string_view line, const AddressHit& hit) {
   // Sendmail's transcript summary: "554 <a@b>... 550 Host unknown", "550 5.1.1 <a@b>...".
   if (lead.find_first_not_of("0123456789") == std::string::npos && lead.size() <= 8) return true;
   // "User mailbox exceeds allowed size: a@b" (iMail and others put the reason first).
-  std::string_view after = TrimSpace(line.substr(hit.end));
+  std::string_view after = TrimSpace(line.substr(end));
   std::string_view tb = TrimSpace(before);
   if ((after.empty() || after == ">" || after == ">." || after == ".") && tb.ends_with(":") &&
       tb.size() < 64)
@@ -257,8 +303,8 @@ bool IsRecipientLine(std::string_view line, const AddressHit& hit) {
 }
 
 // The address is someone the bounce is not about (envelope sender, contact addresses).
-bool IsSenderContext(std::string_view line, const AddressHit& hit) {
-  std::string_view before = line.substr(0, hit.begin);
+bool IsSenderContext(std::string_view line, size_t begin) {
+  std::string_view before = line.substr(0, begin);
   size_t from = before.size() > 40 ? before.size() - 40 : 0;
   std::string_view near = before.substr(from);
   return ContainsNoCase(near, "mail from") || ContainsNoCase(near, "from:") ||
@@ -276,8 +322,12 @@ bool StartsWithReplyCode(std::string_view t) {
          std::isdigit(static_cast<unsigned char>(t[2])) && (t[3] == ' ' || t[3] == '-');
 }
 
+// Defined below: a cheap necessary condition for HasCode.
+bool MayHoldCode(std::string_view t);
+
 bool HasCode(std::string_view text) {
-  return !ExtractReplyCode(text).empty() || !ExtractEnhancedStatus(text).empty();
+  return MayHoldCode(text) &&
+         (!ExtractReplyCode(text).empty() || !ExtractEnhancedStatus(text).empty());
 }
 
 // False when `t` can hold neither a reply code ("550") nor an enhanced status ("5.1.1"): both
@@ -389,13 +439,14 @@ std::string_view GmailRelayStage(std::string_view text) {
 // Where the SMTP session behind a Sendmail summary line at `line` starts: the line of its
 // "While talking to host:" heading, when only transcript lines naming no recipient lie
 // between; else `line`.
+template <typename NamesRecipient>
 size_t SessionStart(const std::vector<std::string_view>& lines, size_t line,
-                    const std::vector<std::vector<const std::string*>>& recipients_on_line) {
+                    NamesRecipient&& names_recipient) {
   if (!StartsWithReplyCode(TrimSpace(lines[line]))) return line;
   for (size_t k = line; k > 0 && line - k < kMaxBlockLines;) {
     --k;
     std::string_view t = TrimSpace(lines[k]);
-    if (t.empty() || IsSeparator(t) || !recipients_on_line[k].empty()) return line;
+    if (t.empty() || IsSeparator(t) || names_recipient(k)) return line;
     if (ContainsNoCase(t, "while talking to")) return k;
     if (!t.starts_with(">>>") && !t.starts_with("<<<") && !StartsWithReplyCode(t)) return line;
   }
@@ -403,8 +454,8 @@ size_t SessionStart(const std::vector<std::string_view>& lines, size_t line,
 }
 
 // The heading over the recipient list that starts at `line`: a paragraph of one or two
-// lines naming no address, just above it (blank lines between), or "".
-std::string HeadingAbove(const std::vector<std::string_view>& lines, size_t line) {
+// lines naming no address, just above it (blank lines between), appended to `out` when found.
+void AppendHeadingAbove(const std::vector<std::string_view>& lines, size_t line, std::string* out) {
   constexpr size_t kMaxHeadingLines = 2;
   size_t end = line;
   while (end > 0 && IsBlank(lines[end - 1]) && line - end < 3) --end;
@@ -412,182 +463,235 @@ std::string HeadingAbove(const std::vector<std::string_view>& lines, size_t line
   while (begin > 0 && end - begin <= kMaxHeadingLines && !IsBlank(lines[begin - 1]) &&
          !IsSeparator(lines[begin - 1]))
     --begin;
-  if (begin == end || end - begin > kMaxHeadingLines) return {};
-  std::string out;
+  if (begin == end || end - begin > kMaxHeadingLines) return;
   for (size_t k = begin; k < end; ++k) {
     std::string_view t = TrimSpace(lines[k]);
     if (t.find('@') != std::string_view::npos || t.starts_with(">>>") || t.starts_with("<<<"))
-      return {};
-    out += t;
-    out += '\n';
+      return;
   }
-  return out;
+  for (size_t k = begin; k < end; ++k) {
+    *out += TrimSpace(lines[k]);
+    *out += '\n';
+  }
 }
 
 }  // namespace
 
-std::string ExplanationText(const MimeView& view) {
-  std::string text;
+Explanation::Explanation(const MimeView& view) {
+  // The parts the explanation is made of; one plain part (most bounces) is viewed in place.
+  const MimeLeaf* single = nullptr;
+  size_t taken = 0;
   bool have_plain = false;
   for (const MimeLeaf& p : view.parts) {
-    if (!p.attached && p.type == "text/plain") have_plain = true;
+    if (!p.attached && p.type == "text/plain") {
+      have_plain = true;
+      single = &p;
+      ++taken;
+    }
   }
-  for (const MimeLeaf& p : view.parts) {
-    if (p.attached) continue;
-    bool take = p.type == "text/plain" || (!have_plain && p.type == "text/html");
-    if (!take) continue;
-    if (!text.empty()) text += "\n\n";
-    text += p.type == "text/html" ? StripHtml(p.text()) : p.text();
-    if (text.size() > kMaxExplanationBytes) break;
+  if (have_plain && taken == 1) {
+    text_ = std::string_view(single->text()).substr(0, kMaxExplanationBytes);
+  } else {
+    for (const MimeLeaf& p : view.parts) {
+      if (p.attached) continue;
+      bool take = p.type == "text/plain" || (!have_plain && p.type == "text/html");
+      if (!take) continue;
+      if (!owned_.empty()) owned_ += "\n\n";
+      if (p.type == "text/html") {
+        owned_ += StripHtml(p.text());
+      } else {
+        owned_ += p.text();
+      }
+      if (owned_.size() > kMaxExplanationBytes) break;
+    }
+    if (owned_.size() > kMaxExplanationBytes) owned_.resize(kMaxExplanationBytes);
+    text_ = owned_;
   }
-  if (text.size() > kMaxExplanationBytes) text.resize(kMaxExplanationBytes);
-  std::vector<std::string_view> lines = SplitLines(text);
-  size_t cut = text.size();
+  lines_ = SplitLines(text_);
   size_t offset = 0;
   // Reason letters in the lines before the current one, counted as far as a marker needed
   // them (HasReasonText of the text above the marker, without reading it again each time).
   size_t letters = 0;
   size_t counted = 0;
-  for (size_t i = 0; i < lines.size(); ++i) {
+  for (size_t i = 0; i < lines_.size(); ++i) {
     // A marker in the first lines is a heading over the explanation (Notes, ezweb): skip it.
-    if (offset > 0 && (IsReturnedMessageMarker(lines[i]) || StartsHeaderBlock(lines, i))) {
-      for (; counted < i && letters < 12; ++counted) letters += ReasonLetters(lines[counted]);
-      if (EnoughReason(letters, std::string_view(text).substr(0, offset))) {
-        cut = offset;
+    if (offset > 0 && (IsReturnedMessageMarker(lines_[i]) || StartsHeaderBlock(lines_, i))) {
+      for (; counted < i && letters < 12; ++counted) letters += ReasonLetters(lines_[counted]);
+      if (EnoughReason(letters, text_.substr(0, offset))) {
+        // The explanation ends with line i - 1 and its '\n'.
+        text_ = text_.substr(0, offset);
+        lines_.resize(i);
         break;
       }
     }
-    offset += lines[i].size() + 1;
+    offset += lines_[i].size() + 1;
   }
-  text.resize(std::min(cut, text.size()));
-  return text;
 }
+
+Explanation::Explanation(std::string_view text) : text_(text), lines_(SplitLines(text)) {}
 
 std::vector<std::string> ExcludedAddresses(const MimeView& view) {
   std::vector<std::string> out;
+  auto add = [&](std::string_view value) {
+    ForEachAddressSpan(
+        value, [&](size_t b, size_t e) { out.push_back(AsciiLowerCopy(value.substr(b, e - b))); });
+  };
   for (std::string_view name : {"from", "return-path", "reply-to", "sender", "to"}) {
     for (const Header& h : view.headers) {
-      if (h.name != name) continue;
-      for (const AddressHit& a : AddressesIn(h.value)) out.push_back(AsciiLowerCopy(a.address));
+      if (h.name == name) add(h.value);
     }
   }
   // The returned message's sender wrote to the recipients; it is not one of them.
   for (std::string_view name : {"from", "return-path", "sender", "reply-to"}) {
-    std::string_view v = MimeView::Find(view.original_headers, name);
-    for (const AddressHit& a : AddressesIn(v)) out.push_back(AsciiLowerCopy(a.address));
+    add(MimeView::Find(view.original_headers, name));
   }
   return out;
 }
 
 namespace {
 
+// A recipient Scan reports: how it is compared (without case) and how it is written.
+struct Recipient {
+  std::string_view key;  // an address span in the text, or a normalised hint
+  std::string address;   // NormalizeAddress form
+};
+
+// Scan's result: the recipients in order and each one's reason block.
+struct ScanResult {
+  std::vector<Recipient> recipients;
+  std::vector<std::string> blocks;
+  // For each hint, the index of its recipient, or -1 (more than kMaxTextRecipients).
+  std::vector<int> hint_recipient;
+};
+
 // ScanExplanation's work. `blocks_only`: the caller has the recipients already (an RFC 3464
-// report) and wants each one's own block: no whole-text fallback, no stage or host lookups,
-// and an empty diagnostic for an address the text never names.
-std::vector<Finding> Scan(std::string_view text, const std::vector<std::string>& excluded,
-                          const std::vector<std::string>& hint, bool blocks_only) {
-  std::vector<std::string_view> lines = SplitLines(text);
+// report) and wants each one's own block: no whole-text fallback, and an empty block for an
+// address the text never names, and no recipient addresses (the caller has them). `hint_norm`
+// holds the hints in NormalizeAddress form; `hint` the hints as given (for the addresses).
+ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& excluded,
+                const std::vector<std::string>& hint, const std::vector<std::string>& hint_norm,
+                bool blocks_only) {
+  const std::vector<std::string_view>& lines = explanation.lines();
   struct Occurrence {
     size_t line;
-    size_t end;       // offset just after the address in its line
-    std::string key;  // lower-cased address
-    std::string address;
+    size_t end;                // offset just after the address in its line
+    std::string_view address;  // the span in the line
     bool strong;
+    int recipient;  // index in recipients, or -1
   };
   std::vector<Occurrence> occ;
-  auto is_excluded = [&](const std::string& key) {
-    return std::find(excluded.begin(), excluded.end(), key) != excluded.end();
-  };
-  std::vector<std::string> hint_keys;
-  for (const std::string& h : hint) hint_keys.push_back(AsciiLowerCopy(NormalizeAddress(h)));
-  for (size_t i = 0; i < lines.size(); ++i) {
-    for (const AddressHit& hit : AddressesIn(lines[i])) {
-      std::string key = AsciiLowerCopy(hit.address);
-      if (!hint_keys.empty()) {
-        if (std::find(hint_keys.begin(), hint_keys.end(), key) != hint_keys.end()) {
-          occ.push_back(Occurrence{i, hit.end, key, hit.address, true});
-        }
-        continue;
-      }
-      if (IsSenderContext(lines[i], hit)) continue;
-      occ.push_back(Occurrence{i, hit.end, key, hit.address, IsRecipientLine(lines[i], hit)});
+  auto is_excluded = [&](std::string_view address) {
+    for (const std::string& x : excluded) {
+      if (EqualsNoCase(x, address)) return true;
     }
+    return false;
+  };
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view line = lines[i];
+    ForEachAddressSpan(line, [&](size_t b, size_t e) {
+      std::string_view address = line.substr(b, e - b);
+      if (!hint_norm.empty()) {
+        for (const std::string& h : hint_norm) {
+          if (EqualsNoCase(h, address)) {
+            occ.push_back(Occurrence{i, e, address, true, -1});
+            break;
+          }
+        }
+        return;
+      }
+      if (IsSenderContext(line, b)) return;
+      occ.push_back(Occurrence{i, e, address, IsRecipientLine(line, b, e), -1});
+    });
   }
   // Recipients: the strong (listed) addresses in order; with none, the first address the
   // explanation names that is not the sender's.
-  std::vector<std::pair<std::string, std::string>> recipients;  // key, address
-  auto add_recipient = [&](const Occurrence& o) {
-    for (const auto& r : recipients) {
-      if (r.first == o.key) return;
+  ScanResult result;
+  std::vector<Recipient>& recipients = result.recipients;
+  auto find_recipient = [&](std::string_view address) -> int {
+    for (size_t r = 0; r < recipients.size(); ++r) {
+      if (EqualsNoCase(recipients[r].key, address)) return static_cast<int>(r);
     }
-    if (recipients.size() < kMaxTextRecipients) recipients.emplace_back(o.key, o.address);
+    return -1;
   };
-  if (!hint_keys.empty()) {
-    for (const std::string& h : hint) {
-      std::string key = AsciiLowerCopy(NormalizeAddress(h));
-      add_recipient(Occurrence{0, 0, key, NormalizeAddress(h), true});
-    }
+  auto add_recipient = [&](std::string_view key, std::string_view address) -> int {
+    if (int r = find_recipient(key); r >= 0) return r;
+    if (recipients.size() >= kMaxTextRecipients) return -1;
+    recipients.push_back(Recipient{key, blocks_only ? std::string() : NormalizeAddress(address)});
+    return static_cast<int>(recipients.size() - 1);
+  };
+  if (!hint_norm.empty()) {
+    for (size_t i = 0; i < hint_norm.size(); ++i)
+      result.hint_recipient.push_back(add_recipient(hint_norm[i], hint[i]));
   } else {
     for (const Occurrence& o : occ) {
-      if (o.strong && !is_excluded(o.key)) add_recipient(o);
+      if (o.strong && !is_excluded(o.address)) add_recipient(o.address, o.address);
     }
     // Anonymised samples and self-addressed mail list the sender as the failed recipient.
     for (const Occurrence& o : occ) {
-      if (recipients.empty() && o.strong) add_recipient(o);
+      if (recipients.empty() && o.strong) add_recipient(o.address, o.address);
     }
     if (recipients.empty()) {
       for (const Occurrence& o : occ) {
-        if (!is_excluded(o.key)) {
-          add_recipient(o);
+        if (!is_excluded(o.address)) {
+          add_recipient(o.address, o.address);
           break;
         }
       }
     }
   }
-  // Lines naming a recipient, for finding where each block ends.
-  std::vector<std::vector<const std::string*>> recipient_keys_on_line(lines.size());
-  for (const Occurrence& o : occ) {
-    for (const auto& r : recipients) {
-      if (r.first == o.key) recipient_keys_on_line[o.line].push_back(&r.first);
-    }
-  }
-  auto line_has_other = [&](size_t line, const std::string& key) {
-    for (const std::string* k : recipient_keys_on_line[line]) {
-      if (*k != key) return true;
+  // Which recipient each occurrence names, for finding where each block ends.
+  for (Occurrence& o : occ) o.recipient = find_recipient(o.address);
+  // Occurrences are in line order: those on one line are found by binary search.
+  auto on_line = [&](size_t line) {
+    auto first = std::lower_bound(occ.begin(), occ.end(), line,
+                                  [](const Occurrence& o, size_t l) { return o.line < l; });
+    auto last = first;
+    while (last != occ.end() && last->line == line) ++last;
+    return std::pair(first, last);
+  };
+  auto names_recipient = [&](size_t line) {
+    auto [first, last] = on_line(line);
+    for (auto it = first; it != last; ++it) {
+      if (it->recipient >= 0) return true;
     }
     return false;
   };
-  std::vector<Finding> out;
+  auto line_has_other = [&](size_t line, int r) {
+    auto [first, last] = on_line(line);
+    for (auto it = first; it != last; ++it) {
+      if (it->recipient >= 0 && it->recipient != r) return true;
+    }
+    return false;
+  };
   std::string code_lines;
   bool code_lines_done = false;
-  for (const auto& [key, address] : recipients) {
-    Finding f;
-    f.recipient = address;
-    std::string diag;
+  result.blocks.resize(recipients.size());
+  for (size_t ri = 0; ri < recipients.size(); ++ri) {
+    const int r = static_cast<int>(ri);
+    std::string& diag = result.blocks[ri];
     size_t last_end = 0;
     bool named = false;
     for (const Occurrence& o : occ) {
-      if (o.key != key || o.line < last_end) continue;
+      if (o.recipient != r || o.line < last_end) continue;
       named = true;
       // Its block: to the next line naming another recipient, a separator, a blank line once
       // there is reason text, or the line limit.
       size_t j = o.line;
-      std::string block;
       // A Sendmail transcript names the command before the reply that names the address;
       // old Sendmail's summary line ("554 <a@b>... Remote protocol error") follows the whole
       // session that failed, from its "While talking to host:" line on.
-      if (size_t from = SessionStart(lines, o.line, recipient_keys_on_line); from < o.line) {
+      if (size_t from = SessionStart(lines, o.line, names_recipient); from < o.line) {
         for (size_t k = from; k < o.line; ++k) {
-          block += TrimSpace(lines[k]);
-          block += '\n';
+          diag += TrimSpace(lines[k]);
+          diag += '\n';
         }
       } else if (o.line > 0 && TrimSpace(lines[o.line - 1]).starts_with(">>>")) {
-        block += TrimSpace(lines[o.line - 1]);
-        block += '\n';
+        diag += TrimSpace(lines[o.line - 1]);
+        diag += '\n';
       } else if (blocks_only) {
         // A report's text part may head a group of recipients with their reason (au:
         // "The user(s) account is disabled." over the addresses).
-        block += HeadingAbove(lines, o.line);
+        AppendHeadingAbove(lines, o.line, &diag);
       }
       // Reason text on the address's own line counts ("a@b: 550 5.1.1 ..."); a sentence
       // leading up to the address does not.
@@ -606,15 +710,15 @@ std::vector<Finding> Scan(std::string_view text, const std::vector<std::string>&
             if (content && !last_line.ends_with(":")) break;
             continue;
           }
-          if (line_has_other(j, key)) break;
-          if (HasReasonText(lines[j])) content = true;
+          if (line_has_other(j, r)) break;
+          // Once the block has reason text, further lines cannot change that.
+          if (!content && HasReasonText(lines[j])) content = true;
         }
-        block += TrimSpace(lines[j]);
-        block += '\n';
         last_line = TrimSpace(lines[j]);
+        diag += last_line;
+        diag += '\n';
       }
       last_end = j;
-      diag += block;
       if (diag.size() > 8192) break;
     }
     if (!HasCode(diag)) {
@@ -624,22 +728,9 @@ std::vector<Finding> Scan(std::string_view text, const std::vector<std::string>&
       }
       diag += code_lines;
     }
-    if (blocks_only) {
-      if (!named) diag.clear();
-      f.diagnostic = std::move(diag);
-      out.push_back(std::move(f));
-      continue;
-    }
-    if (!HasReasonText(diag)) diag = std::string(text.substr(0, kMaxFallbackReasonBytes));
-    f.diagnostic = std::move(diag);
-    std::string_view head = std::string_view(f.diagnostic).substr(0, kMaxStageScanBytes);
-    f.stage = std::string(StageFromText(head));
-    if (f.stage.empty()) f.stage = std::string(QmailStage(head));
-    if (f.stage.empty()) f.stage = std::string(GmailRelayStage(head));
-    f.remote_mta = RemoteHostFromText(head);
-    out.push_back(std::move(f));
+    if (blocks_only && !named) diag.clear();
   }
-  return out;
+  return result;
 }
 
 std::string LiteralBlock(std::string_view text, std::string_view needle) {
@@ -661,37 +752,61 @@ std::string LiteralBlock(std::string_view text, std::string_view needle) {
 
 }  // namespace
 
-std::vector<Finding> ScanExplanation(std::string_view text,
+std::vector<Finding> ScanExplanation(const Explanation& explanation,
                                      const std::vector<std::string>& excluded,
                                      const std::vector<std::string>& hint) {
-  return Scan(text, excluded, hint, false);
+  std::vector<std::string> hint_norm;
+  hint_norm.reserve(hint.size());
+  for (const std::string& h : hint) hint_norm.push_back(NormalizeAddress(h));
+  ScanResult found = Scan(explanation, excluded, hint, hint_norm, false);
+  std::string_view text = explanation.text();
+  std::vector<Finding> out;
+  out.reserve(found.recipients.size());
+  for (size_t r = 0; r < found.recipients.size(); ++r) {
+    Finding f;
+    f.recipient = std::move(found.recipients[r].address);
+    if (HasReasonText(found.blocks[r])) {
+      f.diagnostic = std::move(found.blocks[r]);
+    } else {
+      f.diagnostic = std::string(text.substr(0, kMaxFallbackReasonBytes));
+    }
+    std::string_view head = std::string_view(f.diagnostic).substr(0, kMaxStageScanBytes);
+    f.stage = std::string(StageFromText(head));
+    if (f.stage.empty()) f.stage = std::string(QmailStage(head));
+    if (f.stage.empty()) f.stage = std::string(GmailRelayStage(head));
+    f.remote_mta = RemoteHostFromText(head);
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
-std::vector<std::string> BlocksFor(std::string_view text,
+std::vector<std::string> BlocksFor(const Explanation& explanation,
                                    const std::vector<std::string>& addresses) {
   std::vector<std::string> out(addresses.size());
-  std::vector<std::string> wanted;
+  std::vector<std::string> wanted;  // NormalizeAddress form
   std::vector<size_t> index;
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (!LooksLikeAddress(addresses[i])) {
       // A file or pipe recipient ("/var/mail/x", "|/usr/bin/procmail"): its literal line and
       // the indented reason lines under it.
-      out[i] = LiteralBlock(text, addresses[i]);
+      out[i] = LiteralBlock(explanation.text(), addresses[i]);
       continue;
     }
-    wanted.push_back(addresses[i]);
+    wanted.push_back(NormalizeAddress(addresses[i]));
     index.push_back(i);
   }
-  if (wanted.empty() || text.empty()) return out;
-  std::vector<Finding> found = Scan(text, {}, wanted, true);
-  // Scan returns one finding per distinct address, in hint order.
+  if (wanted.empty() || explanation.text().empty()) return out;
+  ScanResult found = Scan(explanation, {}, wanted, wanted, true);
+  // As many recipients as addresses: each has its own block, which moves (the usual case);
+  // else some share one, and each gets a copy.
+  bool distinct = found.recipients.size() == wanted.size();
   for (size_t i = 0; i < wanted.size(); ++i) {
-    std::string key = AsciiLowerCopy(NormalizeAddress(wanted[i]));
-    for (const Finding& f : found) {
-      if (AsciiLowerCopy(f.recipient) == key) {
-        out[index[i]] = f.diagnostic;
-        break;
-      }
+    int r = found.hint_recipient[i];
+    if (r < 0) continue;
+    if (distinct) {
+      out[index[i]] = std::move(found.blocks[r]);
+    } else {
+      out[index[i]] = found.blocks[r];
     }
   }
   return out;

@@ -36,22 +36,42 @@ struct Finding {
 };
 
 // The human-readable explanation of a bounce: its unattached text parts (HTML stripped when
-// there is no plain text), cut where the returned message begins.
-std::string ExplanationText(const MimeView& view);
+// there is no plain text), cut where the returned message begins, and split into lines once
+// for every scan that reads it. A bounce with one plain text part is viewed in place (the
+// MimeView must outlive this); only several parts or HTML are copied. Neither copyable nor
+// movable: `text` and `lines` may point into `owned_`.
+class Explanation {
+ public:
+  explicit Explanation(const MimeView& view);
+  // An explanation that is the given text as is (not cut), e.g. for tests.
+  explicit Explanation(std::string_view text);
+  Explanation(const Explanation&) = delete;
+  Explanation& operator=(const Explanation&) = delete;
 
-// Addresses the bounce cannot be about: its own From/To/Return-Path and the like.
+  std::string_view text() const { return text_; }
+  // `text` split at '\n' (no line for a final '\n'), views into it.
+  const std::vector<std::string_view>& lines() const { return lines_; }
+
+ private:
+  std::string owned_;
+  std::string_view text_;
+  std::vector<std::string_view> lines_;
+};
+
+// Addresses the bounce cannot be about: its own From/To/Return-Path and the like (lower-case).
 std::vector<std::string> ExcludedAddresses(const MimeView& view);
 
-// Recipients and their reasons found in an explanation text, in the order it lists them.
+// Recipients and their reasons found in an explanation, in the order it lists them.
 // `hint` holds recipients already known (X-Failed-Recipients); when given, only those are
 // looked for.
-std::vector<Finding> ScanExplanation(std::string_view text,
+std::vector<Finding> ScanExplanation(const Explanation& explanation,
                                      const std::vector<std::string>& excluded,
                                      const std::vector<std::string>& hint);
 
-// For each address, the part of `text` that talks about it (its reason block), or "" when the
-// address does not occur. Used to enrich RFC 3464 recipients with their text-part wording.
-std::vector<std::string> BlocksFor(std::string_view text,
+// For each address, the part of the explanation that talks about it (its reason block), or ""
+// when the address does not occur. Used to enrich RFC 3464 recipients with their text-part
+// wording.
+std::vector<std::string> BlocksFor(const Explanation& explanation,
                                    const std::vector<std::string>& addresses);
 
 // A mail address, as opposed to the file paths and pipe commands local deliveries report.
