@@ -817,7 +817,9 @@ struct FastWalker {
     bool closed = false;
     // Delimiters are found with memmem, not line by line: the returned message is often most
     // of the bytes, and its lines need not be looked at one by one.
-    while (pos <= body.size()) {
+    // pos < size: an empty body's view may hold a null pointer, which memmem must not get
+    // (nothing could be found in zero bytes anyway).
+    while (pos < body.size()) {
       const void* hit = memmem(body.data() + pos, body.size() - pos, delim.data(), delim.size());
       if (hit == nullptr) break;
       size_t at = static_cast<size_t>(static_cast<const char*>(hit) - body.data());
