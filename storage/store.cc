@@ -14,6 +14,7 @@
 
 #include "storage/address.h"
 #include "storage/policy.h"
+#include "storage/same_bounce_index.h"
 #include "storage/sqlite.h"
 #include "storage/suppression_io.h"
 #include "storage/suppression_view.h"
@@ -35,6 +36,11 @@ static_assert(std::size(kMigrations) == kSchemaVersion);
 // A log bounce and the DSN Postfix sends for it are the same incident when their queue id and
 // recipient match within this window (longer than Postfix's default maximal_queue_lifetime).
 constexpr int64_t kSameBounceWindowSeconds = 7 * 86400;
+// The writer's index of recent DSN bounces (storage/same_bounce_index.h) keeps entries one day
+// past that window of the newest one, and at most this many (~56 bytes each, ~56 MiB): a
+// lookup it cannot answer runs the SELECT as before.
+constexpr int64_t kSameBounceSlackSeconds = 86400;
+constexpr size_t kSameBounceIndexMaxEntries = size_t{1} << 20;
 
 // Expired suppressions no longer suppress (lookups check the time) but keep their rows until the
 // writer purges them: at the first commit after open, then at most once per interval, at most
@@ -240,8 +246,10 @@ class StoreImpl final : public Store {
   // Open, migrate, load.
   Status Migrate();
   Status PrepareWriter();
-  // Sets bounces_from_log_ / bounces_from_dsn_ from the kinds already stored.
+  // Sets bounces_from_log_ / bounces_from_dsn_ from the kinds already stored and loads
+  // dsn_bounces_ from the events of the last days.
   Status LoadBounceSources();
+  Status LoadDsnBounceIndex();
   Status LoadView();
   Status LoadPolicyRows();
 
@@ -332,6 +340,11 @@ class StoreImpl final : public Store {
   // transaction leaves it set, which only costs the lookup).
   bool bounces_from_log_ = true;
   bool bounces_from_dsn_ = true;
+  // The counted dsn/milter bounces of the last days, so a log bounce runs the same-bounce
+  // SELECT only when a DSN copy may be stored (see same_bounce_index.h). Rows of a rolled-back
+  // transaction stay in it: they only cost the SELECT that finds nothing.
+  SameBounceIndex dsn_bounces_{kSameBounceWindowSeconds, kSameBounceSlackSeconds,
+                               kSameBounceIndexMaxEntries};
   std::string kind_key_;  // KindW's scratch buffer
   // First and last event id per day written by the running transaction (usually one day).
   struct DayRange {
@@ -475,6 +488,61 @@ Status StoreImpl::LoadBounceSources() {
   if (*row) {
     bounces_from_log_ = st.Int(0) != 0;
     bounces_from_dsn_ = st.Int(1) != 0;
+  }
+  // Without any DSN bounce stored the empty index is complete (its default).
+  return bounces_from_dsn_ ? LoadDsnBounceIndex() : Status::Ok();
+}
+
+Status StoreImpl::LoadDsnBounceIndex() {
+  // The newest event day (a day in the future from a bad clock counts as tomorrow); the index
+  // then covers the lookup's window before it and one day of slack. event_days holds every
+  // event's id within its day's range, so the rows of those days are a range of ids, read in
+  // one pass without an index on time.
+  const int64_t now = Now();
+  int64_t newest = now;
+  {
+    sql::Stmt st;
+    if (Status s = st.Prepare(wdb_, "SELECT max(day) FROM event_days WHERE length(day) = 10"); !s) {
+      return s;
+    }
+    auto r = st.Step();
+    if (!r) return r.status();
+    // NULL (no events) reads as "", which does not parse.
+    if (*r) {
+      if (auto day = ParseTime(st.TextView(0))) newest = std::min(*day + 86399, newest + 86400);
+    }
+  }
+  // Not before 1970: days of those times may not sort as text.
+  const int64_t covered_from =
+      std::max<int64_t>(0, newest - kSameBounceWindowSeconds - kSameBounceSlackSeconds);
+  dsn_bounces_.Reset(covered_from);
+  sql::Stmt first;
+  if (Status s = first.Prepare(wdb_,
+                               "SELECT coalesce(min(first_id), -1) FROM event_days "
+                               "WHERE day >= ?1 AND length(day) = 10");
+      !s) {
+    return s;
+  }
+  first.Bind(1, DayOf(covered_from));
+  auto r = first.Step();
+  if (!r) return r.status();
+  const int64_t first_id = *r ? first.Int(0) : -1;
+  if (first_id < 0) return Status::Ok();  // no events on those days
+  sql::Stmt st;
+  if (Status s = st.Prepare(wdb_,
+                            "SELECT time, queue_id, recipient_key FROM event_rows WHERE id >= ?1 "
+                            "AND time >= ?2 AND counted = 1 AND queue_id IS NOT NULL AND kind IN "
+                            "(SELECT id FROM event_kinds WHERE log_status IN ('bounced', "
+                            "'expired') AND source IN ('dsn', 'milter'))");
+      !s) {
+    return s;
+  }
+  st.Bind(1, first_id).Bind(2, covered_from);
+  for (;;) {
+    auto row = st.Step();
+    if (!row) return row.status();
+    if (!*row) break;
+    dsn_bounces_.Add(st.TextView(1), st.TextView(2), st.Int(0), now);
   }
   return Status::Ok();
 }
@@ -864,8 +932,9 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
 
   bool counted = true;
   bool log = IsLogFamily(ev.source);
+  // A log bounce asks the index of DSN bounces first: most have no DSN copy (yet).
   if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty() &&
-      (log ? bounces_from_dsn_ : bounces_from_log_)) {
+      (log ? bounces_from_dsn_ && dsn_bounces_.MayMatch(ev.queue_id, key, t) : bounces_from_log_)) {
     // Postfix logs a bounce and also sends its DSN (which the milter sees): one incident.
     // BindRef: the texts outlive the statement's use (it is reset below), so no copies.
     w_.same_bounce.BindRef(1, ev.queue_id)
@@ -884,7 +953,14 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   const CategoryInfo& info = Describe(r.category);
   auto kind = KindW(ev, info);
   if (!kind) return kind.status();
-  if (IsPermanentFailure(ev)) (log ? bounces_from_log_ : bounces_from_dsn_) = true;
+  if (IsPermanentFailure(ev)) {
+    (log ? bounces_from_log_ : bounces_from_dsn_) = true;
+    // What a later log bounce's SELECT would find (any key: the stored one is what it matches).
+    if (counted && !ev.queue_id.empty() &&
+        (ev.source == EventSource::kDsn || ev.source == EventSource::kMilter)) {
+      dsn_bounces_.Add(ev.queue_id, stored_key, t, txn_now_);
+    }
+  }
   sql::Stmt& in = w_.insert_event;
   in.Bind(1, t).Bind(2, *kind).Bind(3, int64_t{counted}).BindRef(4, stored_key).BindRef(5, domain);
   // Empty texts stay unbound, i.e. NULL (the statement's bindings are cleared after each run):
