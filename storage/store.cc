@@ -281,10 +281,11 @@ class StoreImpl final : public Store {
   // The policy row of `key` for changing (created empty when absent); remembers the row as it
   // was before the running transaction, for WritePendingW and for a rollback.
   PolicyRow& PolicyRowW(const std::string& key);
-  // Writes what the running transaction kept in memory: event_days ranges, changed policy rows
-  // (in key order; rows that became empty are deleted).
+  // Writes what the running transaction kept in memory: event_days ranges, daily counters,
+  // changed policy rows (in key order; rows that became empty are deleted).
   Status WritePendingW();
-  // After a failed transaction: forgets what it changed in memory (policy rows, new kinds).
+  // After a failed transaction: forgets what it changed in memory (policy rows, new kinds,
+  // counters).
   void DiscardPendingW();
   // Queues a manual change and waits for its commit.
   Status RunOnWriter(std::function<Status(StoreImpl&)> fn);
@@ -352,6 +353,10 @@ class StoreImpl final : public Store {
     int64_t first_id, last_id;
   };
   std::vector<DayRange> txn_days_;
+  // Daily counter increments of the running transaction, written once per key before COMMIT
+  // (one upsert per key and transaction instead of per key and batch: the milter submits one
+  // DSN per batch).
+  Counters txn_counters_;
 
   sql::Db wdb_;
   struct WriterStatements {
@@ -793,6 +798,7 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
   policy_before_.clear();
   txn_new_kinds_.clear();
   txn_days_.clear();
+  txn_counters_.clear();
   if (kind_ids_.size() >= kKindCacheSize) kind_ids_.clear();
   if (Status s = wdb_.Exec("BEGIN IMMEDIATE"); !s) return s;
   for (size_t i : jobs) {
@@ -881,21 +887,8 @@ void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
 }
 
 Status StoreImpl::ApplyBatch(Job& job) {
-  Counters counters;
   for (const Event& ev : job.batch.events) {
-    if (Status s = ApplyEvent(ev, counters); !s) return s;
-  }
-  for (const auto& [k, n] : counters) {
-    std::string_view parts[6];
-    std::string_view rest = k;
-    for (int i = 0; i < 6; ++i) {
-      size_t sep = i < 5 ? rest.find(kCounterSeparator) : std::string_view::npos;
-      parts[i] = rest.substr(0, sep);
-      rest = sep == std::string_view::npos ? std::string_view() : rest.substr(sep + 1);
-    }
-    for (int i = 0; i < 6; ++i) w_.counter.BindRef(i + 1, parts[i]);
-    w_.counter.Bind(7, n);
-    if (Status s = w_.counter.Run(); !s) return s;
+    if (Status s = ApplyEvent(ev, txn_counters_); !s) return s;
   }
   if (const auto& p = job.batch.position) {
     if (p->input.empty()) return Status::Error("storage: input position without an input name");
@@ -1235,6 +1228,18 @@ Status StoreImpl::WritePendingW() {
     w_.put_day.BindRef(1, d.day).Bind(2, d.first_id).Bind(3, d.last_id);
     if (Status s = w_.put_day.Run(); !s) return s;
   }
+  for (const auto& [k, n] : txn_counters_) {
+    std::string_view parts[6];
+    std::string_view rest = k;
+    for (int i = 0; i < 6; ++i) {
+      size_t sep = i < 5 ? rest.find(kCounterSeparator) : std::string_view::npos;
+      parts[i] = rest.substr(0, sep);
+      rest = sep == std::string_view::npos ? std::string_view() : rest.substr(sep + 1);
+    }
+    for (int i = 0; i < 6; ++i) w_.counter.BindRef(i + 1, parts[i]);
+    w_.counter.Bind(7, n);
+    if (Status s = w_.counter.Run(); !s) return s;
+  }
   std::vector<const std::string*> keys;
   keys.reserve(policy_before_.size());
   for (const auto& [key, before] : policy_before_) keys.push_back(&key);
@@ -1278,6 +1283,7 @@ void StoreImpl::DiscardPendingW() {
   for (const std::string& k : txn_new_kinds_) kind_ids_.erase(k);
   txn_new_kinds_.clear();
   txn_days_.clear();
+  txn_counters_.clear();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -209,6 +209,8 @@ TEST_F(SameBounceStoreTest, ARolledBackDsnDoesNotSwallowItsLogLine) {
   // The same DSN later commits: it is the copy now.
   Write({Dsn("a@example.com", "QA", kT0 + 3)});
   EXPECT_EQ(Counted("milter", "a@example.com", "QA"), 0);
+  // Counters are written per transaction: the rolled-back one left none.
+  EXPECT_EQ(Scalar(path_, "SELECT sum(count) FROM daily_counters"), 2);
 }
 
 TEST_F(SameBounceStoreTest, SevenDayWindowEdges) {
