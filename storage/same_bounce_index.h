@@ -19,7 +19,8 @@
 //   entries still held): each costs the SELECT that would have run anyway.
 // - Bounded: entries older than the newest added time minus window and slack are dropped, and
 //   at most max_entries are held; dropping an entry raises covered_from() past its time.
-//   About 56 bytes per entry (hash node 32, bucket 8, age queue 16).
+//   56-64 bytes per entry: hash node 32 (malloc chunk), bucket pointer 8-16 (load factor
+//   0.5-1), age queue 16.
 // - Not thread-safe: the writer thread alone uses it.
 #pragma once
 
