@@ -3,6 +3,11 @@
 //   1. Durable ingest: events/s into SQLite (WAL, synchronous=FULL) through the batching writer
 //      (batches submitted as an input would, group commit) vs a naive baseline that commits
 //      each event in its own transaction through the same Store (Write of a one-event batch).
+//      With --dsn-copies F, a fraction F of the log's permanent failures also arrive as the DSN
+//      Postfix sends for them (alternately through ingest-dsn and the milter: same queue id
+//      and recipient, its own Message-ID), each submitted as its own one-event batch as the
+//      milter does, up to 250 log events before or after its log line; the store must count
+//      each pair once (checked after the run).
 //   2. Start-up: Store::Open (open, migrate check, view load) with 1M suppressions.
 //   3. Suppression view with 1M loaded: lookups/s (hits and misses, 1 and 2 threads) and memory
 //      per suppressed address (the view's own estimate and the process RSS growth).
@@ -10,11 +15,13 @@
 // Reads nothing from /work/shared; writes its databases under --dir (default /var/tmp) and
 // removes them. Usage:
 //   ingest_bench [--dir DIR] [--events N] [--naive N] [--suppressions N] [--part all|ingest|view]
+//                [--dsn-copies F]
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -115,34 +122,118 @@ void Remove(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
-// Batches as the log input submits them: a few hundred events per read, not waiting for each.
-double BatchedIngest(const std::string& path, uint64_t n, size_t per_batch, double* cpu_us) {
+// A deterministic pseudo-random number for event i (splitmix64).
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// The DSN Postfix sends for log event `log` (a permanent failure), as EventsFromBounce makes it.
+Event DsnCopy(const Event& log, uint64_t i) {
+  Event e;
+  e.source = i % 2 ? bounced::EventSource::kMilter : bounced::EventSource::kDsn;
+  e.source_ref = "<" + std::to_string(i) + ".bounce@mx.shop.example>";
+  e.unix_time = log.unix_time + 1;
+  e.queue_id = log.queue_id;
+  e.log_status = "bounced";
+  e.result = log.result;
+  e.result.dsn_action = "failed";
+  return e;
+}
+
+// One submission: a log event (goes into the current log batch) or a DSN (its own batch).
+struct Arrival {
+  uint64_t order;
+  bool dsn;
+  Event event;
+};
+
+// The events of one run in submission order; *copies = DSN copies among them.
+std::vector<Arrival> MakeArrivals(uint64_t n, double dsn_copies, uint64_t* copies) {
+  std::vector<Arrival> out;
+  out.reserve(n + static_cast<uint64_t>(static_cast<double>(n) * dsn_copies * 0.4) + 16);
+  *copies = 0;
+  const auto threshold = static_cast<uint64_t>(dsn_copies * 1e6);
+  for (uint64_t i = 0; i < n; ++i) {
+    Event e = MakeEvent(i);
+    if (e.log_status == "bounced" && Mix(i) % 1000000 < threshold) {
+      // Before or after the log line: the milter sees the DSN at once, the log follower reads
+      // the log a little later, or the other way round.
+      int64_t shift = static_cast<int64_t>(Mix(i ^ 0xd5a) % 501) - 250;
+      int64_t at = std::max<int64_t>(0, static_cast<int64_t>(i) + shift);
+      out.push_back(Arrival{static_cast<uint64_t>(at) * 2 + 1, true, DsnCopy(e, i)});
+      ++*copies;
+    }
+    out.push_back(Arrival{i * 2, false, std::move(e)});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Arrival& a, const Arrival& b) { return a.order < b.order; });
+  return out;
+}
+
+// Batches as the log input submits them: a few hundred events per read, not waiting for each;
+// DSN copies one per batch, as the milter and ingest-dsn submit them. Returns events/s over all
+// events (log and DSN); *total = that count.
+double BatchedIngest(const std::string& path, uint64_t n, size_t per_batch, double dsn_copies,
+                     double* cpu_us, uint64_t* total, double* reopen_s) {
   Remove(path);
   auto store = Open(path);
-  std::vector<Event> events;
-  events.reserve(n);
-  for (uint64_t i = 0; i < n; ++i) events.push_back(MakeEvent(i));
+  uint64_t copies = 0;
+  std::vector<Arrival> arrivals = MakeArrivals(n, dsn_copies, &copies);
+  *total = arrivals.size();
   auto t0 = Clock::now();
   double c0 = CpuSeconds();
-  uint64_t offset = 0;
-  for (uint64_t i = 0; i < n; i += per_batch) {
-    Batch b;
-    uint64_t end = std::min<uint64_t>(n, i + per_batch);
-    b.events.assign(std::make_move_iterator(events.begin() + static_cast<long>(i)),
-                    std::make_move_iterator(events.begin() + static_cast<long>(end)));
-    offset = end * 180;
-    b.position = bounced::InputPosition{"log:/var/log/mail.log", 1, offset, ""};
+  Batch b;
+  uint64_t logged = 0;
+  auto submit_log_batch = [&] {
+    b.position = bounced::InputPosition{"log:/var/log/mail.log", 1, logged * 180, ""};
     store->Submit(std::move(b));
+    b = Batch{};
+  };
+  for (Arrival& a : arrivals) {
+    if (a.dsn) {
+      Batch d;
+      d.events.push_back(std::move(a.event));
+      store->Submit(std::move(d));
+      continue;
+    }
+    b.events.push_back(std::move(a.event));
+    ++logged;
+    if (b.events.size() == per_batch) submit_log_batch();
   }
+  if (!b.events.empty()) submit_log_batch();
   if (auto s = store->Flush(); !s.ok()) {
     std::fprintf(stderr, "flush: %s\n", s.message().c_str());
     std::exit(1);
   }
   double secs = Seconds(t0, Clock::now());
-  *cpu_us = (CpuSeconds() - c0) * 1e6 / static_cast<double>(n);
+  *cpu_us = (CpuSeconds() - c0) * 1e6 / static_cast<double>(*total);
   store.reset();
+  // Start-up with these events stored (the writer's index of recent DSN bounces is read then).
+  auto r0 = Clock::now();
+  Open(path).reset();
+  *reopen_s = Seconds(r0, Clock::now());
+  // Each log bounce and its DSN copy count once: exactly one of the two is not counted.
+  sqlite3* db = nullptr;
+  sqlite3_stmt* st = nullptr;
+  int64_t uncounted = -1;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, "SELECT count(*) FROM event_rows WHERE counted = 0", -1, &st,
+                         nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
+    uncounted = sqlite3_column_int64(st, 0);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  if (uncounted != static_cast<int64_t>(copies)) {
+    std::fprintf(stderr, "check failed: %lld events not counted, expected %llu\n",
+                 static_cast<long long>(uncounted), static_cast<unsigned long long>(copies));
+    std::exit(1);
+  }
   Remove(path);
-  return static_cast<double>(n) / secs;
+  return static_cast<double>(*total) / secs;
 }
 
 // One event per transaction: the input waits for each commit before the next.
@@ -217,26 +308,40 @@ int main(int argc, char** argv) {
   const uint64_t n_events = Arg(argc, argv, "--events", 500000);
   const uint64_t n_naive = Arg(argc, argv, "--naive", 5000);
   const uint64_t n_supp = Arg(argc, argv, "--suppressions", 1000000);
+  double dsn_copies = 0;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--dsn-copies") == 0) dsn_copies = std::strtod(argv[i + 1], nullptr);
+  }
+  if (!(dsn_copies >= 0 && dsn_copies <= 1)) {
+    std::fprintf(stderr, "--dsn-copies wants a fraction between 0 and 1\n");
+    return 2;
+  }
   const std::string path = dir + "/bounced-ingest-bench-" + std::to_string(getpid()) + ".db";
 
   std::printf("# bounced storage bench (SQLite %s, WAL, synchronous=FULL, dir %s)\n",
               sqlite3_libversion(), dir.c_str());
   std::printf("%-58s %14s\n", "measure", "value");
 
-  double cpu_us = 0;
+  double cpu_us = 0, reopen_s = 0;
+  uint64_t total = 0;
   if (part == "ingest") {
-    std::printf("%-58s %14.0f\n", "durable ingest, batching writer (events/s)",
-                BatchedIngest(path, n_events, 500, &cpu_us));
+    double rate = BatchedIngest(path, n_events, 500, dsn_copies, &cpu_us, &total, &reopen_s);
+    std::printf("%-58s %14.0f\n",
+                ("durable ingest, batching writer (events/s, " + std::to_string(total) + " events" +
+                 (total > n_events ? ", DSN copies among them" : "") + ")")
+                    .c_str(),
+                rate);
     std::printf("%-58s %14.2f\n", "  CPU per event (us, all threads)", cpu_us);
+    std::printf("%-58s %14.3f\n", "  re-open with these events stored (s)", reopen_s);
     return 0;
   }
   if (part != "view") {
-    double batched = BatchedIngest(path, n_events, 500, &cpu_us);
-    std::printf("%-58s %14.0f\n",
-                ("durable ingest, batching writer (events/s, n=" + std::to_string(n_events) +
-                 ", 500/batch)")
-                    .c_str(),
-                batched);
+    double batched = BatchedIngest(path, n_events, 500, dsn_copies, &cpu_us, &total, &reopen_s);
+    std::printf(
+        "%-58s %14.0f\n",
+        ("durable ingest, batching writer (events/s, n=" + std::to_string(total) + ", 500/batch)")
+            .c_str(),
+        batched);
     double naive = NaiveIngest(path, n_naive);
     std::printf(
         "%-58s %14.0f\n",
