@@ -645,6 +645,11 @@ std::string_view ToString(MessageKind k) {
 }
 
 ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
+  return ParseBounce(message, [&rules]() -> const RuleSet& { return rules; });
+}
+
+ParsedBounce ParseBounce(std::string_view message,
+                         const std::function<const RuleSet&()>& get_rules) {
   ParsedBounce out;
   if (message.size() > kMaxMessageBytes) message = message.substr(0, kMaxMessageBytes);
   if (TrimSpace(message).empty()) {
@@ -811,6 +816,7 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
     out.error = "not a bounce: no delivery report, feedback report or bounce text found";
     return out;
   }
+  const RuleSet& rules = get_rules();
   out.recipients.reserve(findings.size());
   for (const Finding& f : findings) {
     Result r = Classify(f, rules);

@@ -8,6 +8,7 @@
 // classified with the given RuleSet. Recipients come out in the order the bounce lists them.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,5 +37,10 @@ inline constexpr size_t kMaxMessageBytes = 16 * 1024 * 1024;
 
 // Never throws and never fails: malformed input yields kNotBounce with `error` set.
 ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules);
+
+// The same for callers whose rules may still be loading while bounces are read (bouncectl
+// parse on several threads): `rules` is called once per message, and only when the message has
+// recipients to classify; the set it returns must outlive the call.
+ParsedBounce ParseBounce(std::string_view message, const std::function<const RuleSet&()>& rules);
 
 }  // namespace bounced

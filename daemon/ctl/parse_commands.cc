@@ -20,6 +20,8 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -121,8 +123,8 @@ void PrintText(const std::string& file, const ParsedBounce& p, std::string* out)
 }
 
 // Parses one file and appends its output line(s) to *out; false when it yielded no recipient.
-bool ParseOne(const std::string& file, const RuleSet& rules, bool text, ReadBuffer* message,
-              std::string* out) {
+bool ParseOne(const std::string& file, const std::function<const RuleSet&()>& rules, bool text,
+              ReadBuffer* message, std::string* out) {
   std::string error;
   ParsedBounce parsed;
   if (!message->Read(file, &error)) {
@@ -163,8 +165,9 @@ int ParseSequential(const ParseOptions& opt, const RuleSet& rules, bool text) {
   int rc = kExitOk;
   ReadBuffer message;
   std::string out;
+  const std::function<const RuleSet&()> get_rules = [&rules]() -> const RuleSet& { return rules; };
   for (const std::string& file : opt.files) {
-    if (!ParseOne(file, rules, text, &message, &out)) rc = kExitFailed;
+    if (!ParseOne(file, get_rules, text, &message, &out)) rc = kExitFailed;
     if (out.size() > (1 << 16)) {
       std::fwrite(out.data(), 1, out.size(), stdout);
       out.clear();
@@ -174,7 +177,22 @@ int ParseSequential(const ParseOptions& opt, const RuleSet& rules, bool text) {
   return rc;
 }
 
-int ParseParallel(const ParseOptions& opt, const RuleSet& rules, bool text, unsigned jobs) {
+// The rules load on a thread of their own while the workers start reading and decoding
+// bounces (they only need the rules to classify, at the end of each message): loading costs as
+// much as parsing a few hundred bounces. Nothing is written before the rules are known to be
+// good, so a bad --rules file still ends the run with its error alone.
+using LoadedRules = Expected<std::shared_ptr<const RuleSet>>;
+
+int ParseParallel(const ParseOptions& opt, std::shared_future<LoadedRules> loading, bool text,
+                  unsigned jobs) {
+  const std::function<const RuleSet&()> get_rules = [&loading]() -> const RuleSet& {
+    const LoadedRules& loaded = loading.get();
+    if (loaded) return **loaded;
+    // The run ends with the load error and this output is thrown away; the workers only need
+    // something to finish their current chunk with.
+    static const std::shared_ptr<const RuleSet> fallback = RuleSet::Default();
+    return *fallback;
+  };
   struct Chunk {
     std::string out;
     bool failed = false;
@@ -201,7 +219,7 @@ int ParseParallel(const ParseOptions& opt, const RuleSet& rules, bool text, unsi
       bool failed = false;
       size_t end = std::min(opt.files.size(), (c + 1) * kChunkFiles);
       for (size_t i = c * kChunkFiles; i < end; ++i) {
-        if (!ParseOne(opt.files[i], rules, text, &message, &out)) failed = true;
+        if (!ParseOne(opt.files[i], get_rules, text, &message, &out)) failed = true;
       }
       {
         std::lock_guard lock(mu);
@@ -214,6 +232,16 @@ int ParseParallel(const ParseOptions& opt, const RuleSet& rules, bool text, unsi
   };
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < jobs; ++t) threads.emplace_back(worker);
+  if (const LoadedRules& loaded = loading.get(); !loaded) {
+    {
+      std::lock_guard lock(mu);
+      next = chunks;  // hand out nothing more
+    }
+    written.notify_all();
+    for (std::thread& t : threads) t.join();
+    std::cerr << "bouncectl parse: " << loaded.error() << '\n';
+    return kExitUsage;
+  }
   int rc = kExitOk;
   for (size_t c = 0; c < chunks; ++c) {
     std::string out;
@@ -232,18 +260,25 @@ int ParseParallel(const ParseOptions& opt, const RuleSet& rules, bool text, unsi
 }
 
 int RunParse(const ParseOptions& opt) {
-  auto loaded = LoadCommandRules(opt.rules_files);
-  if (!loaded) {
-    std::cerr << "bouncectl parse: " << loaded.error() << '\n';
-    return kExitUsage;
-  }
-  std::shared_ptr<const RuleSet> rules = *loaded;
   bool text = opt.format == "text";
   unsigned jobs = opt.jobs != 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
   // A thread per chunk of files at most; a handful of files is not worth a thread.
   jobs = static_cast<unsigned>(
       std::min<size_t>(jobs, (opt.files.size() + kChunkFiles - 1) / kChunkFiles));
-  int rc = jobs <= 1 ? ParseSequential(opt, *rules, text) : ParseParallel(opt, *rules, text, jobs);
+  int rc;
+  if (jobs <= 1) {
+    auto loaded = LoadCommandRules(opt.rules_files);
+    if (!loaded) {
+      std::cerr << "bouncectl parse: " << loaded.error() << '\n';
+      return kExitUsage;
+    }
+    rc = ParseSequential(opt, **loaded, text);
+  } else {
+    std::shared_future<LoadedRules> loading = std::async(std::launch::async, [&opt] {
+                                                return LoadCommandRules(opt.rules_files);
+                                              }).share();
+    rc = ParseParallel(opt, loading, text, jobs);
+  }
   std::fflush(stdout);
   return rc;
 }

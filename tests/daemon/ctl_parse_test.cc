@@ -79,6 +79,25 @@ TEST(CtlParse, UnreadableFileKeepsItsPlaceAndFailsTheRun) {
   EXPECT_NE(lines[17].find("\"recipients\":[]"), std::string::npos) << lines[17];
 }
 
+// With several threads the rules load while the first bounces are read: a bad rules file must
+// still end the run with its error alone (exit 2, nothing on stdout), with one thread or many.
+TEST(CtlParse, BadRulesFileStopsTheRunBeforeAnyOutput) {
+  TempDir dir;
+  std::string rules = dir.path() + "/bad.toml";
+  AppendFile(rules, "[[rule]]\ncategory = \"user_unknown\"\n");
+  std::vector<std::string> files = TestBounces();
+  files.resize(std::min<size_t>(files.size(), 60));
+  for (const char* jobs : {"1", "2", "4"}) {
+    int rc = -1;
+    std::string out = Shell(kBouncectl + " parse --jobs " + jobs + " --rules " + Quote(rules) +
+                                Args(files) + " 2>" + Quote(dir.path() + "/err"),
+                            &rc);
+    EXPECT_EQ(rc, 2) << jobs;
+    EXPECT_EQ(out, "") << jobs;
+    EXPECT_NE(ReadFile(dir.path() + "/err").find("bad.toml:1:"), std::string::npos) << jobs;
+  }
+}
+
 TEST(CtlParse, RejectsANegativeJobCount) {
   int rc = -1;
   Shell(kBouncectl + " parse --jobs -1 " + Quote(TestBounces().front()) + " >/dev/null 2>&1", &rc);
