@@ -569,8 +569,34 @@ std::string Unfold(std::string_view raw) {
   return out;
 }
 
+// Whether a header value is its own decoding: 7-bit, one line, no tab and no '=' (so no RFC 2047
+// encoded word). Most wanted values are; one pass over them replaces Unfold's, the "=?" search's
+// and MakeValidUtf8's, 16 bytes a step with SSE2.
+bool PlainHeaderValue(std::string_view v) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i nl = _mm_set1_epi8('\n');
+  const __m128i tab = _mm_set1_epi8('\t');
+  const __m128i eq = _mm_set1_epi8('=');
+  for (; i + 16 <= v.size(); i += 16) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v.data() + i));
+    __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(x, nl),
+                               _mm_or_si128(_mm_cmpeq_epi8(x, tab), _mm_cmpeq_epi8(x, eq)));
+    if (_mm_movemask_epi8(_mm_or_si128(hit, x)) != 0) return false;  // x: the high bits
+  }
+#endif
+  for (; i < v.size(); ++i) {
+    char c = v[i];
+    if ((static_cast<unsigned char>(c) & 0x80) != 0 || c == '\n' || c == '\t' || c == '=')
+      return false;
+  }
+  return true;
+}
+
 std::string DecodeHeaderValue(std::string_view raw) {
-  std::string v = Unfold(raw);
+  std::string_view trimmed = TrimSpaceView(raw);
+  if (PlainHeaderValue(trimmed)) return std::string(trimmed);
+  std::string v = Unfold(trimmed);
   if (v.find("=?") != std::string::npos) {
     char* decoded = g_mime_utils_header_decode_text(nullptr, v.c_str());
     if (decoded != nullptr) {
