@@ -672,7 +672,8 @@ void ParseContentType(std::string_view raw, std::string_view fallback, ContentTy
     return;
   }
   // Folded or escaped values are rare: only they get a copy, unescaped in place below.
-  bool copied = HasByte(v, '\n') || HasByte(v, '\t') || HasByte(v, '\\');
+  bool escaped = HasByte(v, '\\');
+  bool copied = escaped || HasByte(v, '\n') || HasByte(v, '\t');
   if (copied) {
     ct->unfolded = Unfold(v);
     v = ct->unfolded;
@@ -703,7 +704,11 @@ void ParseContentType(std::string_view raw, std::string_view fallback, ContentTy
     if (i < v.size() && v[i] == '"') {
       ++i;
       size_t start = i;
-      size_t w = i;  // write position: behind the read position once a backslash was skipped
+      size_t w = i;    // write position: behind the read position once a backslash was skipped
+      if (!escaped) {  // the usual value: up to the next quote, found by memchr
+        i = std::min(v.find('"', i), v.size());
+        w = i;
+      }
       while (i < v.size() && v[i] != '"') {
         if (v[i] == '\\' && i + 1 < v.size()) ++i;
         if (w != i) ct->unfolded[w] = v[i];  // only after a backslash, so v is `unfolded`
