@@ -57,25 +57,26 @@ std::string NormalizeLineEnds(std::string_view in) {
   return out;
 }
 
+// Whether header name `name` is `lower` (lower-case letters and '-' only, the same size) in any
+// case: a letter matches by setting bit 0x20 ('A'..'Z' are the only other bytes that then equal
+// it), a '-' only itself. Inline, cheaper than a call to EqualsNoCaseSameSize per candidate.
+inline bool NameIsSameSize(std::string_view name, std::string_view lower) {
+  for (size_t i = 0; i < lower.size(); ++i) {
+    char c = name[i];
+    if (lower[i] == '-' ? c != '-' : static_cast<char>(c | 0x20) != lower[i]) return false;
+  }
+  return true;
+}
+
 // The headers the parser reads; decoding only these keeps big header blocks cheap. Returns the
 // name in lower case, or "" for a header nobody reads.
 std::string_view WantedHeader(std::string_view name) {
   // By length first: most header names (Received, DKIM-Signature, X-...) are then rejected
   // after comparing a letter or two.
-  // The wanted names are lower-case letters and '-': a letter matches either case by setting
-  // bit 0x20 ('A'..'Z' are the only other bytes that then equal it), a '-' only itself. Inline,
-  // this is cheaper than a call per candidate.
-  auto same = [name](std::string_view n) {
-    for (size_t i = 0; i < n.size(); ++i) {
-      char c = name[i];
-      if (n[i] == '-' ? c != '-' : static_cast<char>(c | 0x20) != n[i]) return false;
-    }
-    return true;
-  };
-  auto pick = [name, same](std::initializer_list<std::string_view> names) -> std::string_view {
+  auto pick = [name](std::initializer_list<std::string_view> names) -> std::string_view {
     char first = static_cast<char>(name[0] | 0x20);
     for (std::string_view n : names) {
-      if (n[0] == first && same(n)) return n;
+      if (n[0] == first && NameIsSameSize(name, n)) return n;
     }
     return {};
   };
@@ -552,10 +553,11 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
       any = true;
       last_listed = all_headers;
       if (all_headers) part.headers.emplace_back(name, value);
-      last_type = part.content_type.data() == nullptr && EqualsNoCase(name, "content-type");
+      last_type = part.content_type.data() == nullptr && name.size() == 12 &&
+                  NameIsSameSize(name, "content-type");
       if (last_type) part.content_type = value;
-      last_encoding = part.transfer_encoding.data() == nullptr &&
-                      EqualsNoCase(name, "content-transfer-encoding");
+      last_encoding = part.transfer_encoding.data() == nullptr && name.size() == 25 &&
+                      NameIsSameSize(name, "content-transfer-encoding");
       if (last_encoding) part.transfer_encoding = value;
     }
     pos = end + 1;

@@ -380,5 +380,24 @@ TEST(DecodeMime, HeaderValuesOfEveryLengthDecode) {
   }
 }
 
+// Header names match in any case, and only the names themselves (a '_' where the '-' is does
+// not make a "Content-Type" or "Reply-To").
+TEST(DecodeMime, HeaderNamesMatchInAnyCaseOnly) {
+  const std::string msg =
+      "rEPLY-tO: a@example.org\n"
+      "Reply_To: b@example.org\n"
+      "Content_Type: text/html\n"
+      "CONTENT-TYPE: text/plain; charset=\"iso-8859-1\"\n"
+      "content-transfer-ENCODING: quoted-printable\n"
+      "\n"
+      "caf=E9\n";
+  MimeView view = DecodeMime(msg);
+  EXPECT_EQ(view.Get("reply-to"), "a@example.org");
+  ASSERT_EQ(view.headers.size(), 1u);
+  EXPECT_EQ(view.content_type, "text/plain");
+  ASSERT_EQ(view.parts.size(), 1u);
+  EXPECT_EQ(TrimEnd(view.parts[0].text()), "caf\xc3\xa9");
+}
+
 }  // namespace
 }  // namespace bounced::dsn
