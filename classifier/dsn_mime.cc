@@ -57,15 +57,26 @@ std::string NormalizeLineEnds(std::string_view in) {
   return out;
 }
 
+// Whether header name `name` is `lower` (lower-case letters and '-' only, the same size) in any
+// case: a letter matches by setting bit 0x20 ('A'..'Z' are the only other bytes that then equal
+// it), a '-' only itself. Inline, cheaper than a call to EqualsNoCaseSameSize per candidate.
+inline bool NameIsSameSize(std::string_view name, std::string_view lower) {
+  for (size_t i = 0; i < lower.size(); ++i) {
+    char c = name[i];
+    if (lower[i] == '-' ? c != '-' : static_cast<char>(c | 0x20) != lower[i]) return false;
+  }
+  return true;
+}
+
 // The headers the parser reads; decoding only these keeps big header blocks cheap. Returns the
 // name in lower case, or "" for a header nobody reads.
 std::string_view WantedHeader(std::string_view name) {
   // By length first: most header names (Received, DKIM-Signature, X-...) are then rejected
   // after comparing a letter or two.
   auto pick = [name](std::initializer_list<std::string_view> names) -> std::string_view {
-    char first = AsciiLower(name[0]);
+    char first = static_cast<char>(name[0] | 0x20);
     for (std::string_view n : names) {
-      if (n[0] == first && EqualsNoCaseSameSize(n, name)) return n;
+      if (n[0] == first && NameIsSameSize(name, n)) return n;
     }
     return {};
   };
@@ -542,10 +553,11 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
       any = true;
       last_listed = all_headers;
       if (all_headers) part.headers.emplace_back(name, value);
-      last_type = part.content_type.data() == nullptr && EqualsNoCase(name, "content-type");
+      last_type = part.content_type.data() == nullptr && name.size() == 12 &&
+                  NameIsSameSize(name, "content-type");
       if (last_type) part.content_type = value;
-      last_encoding = part.transfer_encoding.data() == nullptr &&
-                      EqualsNoCase(name, "content-transfer-encoding");
+      last_encoding = part.transfer_encoding.data() == nullptr && name.size() == 25 &&
+                      NameIsSameSize(name, "content-transfer-encoding");
       if (last_encoding) part.transfer_encoding = value;
     }
     pos = end + 1;
@@ -557,11 +569,31 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
 // Folded header value -> one line: line ends dropped, tabs made spaces, spaces trimmed.
 std::string Unfold(std::string_view raw) {
   raw = TrimSpaceView(raw);
-  // Most values are one line: a plain copy then.
-  if (!HasByte(raw, '\n') && !HasByte(raw, '\t')) return std::string(raw);
   std::string out(raw.size(), '\0');
   char* w = out.data();
-  for (char c : raw) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  // Folded values (a Content-Type with its boundary on the next line) are copied 16 bytes a
+  // step; only a chunk holding a line end or tab goes byte by byte. w never passes the read
+  // position, so a 16-byte store stays inside `out`.
+  const __m128i nl = _mm_set1_epi8('\n');
+  const __m128i tab = _mm_set1_epi8('\t');
+  for (; i + 16 <= raw.size(); i += 16) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw.data() + i));
+    if (_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, nl), _mm_cmpeq_epi8(x, tab))) == 0) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(w), x);
+      w += 16;
+      continue;
+    }
+    for (size_t j = i; j < i + 16; ++j) {
+      char c = raw[j];
+      *w = c == '\t' ? ' ' : c;
+      w += c != '\n';
+    }
+  }
+#endif
+  for (; i < raw.size(); ++i) {
+    char c = raw[i];
     *w = c == '\t' ? ' ' : c;
     w += c != '\n';
   }
@@ -569,8 +601,38 @@ std::string Unfold(std::string_view raw) {
   return out;
 }
 
+// Whether a header value is its own decoding: 7-bit, one line, no tab and no '=' (so no RFC 2047
+// encoded word). Most wanted values are; one pass over them replaces Unfold's, the "=?" search's
+// and MakeValidUtf8's, 16 bytes a step with SSE2.
+bool PlainHeaderValue(std::string_view v) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i nl = _mm_set1_epi8('\n');
+  const __m128i tab = _mm_set1_epi8('\t');
+  const __m128i eq = _mm_set1_epi8('=');
+  auto plain16 = [&](size_t at) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v.data() + at));
+    __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(x, nl),
+                               _mm_or_si128(_mm_cmpeq_epi8(x, tab), _mm_cmpeq_epi8(x, eq)));
+    return _mm_movemask_epi8(_mm_or_si128(hit, x)) == 0;  // x: the high bits
+  };
+  for (; i + 16 <= v.size(); i += 16) {
+    if (!plain16(i)) return false;
+  }
+  if (i != 0) return i == v.size() || plain16(v.size() - 16);  // the tail: one overlapping step
+#endif
+  for (; i < v.size(); ++i) {
+    char c = v[i];
+    if ((static_cast<unsigned char>(c) & 0x80) != 0 || c == '\n' || c == '\t' || c == '=')
+      return false;
+  }
+  return true;
+}
+
 std::string DecodeHeaderValue(std::string_view raw) {
-  std::string v = Unfold(raw);
+  std::string_view trimmed = TrimSpaceView(raw);
+  if (PlainHeaderValue(trimmed)) return std::string(trimmed);
+  std::string v = Unfold(trimmed);
   if (v.find("=?") != std::string::npos) {
     char* decoded = g_mime_utils_header_decode_text(nullptr, v.c_str());
     if (decoded != nullptr) {
@@ -612,7 +674,8 @@ void ParseContentType(std::string_view raw, std::string_view fallback, ContentTy
     return;
   }
   // Folded or escaped values are rare: only they get a copy, unescaped in place below.
-  bool copied = HasByte(v, '\n') || HasByte(v, '\t') || HasByte(v, '\\');
+  bool escaped = HasByte(v, '\\');
+  bool copied = escaped || HasByte(v, '\n') || HasByte(v, '\t');
   if (copied) {
     ct->unfolded = Unfold(v);
     v = ct->unfolded;
@@ -643,7 +706,11 @@ void ParseContentType(std::string_view raw, std::string_view fallback, ContentTy
     if (i < v.size() && v[i] == '"') {
       ++i;
       size_t start = i;
-      size_t w = i;  // write position: behind the read position once a backslash was skipped
+      size_t w = i;    // write position: behind the read position once a backslash was skipped
+      if (!escaped) {  // the usual value: up to the next quote, found by memchr
+        i = std::min(v.find('"', i), v.size());
+        w = i;
+      }
       while (i < v.size() && v[i] != '"') {
         if (v[i] == '\\' && i + 1 < v.size()) ++i;
         if (w != i) ct->unfolded[w] = v[i];  // only after a backslash, so v is `unfolded`

@@ -351,5 +351,53 @@ TEST(DecodeMime, SingleByteCharsetsMatchIconv) {
   EXPECT_FALSE(SingleByteToUtf8("x", "UTF-8", &out, &bad));
 }
 
+// Header values of every length around the 16-byte steps of the plain-value check and of
+// Unfold: plain ones are copied as they are, folded ones lose their line ends (tabs become
+// spaces), encoded words are decoded, and a non-ASCII byte anywhere is made valid UTF-8.
+TEST(DecodeMime, HeaderValuesOfEveryLengthDecode) {
+  for (size_t n = 0; n < 40; ++n) {
+    const std::string plain(n, 'a');
+    for (size_t at = 0; at <= n; ++at) {
+      std::string folded = plain;
+      folded.insert(at, "\n\t");
+      std::string latin = plain;
+      latin.insert(at, "\xe9");
+      std::string encoded = plain;
+      encoded.insert(at, " =?utf-8?q?caf=C3=A9?= ");
+      const std::string msg = "From: x" + plain + "y\nTo: x" + folded + "y\nSubject: x" + latin +
+                              "y\nReply-To: x" + encoded + "y\n\nbody\n";
+      MimeView view = DecodeMime(msg);
+      SCOPED_TRACE(testing::Message() << "n=" << n << " at=" << at);
+      EXPECT_EQ(view.Get("from"), "x" + plain + "y");
+      std::string unfolded = plain;
+      unfolded.insert(at, " ");
+      EXPECT_EQ(view.Get("to"), "x" + unfolded + "y");
+      std::string valid = plain;
+      valid.insert(at, "\xef\xbf\xbd");
+      EXPECT_EQ(view.Get("subject"), "x" + valid + "y");
+      EXPECT_NE(view.Get("reply-to").find("caf\xc3\xa9"), std::string_view::npos);
+    }
+  }
+}
+
+// Header names match in any case, and only the names themselves (a '_' where the '-' is does
+// not make a "Content-Type" or "Reply-To").
+TEST(DecodeMime, HeaderNamesMatchInAnyCaseOnly) {
+  const std::string msg =
+      "rEPLY-tO: a@example.org\n"
+      "Reply_To: b@example.org\n"
+      "Content_Type: text/html\n"
+      "CONTENT-TYPE: text/plain; charset=\"iso-8859-1\"\n"
+      "content-transfer-ENCODING: quoted-printable\n"
+      "\n"
+      "caf=E9\n";
+  MimeView view = DecodeMime(msg);
+  EXPECT_EQ(view.Get("reply-to"), "a@example.org");
+  ASSERT_EQ(view.headers.size(), 1u);
+  EXPECT_EQ(view.content_type, "text/plain");
+  ASSERT_EQ(view.parts.size(), 1u);
+  EXPECT_EQ(TrimEnd(view.parts[0].text()), "caf\xc3\xa9");
+}
+
 }  // namespace
 }  // namespace bounced::dsn
