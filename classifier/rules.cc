@@ -11,6 +11,7 @@
 #include <re2/re2.h>
 #include <re2/set.h>
 
+#include <endian.h>
 #include <toml++/toml.h>
 #include <algorithm>
 #include <array>
@@ -445,48 +446,44 @@ class SimplePattern {
     std::string_view p;
     size_t i = 0;
     int captures = 0;
-    int big_quantifiers = 0;  // read so far: those that allow or need 2 or more
-    int depth = 0;            // groups open; deep nesting is left to RE2 (and its limits)
+    int big_quantifiers = 0;    // read so far: those that allow or need 2 or more
+    int depth = 0;              // groups open; deep nesting is left to RE2 (and its limits)
+    std::vector<size_t> jmps_;  // where the Jmps of the alternations being read are
 
     // Each Parse* checks the syntax and, when `out` is not null, appends the program for
     // what it read.
     bool ParseAlternation(SimpleCode* out) {
-      std::vector<SimpleCode> branches;
+      // Each branch is written straight into `out`; one followed by another gets a Split
+      // before it (to the next branch) and a Jmp after it (to the end, set once known):
+      // Split(next branch) branch Jmp(end) ... last branch.
+      const size_t first_jmp = jmps_.size();
       for (;;) {
-        if (out != nullptr) branches.emplace_back();
-        if (!ParseConcat(out != nullptr ? &branches.back() : nullptr)) return false;
+        size_t start = out != nullptr ? out->size() : 0;
+        if (!ParseConcat(out)) return false;
         if (i < p.size() && p[i] == '|') {
           ++i;
+          if (out != nullptr) {
+            SimpleInst split;
+            split.op = SimpleInst::kSplit;
+            split.x = 1;
+            split.y = static_cast<int32_t>(out->size() - start + 2);
+            out->insert(out->begin() + static_cast<ptrdiff_t>(start), split);
+            SimpleInst jmp;
+            jmp.op = SimpleInst::kJmp;
+            jmps_.push_back(out->size());
+            out->push_back(jmp);
+            if (out->size() > kMaxSimpleProgram) return false;
+          }
           continue;
         }
         break;
       }
       if (out == nullptr) return true;
-      // Split(next branch) branch Jmp(end) ... last branch
-      size_t rest = 0;
-      for (size_t b = 0; b < branches.size(); ++b) {
-        rest += branches[b].size() + (b + 1 < branches.size() ? 2 : 0);
+      for (size_t k = first_jmp; k < jmps_.size(); ++k) {
+        (*out)[jmps_[k]].x = static_cast<int32_t>(out->size() - jmps_[k]);
       }
-      for (size_t b = 0; b < branches.size(); ++b) {
-        const SimpleCode& br = branches[b];
-        if (b + 1 < branches.size()) {
-          SimpleInst split;
-          split.op = SimpleInst::kSplit;
-          split.x = 1;
-          split.y = static_cast<int32_t>(br.size() + 2);
-          out->push_back(split);
-          out->insert(out->end(), br.begin(), br.end());
-          rest -= br.size() + 2;
-          SimpleInst jmp;
-          jmp.op = SimpleInst::kJmp;
-          jmp.x = static_cast<int32_t>(rest + 1);
-          out->push_back(jmp);
-        } else {
-          out->insert(out->end(), br.begin(), br.end());
-        }
-        if (out->size() > kMaxSimpleProgram) return false;
-      }
-      return true;
+      jmps_.resize(first_jmp);
+      return out->size() <= kMaxSimpleProgram;
     }
 
     // Plain ASCII text, no metacharacter: it stands for itself.
@@ -522,16 +519,13 @@ class SimplePattern {
             ++i;
           }
         }
-        SimpleCode atom;  // the atom's program (when building)
+        size_t atom_start = out != nullptr ? out->size() : 0;  // the atom is written there
         bool is_group = false, zero_width = false;
         int big_before = big_quantifiers;
-        if (!ParseAtom(out != nullptr ? &atom : nullptr, &is_group, &zero_width)) return false;
+        if (!ParseAtom(out, &is_group, &zero_width)) return false;
         bool quantified =
             i < p.size() && (p[i] == '?' || p[i] == '*' || p[i] == '+' || p[i] == '{');
-        if (!quantified) {
-          if (out != nullptr) out->insert(out->end(), atom.begin(), atom.end());
-          continue;
-        }
+        if (!quantified) continue;
         uint32_t min = 0, max = 0;
         if (!ParseRepeat(&min, &max) || zero_width || max == 0) return false;
         if (i < p.size() && p[i] == '?') ++i;  // lazy: the same matches
@@ -547,13 +541,14 @@ class SimplePattern {
         if (!gap && (max == kUnbounded || max > kMaxSimpleRepeat)) return false;
         if (out == nullptr) continue;
         if (gap) {
-          SimpleInst g = atom[0];
+          SimpleInst& g = (*out)[atom_start];
           g.op = SimpleInst::kGap;
           g.min = min;
           g.max = max;
-          out->push_back(g);
           continue;
         }
+        SimpleCode atom(out->begin() + static_cast<ptrdiff_t>(atom_start), out->end());
+        out->resize(atom_start);
         for (uint32_t k = 0; k < min; ++k) out->insert(out->end(), atom.begin(), atom.end());
         for (uint32_t k = min; k < max; ++k) {  // optional copies: Split(atom, past it)
           SimpleInst split;
@@ -1092,7 +1087,8 @@ class LiteralSetFinder {
 };
 
 // Finds which of many literals occur in a text: literals are bucketed by a hash of their
-// first three bytes, and the text is hashed at every position.
+// first three bytes, and the text is hashed at every position. A literal's first 8 bytes are
+// compared as one word (most are no longer), so a position costs no call to memcmp.
 class LiteralIndex {
  public:
   void Add(std::string literal, uint32_t pattern) {
@@ -1103,10 +1099,18 @@ class LiteralIndex {
     starts_.assign(kBuckets + 1, 0);
     for (const Literal& l : literals_) ++starts_[Hash(l.text.data()) + 1];
     for (size_t b = 0; b < kBuckets; ++b) starts_[b + 1] += starts_[b];
-    order_.resize(literals_.size());
+    entries_.resize(literals_.size());
+    tails_.clear();
     std::vector<uint32_t> fill(starts_.begin(), starts_.end() - 1);
-    for (uint32_t k = 0; k < literals_.size(); ++k) {
-      order_[fill[Hash(literals_[k].text.data())]++] = k;
+    for (const Literal& l : literals_) {
+      Entry& e = entries_[fill[Hash(l.text.data())]++];
+      size_t head = std::min<size_t>(l.text.size(), 8);
+      e.head = Load(l.text.data(), head);
+      e.mask = head == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * head)) - 1;
+      e.text = static_cast<uint32_t>(tails_.size());
+      if (l.text.size() > 8) tails_.append(l.text, 8);
+      e.size = static_cast<uint32_t>(l.text.size());
+      e.pattern = l.pattern;
     }
   }
 
@@ -1118,10 +1122,15 @@ class LiteralIndex {
     size_t n = text.size();
     for (size_t i = 0; i + kMinLiteral <= n; ++i) {
       uint32_t h = Hash(s + i);
-      for (uint32_t k = starts_[h]; k < starts_[h + 1]; ++k) {
-        const Literal& l = literals_[order_[k]];
-        if (l.text.size() <= n - i && std::memcmp(s + i, l.text.data(), l.text.size()) == 0) {
-          found(l.pattern);
+      uint32_t k = starts_[h], end = starts_[h + 1];
+      if (k == end) continue;
+      size_t left = n - i;
+      uint64_t word = Load(s + i, std::min<size_t>(left, 8));
+      for (; k < end; ++k) {
+        const Entry& e = entries_[k];
+        if ((word & e.mask) == e.head && e.size <= left &&
+            (e.size <= 8 || std::memcmp(s + i + 8, tails_.data() + e.text, e.size - 8) == 0)) {
+          found(e.pattern);
         }
       }
     }
@@ -1134,13 +1143,32 @@ class LiteralIndex {
                  static_cast<uint32_t>(static_cast<uint8_t>(p[2])) << 16;
     return (v * 2654435761u) >> (32 - 14);
   }
+  // Up to 8 bytes as a little-endian word, zero-padded (so a short text never matches a
+  // longer literal's head: the mask covers its bytes and the size is checked too).
+  static uint64_t Load(const char* p, size_t len) {
+    uint64_t v = 0;
+    if (len == 8) {
+      std::memcpy(&v, p, 8);
+      return le64toh(v);
+    }
+    for (size_t j = 0; j < len; ++j) v |= uint64_t{static_cast<uint8_t>(p[j])} << (8 * j);
+    return v;
+  }
   struct Literal {
     std::string text;
     uint32_t pattern;
   };
+  struct Entry {
+    uint64_t head;  // the literal's first (up to) 8 bytes, see Load
+    uint64_t mask;  // which bytes of a text's word to compare with head
+    uint32_t text;  // where the bytes past the first 8 are in tails_
+    uint32_t size;
+    uint32_t pattern;
+  };
   std::vector<Literal> literals_;
-  std::vector<uint32_t> starts_;  // bucket -> first index into order_
-  std::vector<uint32_t> order_;   // literal indices grouped by bucket
+  std::vector<uint32_t> starts_;  // bucket -> first index into entries_
+  std::vector<Entry> entries_;    // literals grouped by bucket
+  std::string tails_;             // the literals' bytes past their first 8
 };
 
 // The category implied by an enhanced status alone (RFC 3463 and its registry, RFC 5248 and
