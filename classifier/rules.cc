@@ -835,10 +835,13 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
   *exact = true;
   if (p.find("\\Q") != std::string_view::npos) return {};
   std::vector<std::string> out;
-  std::string run, best;
+  // The current run of literal bytes: run[0, run_size) (a buffer, so that adding a byte is no
+  // call).
+  std::string run(p.size(), '\0'), best;
+  size_t run_size = 0;
   auto cut = [&] {
-    if (run.size() > best.size()) best = run;
-    run.clear();
+    if (run_size > best.size()) best.assign(run, 0, run_size);
+    run_size = 0;
     *exact = false;
   };
   auto end_branch = [&] {
@@ -915,7 +918,7 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
     if (!literal || optional) {
       cut();
     } else {
-      run.push_back(ch);
+      run[run_size++] = ch;
       if (repeated) cut();
     }
     i = next;
@@ -1307,23 +1310,20 @@ Category Rfc3463Category(std::string_view status, std::string_view stage) {
 // patterns are lower-cased too, except escapes, whose letters carry meaning (\S, \d, \x4F,
 // \p{Lu}). Only ASCII is folded, on both sides.
 std::string LowerPattern(std::string_view p) {
-  std::string out;
-  out.reserve(p.size());
-  for (size_t i = 0; i < p.size(); ++i) {
-    char c = p[i];
-    if (c != '\\' || i + 1 >= p.size()) {
-      out.push_back(AsciiLower(c));
+  std::string out(p);  // lowered in place: escapes stay as they are
+  for (size_t i = 0; i < out.size(); ++i) {
+    char c = out[i];
+    if (c != '\\' || i + 1 >= out.size()) {
+      out[i] = AsciiLower(c);
       continue;
     }
-    out.push_back(c);
-    char e = p[++i];
-    out.push_back(e);
-    if ((e == 'p' || e == 'P' || e == 'x') && i + 1 < p.size() && p[i + 1] == '{') {
-      while (i + 1 < p.size() && p[i] != '}') out.push_back(p[++i]);
+    char e = out[++i];
+    if ((e == 'p' || e == 'P' || e == 'x') && i + 1 < out.size() && out[i + 1] == '{') {
+      while (i + 1 < out.size() && out[i] != '}') ++i;
     } else if (e == 'x') {
-      for (int k = 0; k < 2 && i + 1 < p.size(); ++k) out.push_back(p[++i]);
-    } else if ((e == 'p' || e == 'P') && i + 1 < p.size()) {
-      out.push_back(p[++i]);  // one-letter class name: \pN, \PL
+      i = std::min(i + 2, out.size() - 1);
+    } else if ((e == 'p' || e == 'P') && i + 1 < out.size()) {
+      ++i;  // one-letter class name: \pN, \PL
     }
   }
   return out;
