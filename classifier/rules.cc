@@ -931,6 +931,71 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
 // "(?:user|mailbox) (?:is )?disabled"): a set of literals one of which every match contains,
 // found through mandatory groups too ("user", "mailbox" here, or " disabled"). Empty when
 // there is none. `p` is lower-cased.
+// Whether every match of `p` holds a character outside ASCII: one branch with a mandatory
+// \x{...} escape of such a code point (or such a character written as is) at the top level.
+// The Set's patterns are matched case-sensitively (see LowerPattern), so no case folding maps
+// such a character to ASCII; a pattern with flags ("(?i)") is never counted.
+bool NeedsNonAscii(std::string_view p) {
+  for (size_t at = p.find("(?"); at != std::string_view::npos; at = p.find("(?", at + 1)) {
+    if (at + 2 >= p.size() || p[at + 2] != ':') return false;
+  }
+  if (p.find("\\Q") != std::string_view::npos) return false;
+  bool needs = false;
+  size_t i = 0;
+  while (i < p.size()) {
+    char c = p[i];
+    size_t next = i + 1;
+    bool non_ascii = false;
+    if (c == '|') return false;
+    if (c == '\\') {
+      if (i + 1 >= p.size()) return false;
+      char e = p[i + 1];
+      next = i + 2;
+      if ((e == 'x' || e == 'p' || e == 'P') && next < p.size() && p[next] == '{') {
+        size_t close = p.find('}', next);
+        if (close == std::string_view::npos) return false;
+        if (e == 'x') {
+          std::string_view hex = p.substr(next + 1, close - next - 1);
+          uint32_t v = 0;
+          bool ok = !hex.empty() && hex.size() <= 6;
+          for (char h : hex) {
+            int d = (h >= '0' && h <= '9')   ? h - '0'
+                    : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                    : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                             : -1;
+            if (d < 0) ok = false;
+            v = v * 16 + static_cast<uint32_t>(d < 0 ? 0 : d);
+          }
+          non_ascii = ok && v >= 0x80;
+        }
+        next = close + 1;
+      } else if (e == 'p' || e == 'P') {
+        next += 1;
+      } else if (e == 'x') {
+        next += 2;
+      } else if (e >= '0' && e <= '7') {
+        for (int k = 0; k < 2 && next < p.size() && p[next] >= '0' && p[next] <= '7'; ++k) ++next;
+      }
+    } else if (c == '(' || c == '[') {
+      next = SkipGroup(p, i);
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      non_ascii = true;
+    }
+    bool optional = false;
+    if (next < p.size()) {
+      char q = p[next];
+      if (q == '?' || q == '*') {
+        optional = true;
+      } else if (q == '{') {
+        optional = next + 1 >= p.size() || p[next + 1] == '0' || p[next + 1] == ',';
+      }
+    }
+    if (non_ascii && !optional) needs = true;
+    i = next;
+  }
+  return needs;
+}
+
 class LiteralSetFinder {
  public:
   static std::vector<std::string> Find(std::string_view p) {
@@ -1438,6 +1503,7 @@ struct RuleSet::Impl {
   // matched together by the Set.
   std::vector<uint32_t> always_patterns;  // ascending
   std::vector<uint32_t> set_patterns;     // Set index -> pattern
+  bool set_needs_non_ascii = true;        // every Set pattern does (NeedsNonAscii)
   std::vector<uint32_t> static_rules;     // rules tried for every reply (see Compile), ascending
   std::unique_ptr<RE2::Set> checker;  // parses the patterns that are not simple (compiles nothing)
   std::unique_ptr<RE2::Set> set;
@@ -1548,6 +1614,7 @@ class Loader {
         }
         p->in_set = true;
         impl_.set_patterns.push_back(id);
+        if (!NeedsNonAscii(lowered)) impl_.set_needs_non_ascii = false;
       }
     }
     for (std::string& l : literals) impl_.literals.Add(std::move(l), id);
@@ -2015,11 +2082,14 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
   candidates.clear();
   rule_cands.clear();
   lower.assign(match_text);
+  bool ascii = true;
   bool simple_text = true;  // ASCII without a newline: simple patterns need no RE2
   for (char& c : lower) {
     c = AsciiLower(c);
-    if (static_cast<unsigned char>(c) >= 0x80 || c == '\n') simple_text = false;
+    if (static_cast<unsigned char>(c) >= 0x80) ascii = false;
+    if (c == '\n') simple_text = false;
   }
+  simple_text = simple_text && ascii;
   if (seen_at.size() < im.patterns.size()) {
     seen_at.resize(im.patterns.size(), 0);
     hit_at.resize(im.patterns.size(), 0);
@@ -2038,7 +2108,9 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
   if (!lower.empty()) {
     // (An empty reply matches nothing, as it always has: patterns are about wordings.)
     for (uint32_t id : im.always_patterns) add_candidate(id);
-    if (!im.set_patterns.empty()) {
+    // (On ASCII text the Set matches nothing when every pattern in it needs a character
+    // outside ASCII, as the Japanese wordings do: then it is not run.)
+    if (!im.set_patterns.empty() && (!ascii || !im.set_needs_non_ascii)) {
       set_hits.clear();
       im.set->Match(lower, &set_hits);
       for (int h : set_hits) {
