@@ -11,6 +11,7 @@
 #include <re2/re2.h>
 #include <re2/set.h>
 
+#include <endian.h>
 #include <toml++/toml.h>
 #include <algorithm>
 #include <array>
@@ -445,48 +446,44 @@ class SimplePattern {
     std::string_view p;
     size_t i = 0;
     int captures = 0;
-    int big_quantifiers = 0;  // read so far: those that allow or need 2 or more
-    int depth = 0;            // groups open; deep nesting is left to RE2 (and its limits)
+    int big_quantifiers = 0;    // read so far: those that allow or need 2 or more
+    int depth = 0;              // groups open; deep nesting is left to RE2 (and its limits)
+    std::vector<size_t> jmps_;  // where the Jmps of the alternations being read are
 
     // Each Parse* checks the syntax and, when `out` is not null, appends the program for
     // what it read.
     bool ParseAlternation(SimpleCode* out) {
-      std::vector<SimpleCode> branches;
+      // Each branch is written straight into `out`; one followed by another gets a Split
+      // before it (to the next branch) and a Jmp after it (to the end, set once known):
+      // Split(next branch) branch Jmp(end) ... last branch.
+      const size_t first_jmp = jmps_.size();
       for (;;) {
-        if (out != nullptr) branches.emplace_back();
-        if (!ParseConcat(out != nullptr ? &branches.back() : nullptr)) return false;
+        size_t start = out != nullptr ? out->size() : 0;
+        if (!ParseConcat(out)) return false;
         if (i < p.size() && p[i] == '|') {
           ++i;
+          if (out != nullptr) {
+            SimpleInst split;
+            split.op = SimpleInst::kSplit;
+            split.x = 1;
+            split.y = static_cast<int32_t>(out->size() - start + 2);
+            out->insert(out->begin() + static_cast<ptrdiff_t>(start), split);
+            SimpleInst jmp;
+            jmp.op = SimpleInst::kJmp;
+            jmps_.push_back(out->size());
+            out->push_back(jmp);
+            if (out->size() > kMaxSimpleProgram) return false;
+          }
           continue;
         }
         break;
       }
       if (out == nullptr) return true;
-      // Split(next branch) branch Jmp(end) ... last branch
-      size_t rest = 0;
-      for (size_t b = 0; b < branches.size(); ++b) {
-        rest += branches[b].size() + (b + 1 < branches.size() ? 2 : 0);
+      for (size_t k = first_jmp; k < jmps_.size(); ++k) {
+        (*out)[jmps_[k]].x = static_cast<int32_t>(out->size() - jmps_[k]);
       }
-      for (size_t b = 0; b < branches.size(); ++b) {
-        const SimpleCode& br = branches[b];
-        if (b + 1 < branches.size()) {
-          SimpleInst split;
-          split.op = SimpleInst::kSplit;
-          split.x = 1;
-          split.y = static_cast<int32_t>(br.size() + 2);
-          out->push_back(split);
-          out->insert(out->end(), br.begin(), br.end());
-          rest -= br.size() + 2;
-          SimpleInst jmp;
-          jmp.op = SimpleInst::kJmp;
-          jmp.x = static_cast<int32_t>(rest + 1);
-          out->push_back(jmp);
-        } else {
-          out->insert(out->end(), br.begin(), br.end());
-        }
-        if (out->size() > kMaxSimpleProgram) return false;
-      }
-      return true;
+      jmps_.resize(first_jmp);
+      return out->size() <= kMaxSimpleProgram;
     }
 
     // Plain ASCII text, no metacharacter: it stands for itself.
@@ -522,16 +519,13 @@ class SimplePattern {
             ++i;
           }
         }
-        SimpleCode atom;  // the atom's program (when building)
+        size_t atom_start = out != nullptr ? out->size() : 0;  // the atom is written there
         bool is_group = false, zero_width = false;
         int big_before = big_quantifiers;
-        if (!ParseAtom(out != nullptr ? &atom : nullptr, &is_group, &zero_width)) return false;
+        if (!ParseAtom(out, &is_group, &zero_width)) return false;
         bool quantified =
             i < p.size() && (p[i] == '?' || p[i] == '*' || p[i] == '+' || p[i] == '{');
-        if (!quantified) {
-          if (out != nullptr) out->insert(out->end(), atom.begin(), atom.end());
-          continue;
-        }
+        if (!quantified) continue;
         uint32_t min = 0, max = 0;
         if (!ParseRepeat(&min, &max) || zero_width || max == 0) return false;
         if (i < p.size() && p[i] == '?') ++i;  // lazy: the same matches
@@ -547,13 +541,14 @@ class SimplePattern {
         if (!gap && (max == kUnbounded || max > kMaxSimpleRepeat)) return false;
         if (out == nullptr) continue;
         if (gap) {
-          SimpleInst g = atom[0];
+          SimpleInst& g = (*out)[atom_start];
           g.op = SimpleInst::kGap;
           g.min = min;
           g.max = max;
-          out->push_back(g);
           continue;
         }
+        SimpleCode atom(out->begin() + static_cast<ptrdiff_t>(atom_start), out->end());
+        out->resize(atom_start);
         for (uint32_t k = 0; k < min; ++k) out->insert(out->end(), atom.begin(), atom.end());
         for (uint32_t k = min; k < max; ++k) {  // optional copies: Split(atom, past it)
           SimpleInst split;
@@ -840,10 +835,13 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
   *exact = true;
   if (p.find("\\Q") != std::string_view::npos) return {};
   std::vector<std::string> out;
-  std::string run, best;
+  // The current run of literal bytes: run[0, run_size) (a buffer, so that adding a byte is no
+  // call).
+  std::string run(p.size(), '\0'), best;
+  size_t run_size = 0;
   auto cut = [&] {
-    if (run.size() > best.size()) best = run;
-    run.clear();
+    if (run_size > best.size()) best.assign(run, 0, run_size);
+    run_size = 0;
     *exact = false;
   };
   auto end_branch = [&] {
@@ -920,7 +918,7 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
     if (!literal || optional) {
       cut();
     } else {
-      run.push_back(ch);
+      run[run_size++] = ch;
       if (repeated) cut();
     }
     i = next;
@@ -933,6 +931,71 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
 // "(?:user|mailbox) (?:is )?disabled"): a set of literals one of which every match contains,
 // found through mandatory groups too ("user", "mailbox" here, or " disabled"). Empty when
 // there is none. `p` is lower-cased.
+// Whether every match of `p` holds a character outside ASCII: one branch with a mandatory
+// \x{...} escape of such a code point (or such a character written as is) at the top level.
+// The Set's patterns are matched case-sensitively (see LowerPattern), so no case folding maps
+// such a character to ASCII; a pattern with flags ("(?i)") is never counted.
+bool NeedsNonAscii(std::string_view p) {
+  for (size_t at = p.find("(?"); at != std::string_view::npos; at = p.find("(?", at + 1)) {
+    if (at + 2 >= p.size() || p[at + 2] != ':') return false;
+  }
+  if (p.find("\\Q") != std::string_view::npos) return false;
+  bool needs = false;
+  size_t i = 0;
+  while (i < p.size()) {
+    char c = p[i];
+    size_t next = i + 1;
+    bool non_ascii = false;
+    if (c == '|') return false;
+    if (c == '\\') {
+      if (i + 1 >= p.size()) return false;
+      char e = p[i + 1];
+      next = i + 2;
+      if ((e == 'x' || e == 'p' || e == 'P') && next < p.size() && p[next] == '{') {
+        size_t close = p.find('}', next);
+        if (close == std::string_view::npos) return false;
+        if (e == 'x') {
+          std::string_view hex = p.substr(next + 1, close - next - 1);
+          uint32_t v = 0;
+          bool ok = !hex.empty() && hex.size() <= 6;
+          for (char h : hex) {
+            int d = (h >= '0' && h <= '9')   ? h - '0'
+                    : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                    : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                             : -1;
+            if (d < 0) ok = false;
+            v = v * 16 + static_cast<uint32_t>(d < 0 ? 0 : d);
+          }
+          non_ascii = ok && v >= 0x80;
+        }
+        next = close + 1;
+      } else if (e == 'p' || e == 'P') {
+        next += 1;
+      } else if (e == 'x') {
+        next += 2;
+      } else if (e >= '0' && e <= '7') {
+        for (int k = 0; k < 2 && next < p.size() && p[next] >= '0' && p[next] <= '7'; ++k) ++next;
+      }
+    } else if (c == '(' || c == '[') {
+      next = SkipGroup(p, i);
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      non_ascii = true;
+    }
+    bool optional = false;
+    if (next < p.size()) {
+      char q = p[next];
+      if (q == '?' || q == '*') {
+        optional = true;
+      } else if (q == '{') {
+        optional = next + 1 >= p.size() || p[next + 1] == '0' || p[next + 1] == ',';
+      }
+    }
+    if (non_ascii && !optional) needs = true;
+    i = next;
+  }
+  return needs;
+}
+
 class LiteralSetFinder {
  public:
   static std::vector<std::string> Find(std::string_view p) {
@@ -1092,7 +1155,8 @@ class LiteralSetFinder {
 };
 
 // Finds which of many literals occur in a text: literals are bucketed by a hash of their
-// first three bytes, and the text is hashed at every position.
+// first three bytes, and the text is hashed at every position. A literal's first 8 bytes are
+// compared as one word (most are no longer), so a position costs no call to memcmp.
 class LiteralIndex {
  public:
   void Add(std::string literal, uint32_t pattern) {
@@ -1103,10 +1167,18 @@ class LiteralIndex {
     starts_.assign(kBuckets + 1, 0);
     for (const Literal& l : literals_) ++starts_[Hash(l.text.data()) + 1];
     for (size_t b = 0; b < kBuckets; ++b) starts_[b + 1] += starts_[b];
-    order_.resize(literals_.size());
+    entries_.resize(literals_.size());
+    tails_.clear();
     std::vector<uint32_t> fill(starts_.begin(), starts_.end() - 1);
-    for (uint32_t k = 0; k < literals_.size(); ++k) {
-      order_[fill[Hash(literals_[k].text.data())]++] = k;
+    for (const Literal& l : literals_) {
+      Entry& e = entries_[fill[Hash(l.text.data())]++];
+      size_t head = std::min<size_t>(l.text.size(), 8);
+      e.head = Load(l.text.data(), head);
+      e.mask = head == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * head)) - 1;
+      e.text = static_cast<uint32_t>(tails_.size());
+      if (l.text.size() > 8) tails_.append(l.text, 8);
+      e.size = static_cast<uint32_t>(l.text.size());
+      e.pattern = l.pattern;
     }
   }
 
@@ -1118,10 +1190,15 @@ class LiteralIndex {
     size_t n = text.size();
     for (size_t i = 0; i + kMinLiteral <= n; ++i) {
       uint32_t h = Hash(s + i);
-      for (uint32_t k = starts_[h]; k < starts_[h + 1]; ++k) {
-        const Literal& l = literals_[order_[k]];
-        if (l.text.size() <= n - i && std::memcmp(s + i, l.text.data(), l.text.size()) == 0) {
-          found(l.pattern);
+      uint32_t k = starts_[h], end = starts_[h + 1];
+      if (k == end) continue;
+      size_t left = n - i;
+      uint64_t word = Load(s + i, std::min<size_t>(left, 8));
+      for (; k < end; ++k) {
+        const Entry& e = entries_[k];
+        if ((word & e.mask) == e.head && e.size <= left &&
+            (e.size <= 8 || std::memcmp(s + i + 8, tails_.data() + e.text, e.size - 8) == 0)) {
+          found(e.pattern);
         }
       }
     }
@@ -1134,13 +1211,32 @@ class LiteralIndex {
                  static_cast<uint32_t>(static_cast<uint8_t>(p[2])) << 16;
     return (v * 2654435761u) >> (32 - 14);
   }
+  // Up to 8 bytes as a little-endian word, zero-padded (so a short text never matches a
+  // longer literal's head: the mask covers its bytes and the size is checked too).
+  static uint64_t Load(const char* p, size_t len) {
+    uint64_t v = 0;
+    if (len == 8) {
+      std::memcpy(&v, p, 8);
+      return le64toh(v);
+    }
+    for (size_t j = 0; j < len; ++j) v |= uint64_t{static_cast<uint8_t>(p[j])} << (8 * j);
+    return v;
+  }
   struct Literal {
     std::string text;
     uint32_t pattern;
   };
+  struct Entry {
+    uint64_t head;  // the literal's first (up to) 8 bytes, see Load
+    uint64_t mask;  // which bytes of a text's word to compare with head
+    uint32_t text;  // where the bytes past the first 8 are in tails_
+    uint32_t size;
+    uint32_t pattern;
+  };
   std::vector<Literal> literals_;
-  std::vector<uint32_t> starts_;  // bucket -> first index into order_
-  std::vector<uint32_t> order_;   // literal indices grouped by bucket
+  std::vector<uint32_t> starts_;  // bucket -> first index into entries_
+  std::vector<Entry> entries_;    // literals grouped by bucket
+  std::string tails_;             // the literals' bytes past their first 8
 };
 
 // The category implied by an enhanced status alone (RFC 3463 and its registry, RFC 5248 and
@@ -1279,23 +1375,20 @@ Category Rfc3463Category(std::string_view status, std::string_view stage) {
 // patterns are lower-cased too, except escapes, whose letters carry meaning (\S, \d, \x4F,
 // \p{Lu}). Only ASCII is folded, on both sides.
 std::string LowerPattern(std::string_view p) {
-  std::string out;
-  out.reserve(p.size());
-  for (size_t i = 0; i < p.size(); ++i) {
-    char c = p[i];
-    if (c != '\\' || i + 1 >= p.size()) {
-      out.push_back(AsciiLower(c));
+  std::string out(p);  // lowered in place: escapes stay as they are
+  for (size_t i = 0; i < out.size(); ++i) {
+    char c = out[i];
+    if (c != '\\' || i + 1 >= out.size()) {
+      out[i] = AsciiLower(c);
       continue;
     }
-    out.push_back(c);
-    char e = p[++i];
-    out.push_back(e);
-    if ((e == 'p' || e == 'P' || e == 'x') && i + 1 < p.size() && p[i + 1] == '{') {
-      while (i + 1 < p.size() && p[i] != '}') out.push_back(p[++i]);
+    char e = out[++i];
+    if ((e == 'p' || e == 'P' || e == 'x') && i + 1 < out.size() && out[i + 1] == '{') {
+      while (i + 1 < out.size() && out[i] != '}') ++i;
     } else if (e == 'x') {
-      for (int k = 0; k < 2 && i + 1 < p.size(); ++k) out.push_back(p[++i]);
-    } else if ((e == 'p' || e == 'P') && i + 1 < p.size()) {
-      out.push_back(p[++i]);  // one-letter class name: \pN, \PL
+      i = std::min(i + 2, out.size() - 1);
+    } else if ((e == 'p' || e == 'P') && i + 1 < out.size()) {
+      ++i;  // one-letter class name: \pN, \PL
     }
   }
   return out;
@@ -1410,6 +1503,7 @@ struct RuleSet::Impl {
   // matched together by the Set.
   std::vector<uint32_t> always_patterns;  // ascending
   std::vector<uint32_t> set_patterns;     // Set index -> pattern
+  bool set_needs_non_ascii = true;        // every Set pattern does (NeedsNonAscii)
   std::vector<uint32_t> static_rules;     // rules tried for every reply (see Compile), ascending
   std::unique_ptr<RE2::Set> checker;  // parses the patterns that are not simple (compiles nothing)
   std::unique_ptr<RE2::Set> set;
@@ -1520,6 +1614,7 @@ class Loader {
         }
         p->in_set = true;
         impl_.set_patterns.push_back(id);
+        if (!NeedsNonAscii(lowered)) impl_.set_needs_non_ascii = false;
       }
     }
     for (std::string& l : literals) impl_.literals.Add(std::move(l), id);
@@ -1987,11 +2082,14 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
   candidates.clear();
   rule_cands.clear();
   lower.assign(match_text);
+  bool ascii = true;
   bool simple_text = true;  // ASCII without a newline: simple patterns need no RE2
   for (char& c : lower) {
     c = AsciiLower(c);
-    if (static_cast<unsigned char>(c) >= 0x80 || c == '\n') simple_text = false;
+    if (static_cast<unsigned char>(c) >= 0x80) ascii = false;
+    if (c == '\n') simple_text = false;
   }
+  simple_text = simple_text && ascii;
   if (seen_at.size() < im.patterns.size()) {
     seen_at.resize(im.patterns.size(), 0);
     hit_at.resize(im.patterns.size(), 0);
@@ -2010,7 +2108,9 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
   if (!lower.empty()) {
     // (An empty reply matches nothing, as it always has: patterns are about wordings.)
     for (uint32_t id : im.always_patterns) add_candidate(id);
-    if (!im.set_patterns.empty()) {
+    // (On ASCII text the Set matches nothing when every pattern in it needs a character
+    // outside ASCII, as the Japanese wordings do: then it is not run.)
+    if (!im.set_patterns.empty() && (!ascii || !im.set_needs_non_ascii)) {
       set_hits.clear();
       im.set->Match(lower, &set_hits);
       for (int h : set_hits) {

@@ -50,6 +50,47 @@ pattern = 'CS01.{0,10}local policy'
             Category::kPolicyRejection);
 }
 
+// Patterns without a literal go to the RE2::Set, which is skipped on ASCII text when each of
+// them needs a character outside ASCII: the answers must be as if it ran.
+TEST(RulesLiterals, SetSkippedOnlyWhenNoPatternCanMatchAscii) {
+  auto non_ascii_only = Compile(R"(
+[[rule]]
+id = "jp"
+category = "user_unknown"
+pattern = '\x{30C7}\d'
+)");
+  ASSERT_TRUE(non_ascii_only);
+  EXPECT_EQ(Of(*non_ascii_only,
+               "550 \xE3\x83\x87"
+               "1"),
+            Category::kUserUnknown);
+  EXPECT_NE(Of(*non_ascii_only, "550 d1"), Category::kUserUnknown);
+  auto mixed = Compile(R"(
+[[rule]]
+id = "jp"
+category = "user_unknown"
+pattern = '\x{30C7}\d'
+
+[[rule]]
+id = "optional"
+category = "mailbox_full"
+pattern = '(?:\x{30C7})?\d\d[!#]'
+
+[[rule]]
+id = "flags"
+category = "rate_limited"
+pattern = '(?i)\x{212A}#'
+)");
+  ASSERT_TRUE(mixed);
+  EXPECT_EQ(Of(*mixed,
+               "550 \xE3\x83\x87"
+               "1"),
+            Category::kUserUnknown);
+  EXPECT_EQ(Of(*mixed, "550 42!"), Category::kMailboxFull);
+  EXPECT_EQ(Of(*mixed, "550 k# then"), Category::kRateLimited);  // KELVIN SIGN folds to k
+  EXPECT_EQ(Of(*mixed, "550 d1 x"), Category::kUndetermined);
+}
+
 TEST(RulesWindow, WindowsInGroupsAndAlternations) {
   auto rules = Compile(R"(
 [[rule]]
