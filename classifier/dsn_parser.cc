@@ -177,16 +177,22 @@ bool DelayNotice(std::string_view subject, std::string_view explanation) {
   if (!failure_subject &&
       (ContainsNoCase(subject, "delay") || ContainsNoCase(subject, "still being retried")))
     return true;
-  static constexpr std::string_view kWords[] = {
-      "message is delayed",  "has been delayed",    "will continue",    "will be retried",
-      "still being retried", "will retry",          "will keep trying", "not yet been delivered",
-      "delivery is delayed", "continue to attempt", "will try again",
-  };
+  // The phrases by a word each of them contains: a text without the word skips its group.
+  static constexpr std::string_view kDelayed[] = {"message is delayed", "has been delayed",
+                                                  "delivery is delayed"};
+  static constexpr std::string_view kWill[] = {"will continue", "will be retried", "will retry",
+                                               "will keep trying", "will try again"};
+  static constexpr std::string_view kOther[] = {"still being retried", "not yet been delivered",
+                                                "continue to attempt"};
   std::string_view head = explanation.substr(0, 4096);
-  for (std::string_view w : kWords) {
-    if (ContainsNoCase(head, w)) return true;
-  }
-  return false;
+  auto any = [&](std::string_view word, const auto& phrases) {
+    if (!word.empty() && !ContainsNoCase(head, word)) return false;
+    for (std::string_view w : phrases) {
+      if (ContainsNoCase(head, w)) return true;
+    }
+    return false;
+  };
+  return any("delayed", kDelayed) || any("will ", kWill) || any("", kOther);
 }
 
 // RFC 3834 and the vendor headers that mark vacation replies and other auto-responders.
@@ -756,12 +762,13 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
   if (findings.empty()) {
     bool daemon = FromMailerDaemon(view);
     bool subject = BounceSubject(view.Get("subject"));
-    bool wording = BounceWording(explanation);
     auto_reply = LooksLikeAutoReply(view) && !daemon;
     // A bounce announces itself (daemon sender, subject, X-Failed-Recipients); a few carriers
-    // send from a no-reply address with a bland subject, and only the wording tells.
+    // send from a no-reply address with a bland subject, and only the wording tells (read
+    // only then: it is the dearest of these checks).
     bool announced = daemon || subject || !view.Get("x-failed-recipients").empty();
-    if (!auto_reply && (announced || wording) && !TrimSpace(explanation).empty()) {
+    if (!auto_reply && (announced || BounceWording(explanation)) &&
+        !TrimSpace(explanation).empty()) {
       std::vector<std::string> hint = FailedRecipients(view);
       findings = dsn::ScanExplanation(explained, dsn::ExcludedAddresses(view), hint);
       if (findings.empty() && announced) {

@@ -276,7 +276,8 @@ bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
   for (std::string_view l : kLabels) {
     if (lead == l) return true;
   }
-  static constexpr std::string_view kIntroductions[] = {
+  // Introductions by a word each of them contains: a line without the word skips its group.
+  static constexpr std::string_view kDeliver[] = {
       "delivering your mail to",
       "deliver your message to",
       "delivered to",
@@ -284,22 +285,22 @@ bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
       "delivery to",
       "could not be delivered to",
       "undeliverable to",
-      "message to",
-      "sent to",
       "failed to deliver to",
-      "following recipient",
-      "following address",
-      "unknown user",
-      "no such user",
-      "user unknown",
-      "recipient address",
-      "for the recipient",
       "unable to deliver",
   };
-  for (std::string_view p : kIntroductions) {
-    if (ContainsNoCase(before, p)) return true;
-  }
-  return false;
+  static constexpr std::string_view kUser[] = {"unknown user", "no such user", "user unknown"};
+  static constexpr std::string_view kRecipient[] = {"following recipient", "recipient address",
+                                                    "for the recipient"};
+  static constexpr std::string_view kOther[] = {"message to", "sent to", "following address"};
+  auto any = [&](std::string_view word, const auto& phrases) {
+    if (!word.empty() && !ContainsNoCase(before, word)) return false;
+    for (std::string_view p : phrases) {
+      if (ContainsNoCase(before, p)) return true;
+    }
+    return false;
+  };
+  return any("deliver", kDeliver) || any("user", kUser) || any("recipient", kRecipient) ||
+         any("", kOther);
 }
 
 // The address is someone the bounce is not about (envelope sender, contact addresses).
@@ -307,13 +308,19 @@ bool IsSenderContext(std::string_view line, size_t begin) {
   std::string_view before = line.substr(0, begin);
   size_t from = before.size() > 40 ? before.size() - 40 : 0;
   std::string_view near = before.substr(from);
-  return ContainsNoCase(near, "mail from") || ContainsNoCase(near, "from:") ||
-         ContainsNoCase(near, "sender") || ContainsNoCase(near, "contact") ||
-         ContainsNoCase(near, "envelope-from") || ContainsNoCase(near, "return-path") ||
-         ContainsNoCase(near, "reply-to") || ContainsNoCase(near, "mailto:") ||
-         ContainsNoCase(near, "generated from") || ContainsNoCase(near, "from <") ||
-         ContainsNoCase(near, "written to") || ContainsNoCase(near, "send mail to") ||
-         ContainsNoCase(near, "address to");
+  if (ContainsNoCase(near, "sender") || ContainsNoCase(near, "contact") ||
+      ContainsNoCase(near, "return-path"))
+    return true;
+  // The other phrases all contain "from" or "to": text with neither (most) needs no more looks.
+  if (ContainsNoCase(near, "from") &&
+      (ContainsNoCase(near, "mail from") || ContainsNoCase(near, "from:") ||
+       ContainsNoCase(near, "envelope-from") || ContainsNoCase(near, "generated from") ||
+       ContainsNoCase(near, "from <")))
+    return true;
+  return ContainsNoCase(near, "to") &&
+         (ContainsNoCase(near, "reply-to") || ContainsNoCase(near, "mailto:") ||
+          ContainsNoCase(near, "written to") || ContainsNoCase(near, "send mail to") ||
+          ContainsNoCase(near, "address to"));
 }
 
 bool StartsWithReplyCode(std::string_view t) {
@@ -326,8 +333,7 @@ bool StartsWithReplyCode(std::string_view t) {
 bool MayHoldCode(std::string_view t);
 
 bool HasCode(std::string_view text) {
-  return MayHoldCode(text) &&
-         (!ExtractReplyCode(text).empty() || !ExtractEnhancedStatus(text).empty());
+  return MayHoldCode(text) && (HasReplyCode(text) || HasEnhancedStatus(text));
 }
 
 // False when `t` can hold neither a reply code ("550") nor an enhanced status ("5.1.1"): both
@@ -357,8 +363,7 @@ std::string CodeLines(const std::vector<std::string_view>& lines) {
     }
     bool code_digit = MayHoldCode(t);
     if ((in_transcript && !t.empty()) || t.starts_with("<<<") ||
-        (code_digit &&
-         ((!ExtractReplyCode(t).empty() && t.size() > 4) || !ExtractEnhancedStatus(t).empty()))) {
+        (code_digit && ((t.size() > 4 && HasReplyCode(t)) || HasEnhancedStatus(t)))) {
       out += t;
       out += '\n';
       if (out.size() > 4096) break;

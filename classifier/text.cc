@@ -390,6 +390,15 @@ std::string Sanitize(std::string_view s, size_t max_bytes) {
   return out;
 }
 
+bool HasEnhancedStatus(std::string_view text) {
+  for (size_t i = 0; i + 5 <= text.size(); ++i) {
+    char c = text[i];
+    if (c != '2' && c != '4' && c != '5') continue;
+    if (EnhancedStatusAt(text, i) != 0) return true;
+  }
+  return false;
+}
+
 std::string ExtractEnhancedStatus(std::string_view text) {
   std::string_view first;
   for (size_t i = 0; i + 5 <= text.size(); ++i) {
@@ -403,13 +412,16 @@ std::string ExtractEnhancedStatus(std::string_view text) {
   return std::string(first);
 }
 
-std::string ExtractReplyCode(std::string_view text) {
+namespace {
+
+// Where ExtractReplyCode's code starts in `text`, or npos.
+size_t ReplyCodePos(std::string_view text) {
   size_t start = 0;
   while (start < text.size() && (IsSpace(text[start]) || text[start] == '\'' ||
                                  text[start] == '"' || text[start] == '(')) {
     ++start;
   }
-  if (IsReplyCodeAt(text, start)) return std::string(text.substr(start, 3));
+  if (IsReplyCodeAt(text, start)) return start;
   for (size_t i = start + 1; i + 3 <= text.size(); ++i) {
     char c = text[i];
     if (c != '2' && c != '4' && c != '5') continue;  // most bytes: no call
@@ -417,7 +429,7 @@ std::string ExtractReplyCode(std::string_view text) {
     // Look back over spaces and tabs for what introduces the code.
     size_t j = i;
     while (j > 0 && (text[j - 1] == ' ' || text[j - 1] == '\t')) --j;
-    if (j == 0) return std::string(text.substr(i, 3));
+    if (j == 0) return i;
     char p = text[j - 1];
     bool ok = false;
     if (p == '\n' || p == '\r' || p == ';' || p == '\'' || p == '"') {
@@ -429,10 +441,19 @@ std::string ExtractReplyCode(std::string_view text) {
     } else if (p == '(') {
       ok = j == i;  // "(550 5.1.1 ...)"
     }
-    if (ok) return std::string(text.substr(i, 3));
+    if (ok) return i;
   }
-  return {};
+  return std::string_view::npos;
 }
+
+}  // namespace
+
+std::string ExtractReplyCode(std::string_view text) {
+  size_t at = ReplyCodePos(text);
+  return at == std::string_view::npos ? std::string() : std::string(text.substr(at, 3));
+}
+
+bool HasReplyCode(std::string_view text) { return ReplyCodePos(text) != std::string_view::npos; }
 
 namespace {
 

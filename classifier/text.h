@@ -61,6 +61,11 @@ std::string ExtractEnhancedStatus(std::string_view text);
 // returned '" and after an address ending in ">:" (Exim's "after RCPT TO:<a@b>: 550 ...").
 std::string ExtractReplyCode(std::string_view text);
 
+// Whether ExtractEnhancedStatus / ExtractReplyCode would find anything, without building it:
+// HasEnhancedStatus stops at the first code, wherever it is.
+bool HasEnhancedStatus(std::string_view text);
+bool HasReplyCode(std::string_view text);
+
 // Lower-cased domain of an address ("User@Example.COM" -> "example.com"); "" when there is no
 // '@'. Tolerates angle brackets, an "rfc822;" prefix and a trailing dot.
 std::string DomainOf(std::string_view address);
