@@ -73,44 +73,37 @@ bool FromMailerDaemon(const MimeView& view) {
 }
 
 bool BounceSubject(std::string_view subject) {
+  // The words containing "deliv" are looked for only when the subject has it.
+  static constexpr std::string_view kDeliv[] = {
+      "undeliver",       "undelivered",           "delivery status",    "delivery fail",
+      "mail delivery",   "not delivered",         "could not be deliv", "non-delivery",
+      "nondeliver",      "delivery notification", "delivery problem",   "message delivery",
+      "delivery report", "unable to deliver",     "delivery error",     "not be delivered",
+      "failed delivery", "delivery has failed",   "email delivery",     "message not deliv",
+  };
   static constexpr std::string_view kWords[] = {
-      "undeliver",
-      "undelivered",
       "returned mail",
-      "delivery status",
       "failure notice",
-      "delivery fail",
-      "mail delivery",
-      "not delivered",
-      "could not be deliv",
-      "non-delivery",
-      "nondeliver",
-      "delivery notification",
       "mail system error",
       "returned to sender",
-      "delivery problem",
       "unzustellbar",
       "delayed",
       "warning: message",
-      "message delivery",
-      "delivery report",
       "mail failure",
       "rejected",
       "bounce",
-      "unable to deliver",
-      "delivery error",
-      "not be delivered",
       "returned message",
-      "failed delivery",
-      "delivery has failed",
-      "email delivery",
-      "message not deliv",
       "aws notification",
       "no se puede entregar",
       "non remis",
       "non recapitabile",
       "onbestelbaar",
   };
+  if (ContainsNoCase(subject, "deliv")) {
+    for (std::string_view w : kDeliv) {
+      if (ContainsNoCase(subject, w)) return true;
+    }
+  }
   for (std::string_view w : kWords) {
     if (ContainsNoCase(subject, w)) return true;
   }
@@ -198,23 +191,20 @@ bool DelayNotice(std::string_view subject, std::string_view explanation) {
 // RFC 3834 and the vendor headers that mark vacation replies and other auto-responders.
 bool LooksLikeAutoReply(const MimeView& view) {
   std::string_view subject = view.Get("subject");
-  static constexpr std::string_view kSubjects[] = {
-      "auto:",
-      "auto reply",
-      "auto-reply",
-      "autoreply",
-      "automatic reply",
-      "out of office",
-      "out of the office",
-      "vacation",
-      "abwesenheit",
-      "absence",
-      "réponse automatique",
-      "automatische antwort",
-      "respuesta automática",
-      "自動応答",
-      "不在",
+  // The phrases containing "auto" are looked for only when the subject has it.
+  static constexpr std::string_view kAuto[] = {
+      "auto:",           "auto reply",          "auto-reply",           "autoreply",
+      "automatic reply", "réponse automatique", "automatische antwort", "respuesta automática",
   };
+  static constexpr std::string_view kSubjects[] = {
+      "out of office", "out of the office", "vacation", "abwesenheit",
+      "absence",       "自動応答",          "不在",
+  };
+  if (ContainsNoCase(subject, "auto")) {
+    for (std::string_view s : kAuto) {
+      if (ContainsNoCase(subject, s)) return true;
+    }
+  }
   for (std::string_view s : kSubjects) {
     if (ContainsNoCase(subject, s)) return true;
   }

@@ -819,8 +819,7 @@ std::vector<std::string> BlocksFor(const Explanation& explanation,
 
 bool LooksLikeAddress(std::string_view s) {
   s = TrimSpace(s);
-  return s.find('@') != std::string_view::npos &&
-         s.find_first_of(" \t|") == std::string_view::npos && !s.starts_with("/");
+  return s.find('@') != std::string_view::npos && !ContainsAnyOf(s, " \t|") && !s.starts_with("/");
 }
 
 std::string RemoteHostFromText(std::string_view text) {

@@ -282,13 +282,6 @@ size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t fro
   return FindFiltered<true>(haystack, needle, from);
 }
 
-std::string_view TrimSpace(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && IsSpace(s[b])) ++b;
-  while (e > b && IsSpace(s[e - 1])) --e;
-  return s.substr(b, e - b);
-}
-
 std::string FoldWhitespace(std::string_view s) {
   s = TrimSpace(s);
   std::string out;
