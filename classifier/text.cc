@@ -267,8 +267,32 @@ std::string AsciiLowerCopy(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// AsciiLower on each of eight bytes at once: a byte gets 0x20 added when it is 'A'..'Z' (its
+// low seven bits are >= 'A' and <= 'Z', and its high bit is clear). No sum carries out of its
+// byte (seven bits plus at most 0x3F).
+uint64_t AsciiLower8(uint64_t x) {
+  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7Full, kHigh = 0x8080808080808080ull;
+  uint64_t h = x & kLow7;
+  uint64_t at_least_a = h + 0x3F3F3F3F3F3F3F3Full;  // high bit set when h >= 'A' (0x41)
+  uint64_t above_z = h + 0x2525252525252525ull;     // high bit set when h > 'Z' (0x5A)
+  uint64_t upper = at_least_a & ~above_z & ~x & kHigh;
+  return x | (upper >> 2);
+}
+
+}  // namespace
+
 bool EqualsNoCaseSameSize(std::string_view a, std::string_view b) {
-  for (size_t i = 0; i < a.size(); ++i) {
+  size_t i = 0;
+  for (; i + 8 <= a.size(); i += 8) {
+    uint64_t x = 0;
+    uint64_t y = 0;
+    std::memcpy(&x, a.data() + i, 8);
+    std::memcpy(&y, b.data() + i, 8);
+    if (x != y && AsciiLower8(x) != AsciiLower8(y)) return false;
+  }
+  for (; i < a.size(); ++i) {
     if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
   }
   return true;
