@@ -73,44 +73,37 @@ bool FromMailerDaemon(const MimeView& view) {
 }
 
 bool BounceSubject(std::string_view subject) {
+  // The words containing "deliv" are looked for only when the subject has it.
+  static constexpr std::string_view kDeliv[] = {
+      "undeliver",       "undelivered",           "delivery status",    "delivery fail",
+      "mail delivery",   "not delivered",         "could not be deliv", "non-delivery",
+      "nondeliver",      "delivery notification", "delivery problem",   "message delivery",
+      "delivery report", "unable to deliver",     "delivery error",     "not be delivered",
+      "failed delivery", "delivery has failed",   "email delivery",     "message not deliv",
+  };
   static constexpr std::string_view kWords[] = {
-      "undeliver",
-      "undelivered",
       "returned mail",
-      "delivery status",
       "failure notice",
-      "delivery fail",
-      "mail delivery",
-      "not delivered",
-      "could not be deliv",
-      "non-delivery",
-      "nondeliver",
-      "delivery notification",
       "mail system error",
       "returned to sender",
-      "delivery problem",
       "unzustellbar",
       "delayed",
       "warning: message",
-      "message delivery",
-      "delivery report",
       "mail failure",
       "rejected",
       "bounce",
-      "unable to deliver",
-      "delivery error",
-      "not be delivered",
       "returned message",
-      "failed delivery",
-      "delivery has failed",
-      "email delivery",
-      "message not deliv",
       "aws notification",
       "no se puede entregar",
       "non remis",
       "non recapitabile",
       "onbestelbaar",
   };
+  if (ContainsNoCase(subject, "deliv")) {
+    for (std::string_view w : kDeliv) {
+      if (ContainsNoCase(subject, w)) return true;
+    }
+  }
   for (std::string_view w : kWords) {
     if (ContainsNoCase(subject, w)) return true;
   }
@@ -177,38 +170,41 @@ bool DelayNotice(std::string_view subject, std::string_view explanation) {
   if (!failure_subject &&
       (ContainsNoCase(subject, "delay") || ContainsNoCase(subject, "still being retried")))
     return true;
-  static constexpr std::string_view kWords[] = {
-      "message is delayed",  "has been delayed",    "will continue",    "will be retried",
-      "still being retried", "will retry",          "will keep trying", "not yet been delivered",
-      "delivery is delayed", "continue to attempt", "will try again",
-  };
+  // The phrases by a word each of them contains: a text without the word skips its group.
+  static constexpr std::string_view kDelayed[] = {"message is delayed", "has been delayed",
+                                                  "delivery is delayed"};
+  static constexpr std::string_view kWill[] = {"will continue", "will be retried", "will retry",
+                                               "will keep trying", "will try again"};
+  static constexpr std::string_view kOther[] = {"still being retried", "not yet been delivered",
+                                                "continue to attempt"};
   std::string_view head = explanation.substr(0, 4096);
-  for (std::string_view w : kWords) {
-    if (ContainsNoCase(head, w)) return true;
-  }
-  return false;
+  auto any = [&](std::string_view word, const auto& phrases) {
+    if (!word.empty() && !ContainsNoCase(head, word)) return false;
+    for (std::string_view w : phrases) {
+      if (ContainsNoCase(head, w)) return true;
+    }
+    return false;
+  };
+  return any("delayed", kDelayed) || any("will ", kWill) || any("", kOther);
 }
 
 // RFC 3834 and the vendor headers that mark vacation replies and other auto-responders.
 bool LooksLikeAutoReply(const MimeView& view) {
   std::string_view subject = view.Get("subject");
-  static constexpr std::string_view kSubjects[] = {
-      "auto:",
-      "auto reply",
-      "auto-reply",
-      "autoreply",
-      "automatic reply",
-      "out of office",
-      "out of the office",
-      "vacation",
-      "abwesenheit",
-      "absence",
-      "réponse automatique",
-      "automatische antwort",
-      "respuesta automática",
-      "自動応答",
-      "不在",
+  // The phrases containing "auto" are looked for only when the subject has it.
+  static constexpr std::string_view kAuto[] = {
+      "auto:",           "auto reply",          "auto-reply",           "autoreply",
+      "automatic reply", "réponse automatique", "automatische antwort", "respuesta automática",
   };
+  static constexpr std::string_view kSubjects[] = {
+      "out of office", "out of the office", "vacation", "abwesenheit",
+      "absence",       "自動応答",          "不在",
+  };
+  if (ContainsNoCase(subject, "auto")) {
+    for (std::string_view s : kAuto) {
+      if (ContainsNoCase(subject, s)) return true;
+    }
+  }
   for (std::string_view s : kSubjects) {
     if (ContainsNoCase(subject, s)) return true;
   }
@@ -761,12 +757,13 @@ ParsedBounce ParseBounce(std::string_view message,
   if (findings.empty()) {
     bool daemon = FromMailerDaemon(view);
     bool subject = BounceSubject(view.Get("subject"));
-    bool wording = BounceWording(explanation);
     auto_reply = LooksLikeAutoReply(view) && !daemon;
     // A bounce announces itself (daemon sender, subject, X-Failed-Recipients); a few carriers
-    // send from a no-reply address with a bland subject, and only the wording tells.
+    // send from a no-reply address with a bland subject, and only the wording tells (read
+    // only then: it is the dearest of these checks).
     bool announced = daemon || subject || !view.Get("x-failed-recipients").empty();
-    if (!auto_reply && (announced || wording) && !TrimSpace(explanation).empty()) {
+    if (!auto_reply && (announced || BounceWording(explanation)) &&
+        !TrimSpace(explanation).empty()) {
       std::vector<std::string> hint = FailedRecipients(view);
       findings = dsn::ScanExplanation(explained, dsn::ExcludedAddresses(view), hint);
       if (findings.empty() && announced) {

@@ -267,8 +267,32 @@ std::string AsciiLowerCopy(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// AsciiLower on each of eight bytes at once: a byte gets 0x20 added when it is 'A'..'Z' (its
+// low seven bits are >= 'A' and <= 'Z', and its high bit is clear). No sum carries out of its
+// byte (seven bits plus at most 0x3F).
+uint64_t AsciiLower8(uint64_t x) {
+  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7Full, kHigh = 0x8080808080808080ull;
+  uint64_t h = x & kLow7;
+  uint64_t at_least_a = h + 0x3F3F3F3F3F3F3F3Full;  // high bit set when h >= 'A' (0x41)
+  uint64_t above_z = h + 0x2525252525252525ull;     // high bit set when h > 'Z' (0x5A)
+  uint64_t upper = at_least_a & ~above_z & ~x & kHigh;
+  return x | (upper >> 2);
+}
+
+}  // namespace
+
 bool EqualsNoCaseSameSize(std::string_view a, std::string_view b) {
-  for (size_t i = 0; i < a.size(); ++i) {
+  size_t i = 0;
+  for (; i + 8 <= a.size(); i += 8) {
+    uint64_t x = 0;
+    uint64_t y = 0;
+    std::memcpy(&x, a.data() + i, 8);
+    std::memcpy(&y, b.data() + i, 8);
+    if (x != y && AsciiLower8(x) != AsciiLower8(y)) return false;
+  }
+  for (; i < a.size(); ++i) {
     if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
   }
   return true;
@@ -280,13 +304,6 @@ bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
 
 size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from) {
   return FindFiltered<true>(haystack, needle, from);
-}
-
-std::string_view TrimSpace(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && IsSpace(s[b])) ++b;
-  while (e > b && IsSpace(s[e - 1])) --e;
-  return s.substr(b, e - b);
 }
 
 std::string FoldWhitespace(std::string_view s) {
@@ -390,6 +407,15 @@ std::string Sanitize(std::string_view s, size_t max_bytes) {
   return out;
 }
 
+bool HasEnhancedStatus(std::string_view text) {
+  for (size_t i = 0; i + 5 <= text.size(); ++i) {
+    char c = text[i];
+    if (c != '2' && c != '4' && c != '5') continue;
+    if (EnhancedStatusAt(text, i) != 0) return true;
+  }
+  return false;
+}
+
 std::string ExtractEnhancedStatus(std::string_view text) {
   std::string_view first;
   for (size_t i = 0; i + 5 <= text.size(); ++i) {
@@ -403,13 +429,16 @@ std::string ExtractEnhancedStatus(std::string_view text) {
   return std::string(first);
 }
 
-std::string ExtractReplyCode(std::string_view text) {
+namespace {
+
+// Where ExtractReplyCode's code starts in `text`, or npos.
+size_t ReplyCodePos(std::string_view text) {
   size_t start = 0;
   while (start < text.size() && (IsSpace(text[start]) || text[start] == '\'' ||
                                  text[start] == '"' || text[start] == '(')) {
     ++start;
   }
-  if (IsReplyCodeAt(text, start)) return std::string(text.substr(start, 3));
+  if (IsReplyCodeAt(text, start)) return start;
   for (size_t i = start + 1; i + 3 <= text.size(); ++i) {
     char c = text[i];
     if (c != '2' && c != '4' && c != '5') continue;  // most bytes: no call
@@ -417,7 +446,7 @@ std::string ExtractReplyCode(std::string_view text) {
     // Look back over spaces and tabs for what introduces the code.
     size_t j = i;
     while (j > 0 && (text[j - 1] == ' ' || text[j - 1] == '\t')) --j;
-    if (j == 0) return std::string(text.substr(i, 3));
+    if (j == 0) return i;
     char p = text[j - 1];
     bool ok = false;
     if (p == '\n' || p == '\r' || p == ';' || p == '\'' || p == '"') {
@@ -429,10 +458,19 @@ std::string ExtractReplyCode(std::string_view text) {
     } else if (p == '(') {
       ok = j == i;  // "(550 5.1.1 ...)"
     }
-    if (ok) return std::string(text.substr(i, 3));
+    if (ok) return i;
   }
-  return {};
+  return std::string_view::npos;
 }
+
+}  // namespace
+
+std::string ExtractReplyCode(std::string_view text) {
+  size_t at = ReplyCodePos(text);
+  return at == std::string_view::npos ? std::string() : std::string(text.substr(at, 3));
+}
+
+bool HasReplyCode(std::string_view text) { return ReplyCodePos(text) != std::string_view::npos; }
 
 namespace {
 

@@ -36,8 +36,17 @@ inline bool ContainsAnyOf(std::string_view s, std::string_view set) {
   }
   return false;
 }
-// Removes leading and trailing ASCII whitespace (space, tab, CR, LF, VT, FF).
-std::string_view TrimSpace(std::string_view s);
+// Removes leading and trailing ASCII whitespace (space, tab, CR, LF, VT, FF). Inline: the
+// scanners call it on every line.
+inline std::string_view TrimSpace(std::string_view s) {
+  auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+  };
+  size_t b = 0, e = s.size();
+  while (b < e && space(s[b])) ++b;
+  while (e > b && space(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
 
 // Collapses every run of whitespace (space, tab, CR, LF, VT, FF) into one space and trims both
 // ends: "550-5.1.1 The email\r\n550-5.1.1  account" -> "550-5.1.1 The email 550-5.1.1 account".
@@ -60,6 +69,11 @@ std::string ExtractEnhancedStatus(std::string_view text);
 // or of a line, after "said:", "smtp;", "<<<", "reply:", "replied:", "error:", "Remote Server
 // returned '" and after an address ending in ">:" (Exim's "after RCPT TO:<a@b>: 550 ...").
 std::string ExtractReplyCode(std::string_view text);
+
+// Whether ExtractEnhancedStatus / ExtractReplyCode would find anything, without building it:
+// HasEnhancedStatus stops at the first code, wherever it is.
+bool HasEnhancedStatus(std::string_view text);
+bool HasReplyCode(std::string_view text);
 
 // Lower-cased domain of an address ("User@Example.COM" -> "example.com"); "" when there is no
 // '@'. Tolerates angle brackets, an "rfc822;" prefix and a trailing dot.

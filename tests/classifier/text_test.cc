@@ -115,6 +115,31 @@ TEST(ExtractReplyCode, IgnoresOtherNumbers) {
   EXPECT_EQ(ExtractReplyCode("Host or domain name not found"), "");
 }
 
+TEST(HasCodes, AgreeWithTheExtractors) {
+  for (std::string_view t :
+       {"550 5.1.1 <a@b.c>: Recipient address rejected", "said: 421 try later", "5.7.1 denied",
+        "mailbox is 550 MB over quota", "host 1.2.3.4 said nothing", "at 12:500 ms", "", "4.4.7",
+        "v4.2.0.1", "<<< 554 no"}) {
+    EXPECT_EQ(HasReplyCode(t), !ExtractReplyCode(t).empty()) << t;
+    EXPECT_EQ(HasEnhancedStatus(t), !ExtractEnhancedStatus(t).empty()) << t;
+  }
+}
+
+TEST(EqualsNoCase, FoldsOnlyAsciiLettersAtEveryLength) {
+  EXPECT_TRUE(EqualsNoCase("Content-Transfer-Encoding", "content-transfer-encoding"));
+  EXPECT_FALSE(EqualsNoCase("Content-Transfer-Encoding", "content-transfer-encodinG!"));
+  // Every byte pair, in each position of an eight-byte word and in the tail.
+  for (int x = 0; x < 256; ++x) {
+    for (int y = 0; y < 256; ++y) {
+      bool same = AsciiLower(static_cast<char>(x)) == AsciiLower(static_cast<char>(y));
+      std::string a(11, 'q'), b(11, 'Q');
+      a[x % 11] = static_cast<char>(x);
+      b[x % 11] = static_cast<char>(y);
+      ASSERT_EQ(EqualsNoCase(a, b), same) << x << " " << y;
+    }
+  }
+}
+
 TEST(Addresses, NormalizeAndDomain) {
   EXPECT_EQ(NormalizeAddress(" <John.Doe@Example.COM> "), "John.Doe@example.com");
   EXPECT_EQ(NormalizeAddress("rfc822; user@ICLOUD.com"), "user@icloud.com");
