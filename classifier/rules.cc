@@ -446,9 +446,9 @@ class SimplePattern {
     std::string_view p;
     size_t i = 0;
     int captures = 0;
-    int big_quantifiers = 0;    // read so far: those that allow or need 2 or more
-    int depth = 0;              // groups open; deep nesting is left to RE2 (and its limits)
-    std::vector<size_t> jmps_;  // where the Jmps of the alternations being read are
+    int big_quantifiers = 0;      // read so far: those that allow or need 2 or more
+    int depth = 0;                // groups open; deep nesting is left to RE2 (and its limits)
+    std::vector<size_t> jmps_{};  // where the Jmps of the alternations being read are
 
     // Each Parse* checks the syntax and, when `out` is not null, appends the program for
     // what it read.
