@@ -12,6 +12,8 @@
 namespace bounced {
 namespace {
 
+using testing::Scalar;
+
 constexpr uint64_t kTotal = 20000;
 constexpr uint64_t kPerBatch = 50;
 constexpr const char* kInput = "log:/test/mail.log";
@@ -51,17 +53,6 @@ Event EventAt(uint64_t i) {
   }
   if (!(*store)->Flush().ok()) _exit(5);
   _exit(0);
-}
-
-int64_t Scalar(const std::string& path, const char* sql) {
-  sqlite3* db = nullptr;
-  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, sql, -1, &st, nullptr);
-  int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return v;
 }
 
 TEST(CrashTest, KillNineMidIngestLosesNothingAndDuplicatesNothing) {

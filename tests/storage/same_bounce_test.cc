@@ -17,6 +17,7 @@ using testing::kDay;
 using testing::kT0;
 using testing::MakeEvent;
 using testing::OpenStore;
+using testing::Scalar;
 using testing::TempDir;
 
 constexpr int64_t kWindow = 7 * kDay;
@@ -95,18 +96,6 @@ TEST(SameBounceIndexTest, AnOlderDuplicateDroppedFirstKeepsTheNewerTime) {
 }
 
 // --- the store -------------------------------------------------------------------------------
-
-int64_t Scalar(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  int64_t v = -1;
-  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return v;
-}
 
 Event LogBounce(const std::string& rcpt, const std::string& queue_id, int64_t t) {
   Event e = MakeEvent(rcpt, Category::kUserUnknown, "bounced", t);

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -24,6 +25,20 @@ inline void ExecSql(const std::string& path, const std::string& sql) {
   sqlite3_free(err);
   sqlite3_close(db);
   ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
+
+// The first column of the first row `sql` returns from the database file at `path`, read
+// through its own read-only connection; -1 when there is no row.
+inline int64_t Scalar(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  int64_t v = -1;
+  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
 }
 
 class TempDir {
