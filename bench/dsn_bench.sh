@@ -6,13 +6,16 @@
 #        benchmarks may read /work/shared, tests never do), or CORPUS=DIR.
 # Writes: a summary to stdout (paste it into bench/RESULTS.md, "DSN parsing").
 # Knobs: BOUNCECTL (default build/bouncectl), REPEAT (times the file set is repeated on one
-#        command line, default 10), ROUNDS (runs per tool, best kept, default 3).
+#        command line, default 10), ROUNDS (runs per tool, best kept, default 3),
+#        READ_FLOOR (the read_floor_bench program, default next to BOUNCECTL in bench/).
 #
 # Both tools get the same argument list (the corpus repeated REPEAT times) and parse it in one
 # process: `bouncectl parse --format=jsonl FILE...` (once with --jobs 1, once with its default
 # of one thread per CPU; the two outputs must be identical) and bench/sisimai_parse.pl FILE...
 # (Sisimai->make per file, single-threaded). Wall time and CPU time (user+sys of the child) are
-# both reported; on a shared machine CPU time is the steadier figure.
+# both reported; on a shared machine CPU time is the steadier figure. The same argument list is
+# also given to read_floor_bench, which only opens, fstats, reads and closes each file as
+# bouncectl does (no parsing): the kernel's and the process's share that no parser can remove.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +24,7 @@ BOUNCECTL=${BOUNCECTL:-$root/build/bouncectl}
 CORPUS=${CORPUS:-$root/../shared/corpus/eml}
 REPEAT=${REPEAT:-10}
 ROUNDS=${ROUNDS:-3}
+READ_FLOOR=${READ_FLOOR:-$(dirname "$BOUNCECTL")/bench/read_floor_bench}
 
 # Bench-only dependency (not a test dependency): Debian's Sisimai.
 if ! perl -MSisimai -e 1 2>/dev/null; then
@@ -32,10 +36,13 @@ fi
 [ -x "$BOUNCECTL" ] || { echo "no bouncectl at $BOUNCECTL (build it first)" >&2; exit 2; }
 [ -d "$CORPUS" ] || { echo "no corpus at $CORPUS" >&2; exit 2; }
 
-exec /usr/bin/python3 - "$BOUNCECTL" "$CORPUS" "$REPEAT" "$ROUNDS" "$here/sisimai_parse.pl" <<'PY'
+[ -x "$READ_FLOOR" ] || { echo "no read_floor_bench at $READ_FLOOR (build the read_floor_bench target)" >&2; exit 2; }
+
+exec /usr/bin/python3 - "$BOUNCECTL" "$CORPUS" "$REPEAT" "$ROUNDS" "$here/sisimai_parse.pl" "$READ_FLOOR" <<'PY'
 import glob, os, subprocess, sys, time
 
 bouncectl, corpus, repeat, rounds, sisimai = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+read_floor = sys.argv[6]
 files = sorted(glob.glob(os.path.join(corpus, "*.eml")))
 args = files * repeat
 n = len(args)
@@ -62,6 +69,7 @@ theirs = ["perl", sisimai] + args
 w1, c1, out1 = best(single)
 wt, ct, outt = best(threaded)
 sw, sc, sout = best(theirs)
+fw, fc, fout = best([read_floor] + args)
 if out1 != outt:
     sys.exit("--jobs 1 and the threaded run printed different output")
 lines = out1.count(b"\n")
@@ -69,6 +77,8 @@ print(f"files={len(files)} repeat={repeat} messages={n} rounds={rounds} (best of
 print(f"bouncectl parse --jobs 1: wall={w1:.3f}s cpu={c1:.3f}s  {n / w1:,.0f} msgs/s wall  {n / c1:,.0f} msgs/s cpu  (output lines={lines})")
 print(f"bouncectl parse (threads): wall={wt:.3f}s cpu={ct:.3f}s  {n / wt:,.0f} msgs/s wall  {n / ct:,.0f} msgs/s cpu")
 print(f"sisimai 4.25   : wall={sw:.3f}s cpu={sc:.3f}s  {n / sw:,.0f} msgs/s wall  {n / sc:,.0f} msgs/s cpu  ({sout.decode().strip()})")
+print(f"read floor     : wall={fw:.3f}s cpu={fc:.3f}s  (open/fstat/read/close of the same files, no parsing: {fout.decode().strip()})")
+print(f"100x sisimai allows {sc / 100:.3f}s cpu / {sw / 100:.3f}s wall; the read floor alone takes {100 * fc / (sc / 100):.0f}% / {100 * fw / (sw / 100):.0f}% of that")
 print(f"ratio, one thread : {sw / w1:.1f}x wall, {sc / c1:.1f}x cpu")
 print(f"ratio, threads    : {sw / wt:.1f}x wall, {sc / ct:.1f}x cpu")
 PY
