@@ -20,8 +20,10 @@ bool HasControl(const std::string& s) {
 Expected<ReportConfig> ReportConfigFromToml(const toml::table* report, std::string_view file) {
   ReportConfig c;
   if (report == nullptr) return c;
-  for (auto&& [k, v] : *report) {
+  for (auto&& [k, value] : *report) {
     const std::string_view key = k.str();
+    // A plain reference: clang 14 (the fuzz build) cannot capture structured bindings.
+    const toml::node& v = value;
     auto text = [&](std::string& out) -> Status {
       if (!v.is_string()) return Status::Error(KeyError(file, key, "must be a string"));
       out = *v.value<std::string>();

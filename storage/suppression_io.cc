@@ -15,6 +15,8 @@ enum Column { kAddress, kReason, kCategory, kSource, kFirst, kLast, kCreated, kE
 constexpr std::array<std::string_view, 9> kColumns = {"address", "reason",      "category",
                                                       "source",  "first_event", "last_event",
                                                       "created", "expires",     "detail"};
+// 10000-01-01T00:00:00Z: the first time RFC 3339's four-digit year cannot write.
+constexpr int64_t kYear10000 = 253402300800;
 // Also accepted on import: fields export writes that import recomputes.
 constexpr std::array<std::string_view, 2> kIgnoredColumns = {"display", "delivered_after"};
 
@@ -78,6 +80,12 @@ std::string BuildEntry(const std::array<std::optional<std::string>, 9>& f,
     if (!t) {
       return "bad time " + Quoted(*f[tf.col]) + " in " + std::string(kColumns[tf.col]) +
              " (RFC 3339 or Unix seconds)";
+    }
+    // Export writes these back as RFC 3339 with a four-digit year: a time it could not write
+    // (before 1970, after 9999) is refused here rather than exported unreadable later.
+    if (*t < 0 || *t >= kYear10000) {
+      return "time " + Quoted(*f[tf.col]) + " in " + std::string(kColumns[tf.col]) +
+             " is out of range (1970 to 9999)";
     }
     *tf.dest = *t;
   }
@@ -219,7 +227,9 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
     }
     std::array<std::optional<std::string>, 9> f;
     std::string err;
+    std::string display;  // export's "display": the address as first seen (case kept)
     for (auto& [key, value] : j.items()) {
+      if (key == "display" && value.is_string()) display = value.get<std::string>();
       int col = -2;
       for (size_t i = 0; i < kColumns.size(); ++i) {
         if (kColumns[i] == key) col = static_cast<int>(i);
@@ -244,6 +254,11 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
     if (err.empty()) {
       Suppression s;
       err = BuildEntry(f, delimiters, now, s);
+      // "address" is the normalised key in an export; its display form comes back with it, so
+      // an export imported again keeps the case it was first seen in.
+      if (err.empty() && !display.empty() && NormalizeAddress(display, delimiters) == s.address) {
+        s.display = Printable(display);
+      }
       if (err.empty()) r.entries.push_back(std::move(s));
     }
     if (!err.empty()) AddError(r, line, err);

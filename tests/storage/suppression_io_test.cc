@@ -90,6 +90,34 @@ TEST(ImportTest, JsonlErrorsNameTheirLines) {
   EXPECT_EQ(r.errors[4], "line 7: not a JSON object");
 }
 
+// Export's JSONL carries the normalised key in "address" and the address as first seen in
+// "display"; importing it again keeps the display form (found by import_fuzz's round trip).
+TEST(ImportTest, JsonlExportKeepsTheDisplayFormOnImport) {
+  ParsedImport r = ParseImport(ExportFormat::kJsonl,
+                               "{\"address\":\"john.doe@example.com\",\"display\":"
+                               "\"John.Doe@Example.COM\"}\n"
+                               "{\"address\":\"a@example.com\",\"display\":\"b@example.com\"}\n",
+                               "+", kT0);
+  ASSERT_TRUE(r.errors.empty());
+  ASSERT_EQ(r.entries.size(), 2u);
+  EXPECT_EQ(r.entries[0].address, "john.doe@example.com");
+  EXPECT_EQ(r.entries[0].display, "John.Doe@Example.COM");
+  // A display that is another address is not taken: the key decides.
+  EXPECT_EQ(r.entries[1].address, "a@example.com");
+  EXPECT_EQ(r.entries[1].display, "a@example.com");
+  // Times export could not write back (before 1970, after 9999) are refused with their line.
+  ParsedImport odd = ParseImport(
+      ExportFormat::kJsonl,
+      "{\"address\":\"a@example.com\",\"created\":\"0409-11-03T10:00:00Z\"}\n", "+", kT0);
+  ASSERT_EQ(odd.errors.size(), 1u);
+  EXPECT_EQ(odd.errors[0],
+            "line 1: time '0409-11-03T10:00:00Z' in created is out of range (1970 to 9999)");
+  std::string again = FormatJsonLine(r.entries[0]);
+  ParsedImport back = ParseImport(ExportFormat::kJsonl, again, "+", kT0);
+  ASSERT_EQ(back.entries.size(), 1u);
+  EXPECT_EQ(back.entries[0].display, "John.Doe@Example.COM");
+}
+
 TEST(ImportTest, AllOrNothingThroughTheStore) {
   testing::TempDir dir;
   auto store = testing::OpenStore(dir.File("i.db"));
