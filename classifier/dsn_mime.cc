@@ -182,10 +182,16 @@ iconv_t IconvFor(const char* from) {
   return cd;
 }
 
+// Whether a conversion reads to the end or stops at the first invalid byte: a probe only asks
+// whether the bytes are valid in a charset, and mislabelled text has an invalid byte in nearly
+// every character (each costs an iconv call and a reset when read on).
+enum class Invalid { kReplace, kStop };
+
 // Converts to UTF-8; bytes invalid in the charset become U+FFFD (counted in *invalid when
-// given). False when the charset is unknown.
+// given). With Invalid::kStop the conversion ends at the first invalid byte (*invalid is then
+// 1 and *out a prefix). False when the charset is unknown.
 bool TryConvert(std::string_view bytes, const char* from, std::string* out,
-                size_t* invalid = nullptr) {
+                size_t* invalid = nullptr, Invalid on_invalid = Invalid::kReplace) {
   size_t bad = 0;
   if (SingleByteToUtf8(bytes, from, out, &bad)) {
     if (invalid != nullptr) *invalid += bad;
@@ -205,8 +211,9 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out,
     out->append(buf, o - buf);
     if (rc != static_cast<size_t>(-1)) continue;
     if (errno == E2BIG) continue;
-    out->append("\xEF\xBF\xBD");  // EILSEQ or a sequence cut at the end: skip one byte
     if (invalid != nullptr) ++*invalid;
+    if (on_invalid == Invalid::kStop) return true;
+    out->append("\xEF\xBF\xBD");  // EILSEQ or a sequence cut at the end: skip one byte
     ++in;
     --in_left;
     iconv(cd, nullptr, nullptr, nullptr, nullptr);
@@ -427,7 +434,10 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
         !HasByte(bytes, '\x1b'))
       return std::string(bytes);
     size_t invalid = 0;
-    if (iconv_name != nullptr && TryConvert(bytes, iconv_name, &out, &invalid)) {
+    // Read up to the first invalid byte only: valid text (nearly all) is then converted whole,
+    // and mislabelled text is not converted byte by byte for a result the readings below
+    // usually replace.
+    if (iconv_name != nullptr && TryConvert(bytes, iconv_name, &out, &invalid, Invalid::kStop)) {
       if (invalid == 0) return MakeValidUtf8(std::move(out));
       // Mislabelled text: Japanese carriers label EUC-JP or Shift_JIS as ISO-2022-JP, and
       // many MTAs label UTF-8 as anything. Take the first reading without invalid bytes.
@@ -437,9 +447,11 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
       for (const char* alt : {"EUC-JP", "SHIFT_JIS", "CP932", "GB18030"}) {
         std::string other;
         size_t bad = 0;
-        if (TryConvert(bytes, alt, &other, &bad) && bad == 0)
+        if (TryConvert(bytes, alt, &other, &bad, Invalid::kStop) && bad == 0)
           return MakeValidUtf8(std::move(other));
       }
+      // No reading is clean: the declared charset's, invalid bytes replaced.
+      TryConvert(bytes, iconv_name, &out);
       return MakeValidUtf8(std::move(out));
     }
   }
@@ -752,6 +764,39 @@ TransferEncoding EncodingOf(std::string_view cte_raw) {
   return TransferEncoding::kUnknown;  // uuencode, x-... : left to GMime
 }
 
+size_t DecodeBase64(std::string_view body, char* out) {
+  GMimeEncoding state;
+  g_mime_encoding_init_decode(&state, GMIME_CONTENT_ENCODING_BASE64);
+  return g_mime_encoding_flush(&state, body.data(), body.size(), out);
+}
+
+// GMime's quoted-printable decoder, fed only the lines that hold a '=': elsewhere it copies
+// byte by byte what memcpy copies at once. Its state carries over between calls, and is back
+// at the start after every line end it reads ("=\n", "=\r\n" and "=X\n" all end at one), so
+// the output is the one-call output. `out` has room for body.size() + 2 bytes.
+size_t DecodeQuotedPrintable(std::string_view body, char* out) {
+  const char* in = body.data();
+  size_t size = body.size();
+  char* w = out;
+  int state = 0;
+  guint32 save = 0;
+  size_t pos = 0;
+  while (pos < size) {
+    const void* eq = std::memchr(in + pos, '=', size - pos);
+    size_t at = eq == nullptr ? size : static_cast<size_t>(static_cast<const char*>(eq) - in);
+    std::memcpy(w, in + pos, at - pos);
+    w += at - pos;
+    if (at == size) break;
+    const void* nl = std::memchr(in + at, '\n', size - at);
+    size_t end = nl == nullptr ? size : static_cast<size_t>(static_cast<const char*>(nl) - in) + 1;
+    w += g_mime_encoding_quoted_decode_step(reinterpret_cast<const unsigned char*>(in + at),
+                                            end - at, reinterpret_cast<unsigned char*>(w), &state,
+                                            &save);
+    pos = end;
+  }
+  return static_cast<size_t>(w - out);
+}
+
 // The decoded bytes of a body: a prefix of the body itself for the identity encodings (no
 // copy), else decoded into *buffer. Nothing for encodings left to GMime.
 std::optional<std::string_view> TransferDecoded(std::string_view body, TransferEncoding enc,
@@ -760,12 +805,9 @@ std::optional<std::string_view> TransferDecoded(std::string_view body, TransferE
   if (enc == TransferEncoding::kIdentity)
     return body.substr(0, std::min(body.size(), kMaxPartTextBytes));
   if (enc == TransferEncoding::kUnknown) return std::nullopt;
-  GMimeEncoding state;
-  g_mime_encoding_init_decode(&state, enc == TransferEncoding::kBase64
-                                          ? GMIME_CONTENT_ENCODING_BASE64
-                                          : GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE);
   buffer->resize(body.size() + 16);
-  size_t n = g_mime_encoding_flush(&state, body.data(), body.size(), buffer->data());
+  size_t n = enc == TransferEncoding::kBase64 ? DecodeBase64(body, buffer->data())
+                                              : DecodeQuotedPrintable(body, buffer->data());
   buffer->resize(std::min({n, buffer->size(), kMaxPartTextBytes}));
   return std::string_view(*buffer);
 }

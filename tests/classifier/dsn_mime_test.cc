@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -397,6 +398,57 @@ TEST(DecodeMime, HeaderNamesMatchInAnyCaseOnly) {
   EXPECT_EQ(view.content_type, "text/plain");
   ASSERT_EQ(view.parts.size(), 1u);
   EXPECT_EQ(TrimEnd(view.parts[0].text()), "caf\xc3\xa9");
+}
+
+// Quoted-printable bodies of every shape (soft breaks, "=\r\n", lower-case and broken escapes,
+// a '=' at the very end) decode as GMime's parser decodes them: the fast path hands GMime's
+// decoder only the lines holding a '='.
+TEST(DecodeMime, QuotedPrintableReadsAsGMimeReadsIt) {
+  const char* pieces[] = {"a",   "Bc ",  " ",   "\t",    "\n",
+                          "=\n", "= \n", "=41", "=3D",   "=3d",
+                          "=4",  "=G1",  "==",  "=\r\n", "=C3=A9",
+                          "x=",  "=0A",  "=20", "=\r=",  "abcdefghijklmnopqrstuvwxyz0123456789"};
+  std::mt19937 rng(42);
+  for (int round = 0; round < 400; ++round) {
+    std::string body;
+    size_t n = rng() % 40;
+    for (size_t i = 0; i < n; ++i) body += pieces[rng() % std::size(pieces)];
+    if (round % 3 == 0) body += "=";  // trailing rubbish GMime drops
+    const std::string msg =
+        "From: MAILER-DAEMON@example.net\n"
+        "Subject: Undelivered Mail\n"
+        "Content-Type: multipart/report; report-type=delivery-status; boundary=\"B1\"\n"
+        "\n"
+        "--B1\n"
+        "Content-Type: text/plain; charset=utf-8\n"
+        "Content-Transfer-Encoding: quoted-printable\n"
+        "\n" +
+        body +
+        "\n--B1\n"
+        "Content-Type: message/delivery-status\n"
+        "\n"
+        "Final-Recipient: rfc822; user@example.org\n"
+        "Status: 5.1.1\n"
+        "\n--B1--\n";
+    MimeView fast = DecodeMime(msg, MimeDecoder::kAuto);
+    MimeView gmime = DecodeMime(msg, MimeDecoder::kGMime);
+    ASSERT_EQ(fast.parts.size(), 2u) << body;
+    ASSERT_EQ(gmime.parts.size(), 2u) << body;
+    EXPECT_EQ(TrimEnd(fast.parts[0].text()), TrimEnd(gmime.parts[0].text())) << body;
+  }
+}
+
+// Text labelled with a charset it is not valid in: the first clean reading wins (UTF-8, then
+// the Japanese and Chinese charsets), else the declared charset's with U+FFFD for each invalid
+// byte.
+TEST(DecodeMime, MislabelledTextTakesTheFirstCleanReading) {
+  // "メール" in EUC-JP and in UTF-8, both labelled ISO-2022-JP.
+  EXPECT_EQ(ToUtf8("\xa5\xe1\xa1\xbc\xa5\xeb", "iso-2022-jp"),
+            "\xe3\x83\xa1\xe3\x83\xbc\xe3\x83\xab");
+  EXPECT_EQ(ToUtf8("ok \xe3\x83\xa1", "iso-2022-jp"), "ok \xe3\x83\xa1");
+  // 0xFF and 0x80 are invalid in every reading: each becomes U+FFFD, the rest is converted.
+  EXPECT_EQ(ToUtf8("a\xff\x80z \x1b$B%a\x1b(B", "iso-2022-jp"),
+            "a\xef\xbf\xbd\xef\xbf\xbdz \xe3\x83\xa1");
 }
 
 }  // namespace
