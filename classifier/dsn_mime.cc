@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -68,45 +69,96 @@ inline bool NameIsSameSize(std::string_view name, std::string_view lower) {
   return true;
 }
 
+// Eight bytes as one little-endian word, whatever the machine's order.
+inline uint64_t LoadWord(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+  return v;
+}
+
+// A lower-case header name of 8 bytes or more as words for NameIs: the bytes at offsets 0, 8,
+// 16 ... and size - 8 (the last word may overlap the one before), with the bits a name's byte
+// may differ in (0x20 for a letter, none for '-'), as NameIsSameSize compares them.
+struct NameKey {
+  std::string_view lower;
+  int words = 0;
+  uint64_t value[4] = {};
+  uint64_t fold[4] = {};
+
+  constexpr explicit NameKey(std::string_view name) : lower(name) {
+    words = static_cast<int>((name.size() + 7) / 8);
+    for (int k = 0; k < words; ++k) {
+      size_t at = std::min(8 * static_cast<size_t>(k), name.size() - 8);
+      for (int i = 7; i >= 0; --i) {
+        char c = name[at + i];
+        value[k] = (value[k] << 8) | static_cast<unsigned char>(c);
+        fold[k] = (fold[k] << 8) | (c == '-' ? 0 : 0x20);
+      }
+    }
+  }
+};
+
+// NameIsSameSize(name, key.lower) a word at a time; name.size() == key.lower.size() >= 8.
+inline bool NameIs(std::string_view name, const NameKey& key) {
+  for (int k = 0; k < key.words; ++k) {
+    size_t at = std::min(8 * static_cast<size_t>(k), name.size() - 8);
+    if ((LoadWord(name.data() + at) | key.fold[k]) != key.value[k]) return false;
+  }
+  return true;
+}
+
 // The headers the parser reads; decoding only these keeps big header blocks cheap. Returns the
 // name in lower case, or "" for a header nobody reads.
 std::string_view WantedHeader(std::string_view name) {
   // By length first: most header names (Received, DKIM-Signature, X-...) are then rejected
-  // after comparing a letter or two.
-  auto pick = [name](std::initializer_list<std::string_view> names) -> std::string_view {
-    char first = static_cast<char>(name[0] | 0x20);
-    for (std::string_view n : names) {
-      if (n[0] == first && NameIsSameSize(name, n)) return n;
-    }
-    return {};
+  // by a word or two (a letter or two for the short names).
+  auto is = [name](std::string_view lower) {
+    return NameIsSameSize(name, lower) ? lower : std::string_view();
   };
+  auto is_key = [name](const NameKey& key) {
+    return NameIs(name, key) ? key.lower : std::string_view();
+  };
+  static constexpr NameKey kReplyTo("reply-to"), kSpaSign("x-spasign"), kMessageId("message-id"),
+      kPrecedence("precedence"), kReturnPath("return-path"), kAutoReply("x-autoreply"),
+      kEnvelopeTo("envelope-to"), kDeliveredTo("delivered-to"), kAutoRespond("x-autorespond"),
+      kOriginalTo("x-original-to"), kAutoSubmitted("auto-submitted"),
+      kFailedRecipients("x-failed-recipients"), kResponseSuppress("x-auto-response-suppress"),
+      kHmxmr("x-hmxmroriginalrecipient");
   switch (name.size()) {
     case 2:
-      return pick({"to"});
+      return is("to");
     case 4:
-      return pick({"from"});
+      return is("from");
     case 6:
-      return pick({"sender"});
+      return is("sender");
     case 7:
-      return pick({"subject"});
+      return is("subject");
     case 8:
-      return pick({"reply-to"});
+      return is_key(kReplyTo);
     case 9:
-      return pick({"x-spasign"});
+      return is_key(kSpaSign);
     case 10:
-      return pick({"message-id", "precedence"});
+      return (name[0] | 0x20) == 'm' ? is_key(kMessageId) : is_key(kPrecedence);
     case 11:
-      return pick({"return-path", "x-autoreply", "envelope-to"});
+      switch (name[0] | 0x20) {
+        case 'r':
+          return is_key(kReturnPath);
+        case 'e':
+          return is_key(kEnvelopeTo);
+        default:
+          return is_key(kAutoReply);
+      }
     case 12:
-      return pick({"delivered-to"});
+      return is_key(kDeliveredTo);
     case 13:
-      return pick({"x-autorespond", "x-original-to"});
+      return (name[2] | 0x20) == 'a' ? is_key(kAutoRespond) : is_key(kOriginalTo);
     case 14:
-      return pick({"auto-submitted"});
+      return is_key(kAutoSubmitted);
     case 19:
-      return pick({"x-failed-recipients"});
+      return is_key(kFailedRecipients);
     case 24:
-      return pick({"x-auto-response-suppress", "x-hmxmroriginalrecipient"});
+      return (name[2] | 0x20) == 'a' ? is_key(kResponseSuppress) : is_key(kHmxmr);
     default:
       return {};
   }

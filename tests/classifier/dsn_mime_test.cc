@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <iconv.h>
 
+#include <cctype>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -449,6 +450,50 @@ TEST(DecodeMime, MislabelledTextTakesTheFirstCleanReading) {
   // 0xFF and 0x80 are invalid in every reading: each becomes U+FFFD, the rest is converted.
   EXPECT_EQ(ToUtf8("a\xff\x80z \x1b$B%a\x1b(B", "iso-2022-jp"),
             "a\xef\xbf\xbd\xef\xbf\xbdz \xe3\x83\xa1");
+}
+
+// Every header the parser reads is kept in any case, under its lower-case name; a name that
+// differs in one byte (another letter, '_' for '-', a CR or a NUL) is not.
+TEST(DecodeMime, EveryWantedHeaderNameMatchesExactly) {
+  const char* names[] = {"to",
+                         "from",
+                         "sender",
+                         "subject",
+                         "reply-to",
+                         "x-spasign",
+                         "message-id",
+                         "precedence",
+                         "return-path",
+                         "x-autoreply",
+                         "envelope-to",
+                         "delivered-to",
+                         "x-autorespond",
+                         "x-original-to",
+                         "auto-submitted",
+                         "x-failed-recipients",
+                         "x-auto-response-suppress",
+                         "x-hmxmroriginalrecipient"};
+  for (std::string lower : names) {
+    std::string upper = lower;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    std::string mixed = lower;
+    for (size_t i = 0; i < mixed.size(); i += 2) mixed[i] = upper[i];
+    for (const std::string& name : {lower, upper, mixed}) {
+      MimeView view = DecodeMime(name + ": v\nX-Other: w\n\nbody\n");
+      ASSERT_EQ(view.headers.size(), 1u) << name;
+      EXPECT_EQ(view.headers[0].name, lower);
+      EXPECT_EQ(view.headers[0].value, "v");
+    }
+    for (size_t i = 0; i < lower.size(); ++i) {
+      for (char other : {'_', '\r', '\0', 'q', '-', '@'}) {
+        if (lower[i] == other) continue;
+        std::string name = lower;
+        name[i] = other;
+        MimeView view = DecodeMime("X-First: a\n" + name + ": v\n\nbody\n");
+        EXPECT_TRUE(view.Get(lower).empty()) << lower << " byte " << i << " " << int{other};
+      }
+    }
+  }
 }
 
 }  // namespace
