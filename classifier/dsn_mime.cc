@@ -234,6 +234,8 @@ iconv_t IconvFor(const char* from) {
   return cd;
 }
 
+bool IsAscii(std::string_view s);
+
 // Whether a conversion reads to the end or stops at the first invalid byte: a probe only asks
 // whether the bytes are valid in a charset, and mislabelled text has an invalid byte in nearly
 // every character (each costs an iconv call and a reset when read on).
@@ -251,8 +253,27 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out,
   }
   iconv_t cd = IconvFor(from);
   if (cd == reinterpret_cast<iconv_t>(-1)) return false;
+  // ISO-2022-JP starts in ASCII and ESC ( B returns to it: 7-bit bytes before the first escape,
+  // and after an ESC ( B that is the last escape, convert to themselves (every such byte does,
+  // DecodeMime.Iso2022JpLabelledAsciiIsItself checks it). Most of a Japanese bounce is there;
+  // only the bytes between go through iconv's stateful converter, which is slow.
+  std::string_view head;
+  std::string_view tail;
+  if (EqualsNoCase(from, "ISO-2022-JP")) {
+    size_t first = std::min(bytes.find('\x1b'), bytes.size());
+    if (IsAscii(bytes.substr(0, first))) {
+      head = bytes.substr(0, first);
+      bytes.remove_prefix(first);
+    }
+    size_t last = bytes.rfind('\x1b');
+    if (last != std::string_view::npos && bytes.substr(last).starts_with("\x1b(B") &&
+        IsAscii(bytes.substr(last + 3))) {
+      tail = bytes.substr(last + 3);
+      bytes.remove_suffix(tail.size());
+    }
+  }
   iconv(cd, nullptr, nullptr, nullptr, nullptr);
-  out->clear();
+  out->assign(head);
   char* in = const_cast<char*>(bytes.data());
   size_t in_left = bytes.size();
   char buf[4096];
@@ -274,6 +295,7 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out,
   size_t o_left = sizeof buf;
   iconv(cd, nullptr, nullptr, &o, &o_left);  // shift back to the initial state (ISO-2022-JP)
   out->append(buf, o - buf);
+  out->append(tail);
   return true;
 }
 
