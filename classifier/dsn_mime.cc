@@ -327,9 +327,20 @@ bool IsAscii(std::string_view s) {
 
 // Charsets whose 7-bit bytes are not simply ASCII (they encode other characters with them).
 bool SevenBitIsNotAscii(std::string_view charset) {
-  return StartsWithNoCase(charset, "utf-7") || StartsWithNoCase(charset, "utf-16") ||
-         StartsWithNoCase(charset, "utf-32") || StartsWithNoCase(charset, "ucs") ||
-         StartsWithNoCase(charset, "iso-2022") || StartsWithNoCase(charset, "hz");
+  if (charset.empty()) return false;
+  switch (charset[0] | 0x20) {  // by the first letter: a compare or two per charset
+    case 'u':
+      if (StartsWithNoCase(charset, "ucs")) return true;
+      if (!StartsWithNoCase(charset, "utf-")) return false;
+      charset.remove_prefix(4);
+      return charset.starts_with("7") || charset.starts_with("16") || charset.starts_with("32");
+    case 'i':
+      return StartsWithNoCase(charset, "iso-2022");
+    case 'h':
+      return StartsWithNoCase(charset, "hz");
+    default:
+      return false;
+  }
 }
 
 // Whether ToUtf8(bytes, charset) is `bytes` itself, by the test that decides most text: 7-bit
@@ -844,10 +855,11 @@ size_t DecodeBase64(std::string_view body, char* out) {
   return g_mime_encoding_flush(&state, body.data(), body.size(), out);
 }
 
-// GMime's quoted-printable decoder, fed only the lines that hold a '=': elsewhere it copies
-// byte by byte what memcpy copies at once. Its state carries over between calls, and is back
-// at the start after every line end it reads ("=\n", "=\r\n" and "=X\n" all end at one), so
-// the output is the one-call output. `out` has room for body.size() + 2 bytes.
+// GMime's quoted-printable decoder, fed only the escapes ("=XY", a soft line break "=\n" and
+// the byte after it, a run of them as one call): elsewhere it copies byte by byte what memcpy
+// copies at once. Its state carries over between calls, and runs are copied only while it is
+// at the start (no '=' pending), so the output is the one-call output. `out` has room for
+// body.size() + 2 bytes.
 size_t DecodeQuotedPrintable(std::string_view body, char* out) {
   const char* in = body.data();
   size_t size = body.size();
@@ -856,15 +868,20 @@ size_t DecodeQuotedPrintable(std::string_view body, char* out) {
   guint32 save = 0;
   size_t pos = 0;
   while (pos < size) {
-    const void* eq = std::memchr(in + pos, '=', size - pos);
-    size_t at = eq == nullptr ? size : static_cast<size_t>(static_cast<const char*>(eq) - in);
-    std::memcpy(w, in + pos, at - pos);
-    w += at - pos;
-    if (at == size) break;
-    const void* nl = std::memchr(in + at, '\n', size - at);
-    size_t end = nl == nullptr ? size : static_cast<size_t>(static_cast<const char*>(nl) - in) + 1;
-    w += g_mime_encoding_quoted_decode_step(reinterpret_cast<const unsigned char*>(in + at),
-                                            end - at, reinterpret_cast<unsigned char*>(w), &state,
+    if (state == 0) {
+      const void* eq = std::memchr(in + pos, '=', size - pos);
+      size_t at = eq == nullptr ? size : static_cast<size_t>(static_cast<const char*>(eq) - in);
+      std::memcpy(w, in + pos, at - pos);
+      w += at - pos;
+      pos = at;
+      if (pos == size) break;
+    }
+    size_t end = pos;
+    do {
+      end = std::min(end + 3, size);
+    } while (end < size && in[end] == '=');
+    w += g_mime_encoding_quoted_decode_step(reinterpret_cast<const unsigned char*>(in + pos),
+                                            end - pos, reinterpret_cast<unsigned char*>(w), &state,
                                             &save);
     pos = end;
   }
