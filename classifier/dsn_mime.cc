@@ -752,7 +752,8 @@ void AddRawHeaders(const RawPart& p, std::vector<Header>* out) {
 // view the raw header bytes, or `unfolded` when the value had to be unfolded or unescaped, so a
 // ContentType is neither copied nor moved.
 struct ContentType {
-  std::string type = "text/plain";
+  std::string_view type = "text/plain";  // lower-case: the raw bytes, or `lowered`
+  std::string lowered;
   std::string_view charset;
   std::string_view boundary;
   std::string_view report_type;
@@ -767,7 +768,7 @@ struct ContentType {
 void ParseContentType(std::string_view raw, std::string_view fallback, ContentType* ct) {
   std::string_view v = TrimSpaceView(raw);
   if (v.empty()) {
-    ct->type = std::string(fallback);
+    ct->type = fallback;
     return;
   }
   // Folded or escaped values are rare: only they get a copy, unescaped in place below.
@@ -784,7 +785,12 @@ void ParseContentType(std::string_view raw, std::string_view fallback, ContentTy
     ct->ok = false;
     return;
   }
-  ct->type = AsciiLowerCopy(type);
+  // Most types are written in lower case already: viewed where they are, not copied.
+  if (std::any_of(type.begin(), type.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+    ct->lowered = AsciiLowerCopy(type);
+    type = ct->lowered;
+  }
+  ct->type = type;
   size_t pos = semi;
   while (pos != std::string_view::npos && pos < v.size()) {
     ++pos;  // past ';'
@@ -942,13 +948,13 @@ struct FastWalker {
       have_original = true;
       std::string text = LeafText(part.body, enc, ct->charset);
       view->original_headers = ParseHeaderBlock(text);
-      view->parts.emplace_back(std::move(ct->type), std::move(text), attached);
+      view->parts.emplace_back(std::string(ct->type), std::move(text), attached);
       return;
     }
     // Decoded only if something reads it: the returned message's parts seldom are, nor is the
     // HTML alternative of a text part.
     view->parts.push_back(MimeLeaf::Deferred(
-        std::move(ct->type), MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
+        std::string(ct->type), MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
         attached));
   }
 
