@@ -401,6 +401,8 @@ bool IsTextual(std::string_view type) {
   return type.starts_with("text/") || type.starts_with("message/") || type == "application/json";
 }
 
+std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only);
+
 // `owner` holds the bytes `message` points into (null: the caller's bytes, alive as long as
 // the view is used).
 MimeView DecodeMimeNested(std::string_view message, std::shared_ptr<const std::string> owner);
@@ -455,7 +457,7 @@ struct Walker {
     std::string text = ToUtf8(raw, charset != nullptr ? charset : "");
     if (type == "text/rfc822-headers" && !have_original && !attached) {
       have_original = true;
-      view->original_headers = ParseHeaderBlock(text);
+      view->original_headers = ParseHeaders(text, true);
     }
     AddLeaf(std::move(type), std::move(text), attached);
   }
@@ -472,36 +474,59 @@ std::string_view MimeView::Find(const std::vector<Header>& headers, std::string_
 
 std::string_view MimeView::Get(std::string_view name) const { return Find(headers, name); }
 
-std::vector<Header> ParseHeaderBlock(std::string_view text) {
+namespace {
+
+// ParseHeaderBlock, keeping with `wanted_only` just the headers the parser reads (WantedHeader)
+// and the block's first header, whatever it is: lookups of the names the parser reads and
+// whether the block held a header at all come out as from the whole list, without a copy of
+// every other header (a returned message's Received, DKIM-Signature ... lines).
+std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only) {
   std::vector<Header> out;
+  size_t parsed = 0;
+  Header* last = nullptr;  // the last header parsed, when kept
   size_t pos = 0;
-  while (pos < text.size() && out.size() < 512) {
+  while (pos < text.size() && parsed < 512) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     if (line.empty() || line.find_first_not_of(" \t") == std::string_view::npos) {
-      if (!out.empty()) break;
+      if (parsed > 0) break;
       continue;
     }
-    if ((line[0] == ' ' || line[0] == '\t') && !out.empty()) {
-      out.back().value += ' ';
-      out.back().value += line.substr(line.find_first_not_of(" \t"));
+    if ((line[0] == ' ' || line[0] == '\t') && parsed > 0) {
+      if (last != nullptr) {
+        last->value += ' ';
+        last->value += line.substr(line.find_first_not_of(" \t"));
+      }
       continue;
     }
     size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0 ||
         ContainsAnyOf(line.substr(0, colon), " \t")) {
-      if (!out.empty()) break;
+      if (parsed > 0) break;
       continue;
     }
+    std::string_view name = line.substr(0, colon);
     std::string_view value = line.substr(colon + 1);
     size_t first = value.find_first_not_of(" \t");
     value = first == std::string_view::npos ? std::string_view() : value.substr(first);
-    out.push_back(Header{AsciiLowerCopy(line.substr(0, colon)), std::string(value)});
+    ++parsed;
+    last = nullptr;
+    if (wanted_only && parsed > 1) {
+      std::string_view wanted = WantedHeader(name);
+      if (wanted.empty()) continue;
+      last = &out.emplace_back(Header{std::string(wanted), std::string(value)});
+      continue;
+    }
+    last = &out.emplace_back(Header{AsciiLowerCopy(name), std::string(value)});
   }
   return out;
 }
+
+}  // namespace
+
+std::vector<Header> ParseHeaderBlock(std::string_view text) { return ParseHeaders(text, false); }
 
 std::string ToUtf8(std::string_view bytes, std::string_view charset) {
   if (AlreadyUtf8(bytes, charset)) return std::string(bytes);
@@ -947,7 +972,7 @@ struct FastWalker {
       // The returned message's headers: read now.
       have_original = true;
       std::string text = LeafText(part.body, enc, ct->charset);
-      view->original_headers = ParseHeaderBlock(text);
+      view->original_headers = ParseHeaders(text, true);
       view->parts.emplace_back(std::string(ct->type), std::move(text), attached);
       return;
     }

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace bounced::dsn {
 namespace {
@@ -527,6 +528,40 @@ TEST(DecodeMime, Iso2022JpConvertsAsIconvConvertsTheWhole) {
     ++checked;
   }
   EXPECT_GT(checked, 300);
+}
+
+// A text/rfc822-headers part keeps the headers the parser reads (and its first header): they
+// read as in the whole block, folded lines of the others are not glued onto them, and a block
+// of only other headers still counts as one.
+TEST(DecodeMime, ReturnedHeaderBlockKeepsTheHeadersTheParserReads) {
+  auto report = [](const std::string& headers) {
+    return "From: MAILER-DAEMON@example.net\n"
+           "Content-Type: multipart/report; report-type=delivery-status; boundary=\"B1\"\n"
+           "\n--B1\nContent-Type: text/plain\n\nfailed\n"
+           "--B1\nContent-Type: text/rfc822-headers\n\n" +
+           headers + "\n--B1--\n";
+  };
+  const std::string block =
+      "Received: from a.example\n"
+      "\tby b.example\n"
+      "To: <user@example.org>,\n"
+      "  <other@example.org>\n"
+      "DKIM-Signature: v=1;\n"
+      " bh=abc\n"
+      "Message-ID: <id@example.net>\n"
+      "Subject: hello\n";
+  for (MimeDecoder decoder : {MimeDecoder::kAuto, MimeDecoder::kGMime}) {
+    MimeView view = DecodeMime(report(block), decoder);
+    std::vector<Header> all = ParseHeaderBlock(block);
+    for (const char* name : {"to", "message-id", "subject", "from", "received"}) {
+      EXPECT_EQ(MimeView::Find(view.original_headers, name), MimeView::Find(all, name)) << name;
+    }
+    EXPECT_EQ(MimeView::Find(view.original_headers, "to"),
+              "<user@example.org>, <other@example.org>");
+    EXPECT_TRUE(MimeView::Find(view.original_headers, "dkim-signature").empty());
+    MimeView others = DecodeMime(report("Received: from a.example\nX-Spam: no\n"), decoder);
+    EXPECT_FALSE(others.original_headers.empty());
+  }
 }
 
 }  // namespace
