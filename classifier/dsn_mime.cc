@@ -108,6 +108,9 @@ inline bool NameIs(std::string_view name, const NameKey& key) {
   return true;
 }
 
+constexpr NameKey kContentType("content-type");
+constexpr NameKey kContentTransferEncoding("content-transfer-encoding");
+
 // The headers the parser reads; decoding only these keeps big header blocks cheap. Returns the
 // name in lower case, or "" for a header nobody reads.
 std::string_view WantedHeader(std::string_view name) {
@@ -675,11 +678,11 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
       any = true;
       last_listed = all_headers;
       if (all_headers) part.headers.emplace_back(name, value);
-      last_type = part.content_type.data() == nullptr && name.size() == 12 &&
-                  NameIsSameSize(name, "content-type");
+      last_type =
+          part.content_type.data() == nullptr && name.size() == 12 && NameIs(name, kContentType);
       if (last_type) part.content_type = value;
       last_encoding = part.transfer_encoding.data() == nullptr && name.size() == 25 &&
-                      NameIsSameSize(name, "content-transfer-encoding");
+                      NameIs(name, kContentTransferEncoding);
       if (last_encoding) part.transfer_encoding = value;
     }
     pos = end + 1;
