@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -20,13 +21,14 @@
 namespace bounced::dsn {
 namespace {
 
-std::string_view TrimSpaceView(std::string_view s) {
+// Inlined: it runs on every header value and Content-* value, mostly trimming one space.
+[[gnu::always_inline]] inline std::string_view TrimSpaceView(std::string_view s) {
   auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n'; };
   size_t b = 0;
   size_t e = s.size();
   while (b < e && blank(s[b])) ++b;
   while (e > b && blank(s[e - 1])) --e;
-  return s.substr(b, e - b);
+  return std::string_view(s.data() + b, e - b);
 }
 
 // Whether `s` holds byte `c`, by memchr (whose pointer must not be null, as an empty view's
@@ -68,45 +70,99 @@ inline bool NameIsSameSize(std::string_view name, std::string_view lower) {
   return true;
 }
 
+// Eight bytes as one little-endian word, whatever the machine's order.
+inline uint64_t LoadWord(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+  return v;
+}
+
+// A lower-case header name of 8 bytes or more as words for NameIs: the bytes at offsets 0, 8,
+// 16 ... and size - 8 (the last word may overlap the one before), with the bits a name's byte
+// may differ in (0x20 for a letter, none for '-'), as NameIsSameSize compares them.
+struct NameKey {
+  std::string_view lower;
+  int words = 0;
+  uint64_t value[4] = {};
+  uint64_t fold[4] = {};
+
+  constexpr explicit NameKey(std::string_view name) : lower(name) {
+    words = static_cast<int>((name.size() + 7) / 8);
+    for (int k = 0; k < words; ++k) {
+      size_t at = std::min(8 * static_cast<size_t>(k), name.size() - 8);
+      for (int i = 7; i >= 0; --i) {
+        char c = name[at + i];
+        value[k] = (value[k] << 8) | static_cast<unsigned char>(c);
+        fold[k] = (fold[k] << 8) | (c == '-' ? 0 : 0x20);
+      }
+    }
+  }
+};
+
+// NameIsSameSize(name, key.lower) a word at a time; name.size() == key.lower.size() >= 8.
+inline bool NameIs(std::string_view name, const NameKey& key) {
+  for (int k = 0; k < key.words; ++k) {
+    size_t at = std::min(8 * static_cast<size_t>(k), name.size() - 8);
+    if ((LoadWord(name.data() + at) | key.fold[k]) != key.value[k]) return false;
+  }
+  return true;
+}
+
+constexpr NameKey kContentType("content-type");
+constexpr NameKey kContentTransferEncoding("content-transfer-encoding");
+
 // The headers the parser reads; decoding only these keeps big header blocks cheap. Returns the
 // name in lower case, or "" for a header nobody reads.
 std::string_view WantedHeader(std::string_view name) {
   // By length first: most header names (Received, DKIM-Signature, X-...) are then rejected
-  // after comparing a letter or two.
-  auto pick = [name](std::initializer_list<std::string_view> names) -> std::string_view {
-    char first = static_cast<char>(name[0] | 0x20);
-    for (std::string_view n : names) {
-      if (n[0] == first && NameIsSameSize(name, n)) return n;
-    }
-    return {};
+  // by a word or two (a letter or two for the short names).
+  auto is = [name](std::string_view lower) {
+    return NameIsSameSize(name, lower) ? lower : std::string_view();
   };
+  auto is_key = [name](const NameKey& key) {
+    return NameIs(name, key) ? key.lower : std::string_view();
+  };
+  static constexpr NameKey kReplyTo("reply-to"), kSpaSign("x-spasign"), kMessageId("message-id"),
+      kPrecedence("precedence"), kReturnPath("return-path"), kAutoReply("x-autoreply"),
+      kEnvelopeTo("envelope-to"), kDeliveredTo("delivered-to"), kAutoRespond("x-autorespond"),
+      kOriginalTo("x-original-to"), kAutoSubmitted("auto-submitted"),
+      kFailedRecipients("x-failed-recipients"), kResponseSuppress("x-auto-response-suppress"),
+      kHmxmr("x-hmxmroriginalrecipient");
   switch (name.size()) {
     case 2:
-      return pick({"to"});
+      return is("to");
     case 4:
-      return pick({"from"});
+      return is("from");
     case 6:
-      return pick({"sender"});
+      return is("sender");
     case 7:
-      return pick({"subject"});
+      return is("subject");
     case 8:
-      return pick({"reply-to"});
+      return is_key(kReplyTo);
     case 9:
-      return pick({"x-spasign"});
+      return is_key(kSpaSign);
     case 10:
-      return pick({"message-id", "precedence"});
+      return (name[0] | 0x20) == 'm' ? is_key(kMessageId) : is_key(kPrecedence);
     case 11:
-      return pick({"return-path", "x-autoreply", "envelope-to"});
+      switch (name[0] | 0x20) {
+        case 'r':
+          return is_key(kReturnPath);
+        case 'e':
+          return is_key(kEnvelopeTo);
+        default:
+          return is_key(kAutoReply);
+      }
     case 12:
-      return pick({"delivered-to"});
+      return is_key(kDeliveredTo);
     case 13:
-      return pick({"x-autorespond", "x-original-to"});
+      return (name[2] | 0x20) == 'a' ? is_key(kAutoRespond) : is_key(kOriginalTo);
     case 14:
-      return pick({"auto-submitted"});
+      return is_key(kAutoSubmitted);
     case 19:
-      return pick({"x-failed-recipients"});
+      return is_key(kFailedRecipients);
     case 24:
-      return pick({"x-auto-response-suppress", "x-hmxmroriginalrecipient"});
+      return (name[2] | 0x20) == 'a' ? is_key(kResponseSuppress) : is_key(kHmxmr);
     default:
       return {};
   }
@@ -182,10 +238,18 @@ iconv_t IconvFor(const char* from) {
   return cd;
 }
 
+bool IsAscii(std::string_view s);
+
+// Whether a conversion reads to the end or stops at the first invalid byte: a probe only asks
+// whether the bytes are valid in a charset, and mislabelled text has an invalid byte in nearly
+// every character (each costs an iconv call and a reset when read on).
+enum class Invalid { kReplace, kStop };
+
 // Converts to UTF-8; bytes invalid in the charset become U+FFFD (counted in *invalid when
-// given). False when the charset is unknown.
+// given). With Invalid::kStop the conversion ends at the first invalid byte (*invalid is then
+// 1 and *out a prefix). False when the charset is unknown.
 bool TryConvert(std::string_view bytes, const char* from, std::string* out,
-                size_t* invalid = nullptr) {
+                size_t* invalid = nullptr, Invalid on_invalid = Invalid::kReplace) {
   size_t bad = 0;
   if (SingleByteToUtf8(bytes, from, out, &bad)) {
     if (invalid != nullptr) *invalid += bad;
@@ -193,8 +257,27 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out,
   }
   iconv_t cd = IconvFor(from);
   if (cd == reinterpret_cast<iconv_t>(-1)) return false;
+  // ISO-2022-JP starts in ASCII and ESC ( B returns to it: 7-bit bytes before the first escape,
+  // and after an ESC ( B that is the last escape, convert to themselves (every such byte does,
+  // DecodeMime.Iso2022JpLabelledAsciiIsItself checks it). Most of a Japanese bounce is there;
+  // only the bytes between go through iconv's stateful converter, which is slow.
+  std::string_view head;
+  std::string_view tail;
+  if (EqualsNoCase(from, "ISO-2022-JP")) {
+    size_t first = std::min(bytes.find('\x1b'), bytes.size());
+    if (IsAscii(bytes.substr(0, first))) {
+      head = bytes.substr(0, first);
+      bytes.remove_prefix(first);
+    }
+    size_t last = bytes.rfind('\x1b');
+    if (last != std::string_view::npos && bytes.substr(last).starts_with("\x1b(B") &&
+        IsAscii(bytes.substr(last + 3))) {
+      tail = bytes.substr(last + 3);
+      bytes.remove_suffix(tail.size());
+    }
+  }
   iconv(cd, nullptr, nullptr, nullptr, nullptr);
-  out->clear();
+  out->assign(head);
   char* in = const_cast<char*>(bytes.data());
   size_t in_left = bytes.size();
   char buf[4096];
@@ -205,8 +288,9 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out,
     out->append(buf, o - buf);
     if (rc != static_cast<size_t>(-1)) continue;
     if (errno == E2BIG) continue;
-    out->append("\xEF\xBF\xBD");  // EILSEQ or a sequence cut at the end: skip one byte
     if (invalid != nullptr) ++*invalid;
+    if (on_invalid == Invalid::kStop) return true;
+    out->append("\xEF\xBF\xBD");  // EILSEQ or a sequence cut at the end: skip one byte
     ++in;
     --in_left;
     iconv(cd, nullptr, nullptr, nullptr, nullptr);
@@ -215,6 +299,7 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out,
   size_t o_left = sizeof buf;
   iconv(cd, nullptr, nullptr, &o, &o_left);  // shift back to the initial state (ISO-2022-JP)
   out->append(buf, o - buf);
+  out->append(tail);
   return true;
 }
 
@@ -246,9 +331,20 @@ bool IsAscii(std::string_view s) {
 
 // Charsets whose 7-bit bytes are not simply ASCII (they encode other characters with them).
 bool SevenBitIsNotAscii(std::string_view charset) {
-  return StartsWithNoCase(charset, "utf-7") || StartsWithNoCase(charset, "utf-16") ||
-         StartsWithNoCase(charset, "utf-32") || StartsWithNoCase(charset, "ucs") ||
-         StartsWithNoCase(charset, "iso-2022") || StartsWithNoCase(charset, "hz");
+  if (charset.empty()) return false;
+  switch (charset[0] | 0x20) {  // by the first letter: a compare or two per charset
+    case 'u':
+      if (StartsWithNoCase(charset, "ucs")) return true;
+      if (!StartsWithNoCase(charset, "utf-")) return false;
+      charset.remove_prefix(4);
+      return charset.starts_with("7") || charset.starts_with("16") || charset.starts_with("32");
+    case 'i':
+      return StartsWithNoCase(charset, "iso-2022");
+    case 'h':
+      return StartsWithNoCase(charset, "hz");
+    default:
+      return false;
+  }
 }
 
 // Whether ToUtf8(bytes, charset) is `bytes` itself, by the test that decides most text: 7-bit
@@ -309,6 +405,8 @@ bool IsTextual(std::string_view type) {
   return type.starts_with("text/") || type.starts_with("message/") || type == "application/json";
 }
 
+std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only);
+
 // `owner` holds the bytes `message` points into (null: the caller's bytes, alive as long as
 // the view is used).
 MimeView DecodeMimeNested(std::string_view message, std::shared_ptr<const std::string> owner);
@@ -363,7 +461,7 @@ struct Walker {
     std::string text = ToUtf8(raw, charset != nullptr ? charset : "");
     if (type == "text/rfc822-headers" && !have_original && !attached) {
       have_original = true;
-      view->original_headers = ParseHeaderBlock(text);
+      view->original_headers = ParseHeaders(text, true);
     }
     AddLeaf(std::move(type), std::move(text), attached);
   }
@@ -380,36 +478,59 @@ std::string_view MimeView::Find(const std::vector<Header>& headers, std::string_
 
 std::string_view MimeView::Get(std::string_view name) const { return Find(headers, name); }
 
-std::vector<Header> ParseHeaderBlock(std::string_view text) {
+namespace {
+
+// ParseHeaderBlock, keeping with `wanted_only` just the headers the parser reads (WantedHeader)
+// and the block's first header, whatever it is: lookups of the names the parser reads and
+// whether the block held a header at all come out as from the whole list, without a copy of
+// every other header (a returned message's Received, DKIM-Signature ... lines).
+std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only) {
   std::vector<Header> out;
+  size_t parsed = 0;
+  Header* last = nullptr;  // the last header parsed, when kept
   size_t pos = 0;
-  while (pos < text.size() && out.size() < 512) {
+  while (pos < text.size() && parsed < 512) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     if (line.empty() || line.find_first_not_of(" \t") == std::string_view::npos) {
-      if (!out.empty()) break;
+      if (parsed > 0) break;
       continue;
     }
-    if ((line[0] == ' ' || line[0] == '\t') && !out.empty()) {
-      out.back().value += ' ';
-      out.back().value += line.substr(line.find_first_not_of(" \t"));
+    if ((line[0] == ' ' || line[0] == '\t') && parsed > 0) {
+      if (last != nullptr) {
+        last->value += ' ';
+        last->value += line.substr(line.find_first_not_of(" \t"));
+      }
       continue;
     }
     size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0 ||
         ContainsAnyOf(line.substr(0, colon), " \t")) {
-      if (!out.empty()) break;
+      if (parsed > 0) break;
       continue;
     }
+    std::string_view name = line.substr(0, colon);
     std::string_view value = line.substr(colon + 1);
     size_t first = value.find_first_not_of(" \t");
     value = first == std::string_view::npos ? std::string_view() : value.substr(first);
-    out.push_back(Header{AsciiLowerCopy(line.substr(0, colon)), std::string(value)});
+    ++parsed;
+    last = nullptr;
+    if (wanted_only && parsed > 1) {
+      std::string_view wanted = WantedHeader(name);
+      if (wanted.empty()) continue;
+      last = &out.emplace_back(Header{std::string(wanted), std::string(value)});
+      continue;
+    }
+    last = &out.emplace_back(Header{AsciiLowerCopy(name), std::string(value)});
   }
   return out;
 }
+
+}  // namespace
+
+std::vector<Header> ParseHeaderBlock(std::string_view text) { return ParseHeaders(text, false); }
 
 std::string ToUtf8(std::string_view bytes, std::string_view charset) {
   if (AlreadyUtf8(bytes, charset)) return std::string(bytes);
@@ -427,7 +548,10 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
         !HasByte(bytes, '\x1b'))
       return std::string(bytes);
     size_t invalid = 0;
-    if (iconv_name != nullptr && TryConvert(bytes, iconv_name, &out, &invalid)) {
+    // Read up to the first invalid byte only: valid text (nearly all) is then converted whole,
+    // and mislabelled text is not converted byte by byte for a result the readings below
+    // usually replace.
+    if (iconv_name != nullptr && TryConvert(bytes, iconv_name, &out, &invalid, Invalid::kStop)) {
       if (invalid == 0) return MakeValidUtf8(std::move(out));
       // Mislabelled text: Japanese carriers label EUC-JP or Shift_JIS as ISO-2022-JP, and
       // many MTAs label UTF-8 as anything. Take the first reading without invalid bytes.
@@ -437,9 +561,11 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
       for (const char* alt : {"EUC-JP", "SHIFT_JIS", "CP932", "GB18030"}) {
         std::string other;
         size_t bad = 0;
-        if (TryConvert(bytes, alt, &other, &bad) && bad == 0)
+        if (TryConvert(bytes, alt, &other, &bad, Invalid::kStop) && bad == 0)
           return MakeValidUtf8(std::move(other));
       }
+      // No reading is clean: the declared charset's, invalid bytes replaced.
+      TryConvert(bytes, iconv_name, &out);
       return MakeValidUtf8(std::move(out));
     }
   }
@@ -553,11 +679,11 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
       any = true;
       last_listed = all_headers;
       if (all_headers) part.headers.emplace_back(name, value);
-      last_type = part.content_type.data() == nullptr && name.size() == 12 &&
-                  NameIsSameSize(name, "content-type");
+      last_type =
+          part.content_type.data() == nullptr && name.size() == 12 && NameIs(name, kContentType);
       if (last_type) part.content_type = value;
       last_encoding = part.transfer_encoding.data() == nullptr && name.size() == 25 &&
-                      NameIsSameSize(name, "content-transfer-encoding");
+                      NameIs(name, kContentTransferEncoding);
       if (last_encoding) part.transfer_encoding = value;
     }
     pos = end + 1;
@@ -655,7 +781,8 @@ void AddRawHeaders(const RawPart& p, std::vector<Header>* out) {
 // view the raw header bytes, or `unfolded` when the value had to be unfolded or unescaped, so a
 // ContentType is neither copied nor moved.
 struct ContentType {
-  std::string type = "text/plain";
+  std::string_view type = "text/plain";  // lower-case: the raw bytes, or `lowered`
+  std::string lowered;
   std::string_view charset;
   std::string_view boundary;
   std::string_view report_type;
@@ -670,7 +797,7 @@ struct ContentType {
 void ParseContentType(std::string_view raw, std::string_view fallback, ContentType* ct) {
   std::string_view v = TrimSpaceView(raw);
   if (v.empty()) {
-    ct->type = std::string(fallback);
+    ct->type = fallback;
     return;
   }
   // Folded or escaped values are rare: only they get a copy, unescaped in place below.
@@ -687,7 +814,12 @@ void ParseContentType(std::string_view raw, std::string_view fallback, ContentTy
     ct->ok = false;
     return;
   }
-  ct->type = AsciiLowerCopy(type);
+  // Most types are written in lower case already: viewed where they are, not copied.
+  if (std::any_of(type.begin(), type.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+    ct->lowered = AsciiLowerCopy(type);
+    type = ct->lowered;
+  }
+  ct->type = type;
   size_t pos = semi;
   while (pos != std::string_view::npos && pos < v.size()) {
     ++pos;  // past ';'
@@ -752,6 +884,45 @@ TransferEncoding EncodingOf(std::string_view cte_raw) {
   return TransferEncoding::kUnknown;  // uuencode, x-... : left to GMime
 }
 
+size_t DecodeBase64(std::string_view body, char* out) {
+  GMimeEncoding state;
+  g_mime_encoding_init_decode(&state, GMIME_CONTENT_ENCODING_BASE64);
+  return g_mime_encoding_flush(&state, body.data(), body.size(), out);
+}
+
+// GMime's quoted-printable decoder, fed only the escapes ("=XY", a soft line break "=\n" and
+// the byte after it, a run of them as one call): elsewhere it copies byte by byte what memcpy
+// copies at once. Its state carries over between calls, and runs are copied only while it is
+// at the start (no '=' pending), so the output is the one-call output. `out` has room for
+// body.size() + 2 bytes.
+size_t DecodeQuotedPrintable(std::string_view body, char* out) {
+  const char* in = body.data();
+  size_t size = body.size();
+  char* w = out;
+  int state = 0;
+  guint32 save = 0;
+  size_t pos = 0;
+  while (pos < size) {
+    if (state == 0) {
+      const void* eq = std::memchr(in + pos, '=', size - pos);
+      size_t at = eq == nullptr ? size : static_cast<size_t>(static_cast<const char*>(eq) - in);
+      std::memcpy(w, in + pos, at - pos);
+      w += at - pos;
+      pos = at;
+      if (pos == size) break;
+    }
+    size_t end = pos;
+    do {
+      end = std::min(end + 3, size);
+    } while (end < size && in[end] == '=');
+    w += g_mime_encoding_quoted_decode_step(reinterpret_cast<const unsigned char*>(in + pos),
+                                            end - pos, reinterpret_cast<unsigned char*>(w), &state,
+                                            &save);
+    pos = end;
+  }
+  return static_cast<size_t>(w - out);
+}
+
 // The decoded bytes of a body: a prefix of the body itself for the identity encodings (no
 // copy), else decoded into *buffer. Nothing for encodings left to GMime.
 std::optional<std::string_view> TransferDecoded(std::string_view body, TransferEncoding enc,
@@ -760,12 +931,9 @@ std::optional<std::string_view> TransferDecoded(std::string_view body, TransferE
   if (enc == TransferEncoding::kIdentity)
     return body.substr(0, std::min(body.size(), kMaxPartTextBytes));
   if (enc == TransferEncoding::kUnknown) return std::nullopt;
-  GMimeEncoding state;
-  g_mime_encoding_init_decode(&state, enc == TransferEncoding::kBase64
-                                          ? GMIME_CONTENT_ENCODING_BASE64
-                                          : GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE);
   buffer->resize(body.size() + 16);
-  size_t n = g_mime_encoding_flush(&state, body.data(), body.size(), buffer->data());
+  size_t n = enc == TransferEncoding::kBase64 ? DecodeBase64(body, buffer->data())
+                                              : DecodeQuotedPrintable(body, buffer->data());
   buffer->resize(std::min({n, buffer->size(), kMaxPartTextBytes}));
   return std::string_view(*buffer);
 }
@@ -808,14 +976,14 @@ struct FastWalker {
       // The returned message's headers: read now.
       have_original = true;
       std::string text = LeafText(part.body, enc, ct->charset);
-      view->original_headers = ParseHeaderBlock(text);
-      view->parts.emplace_back(std::move(ct->type), std::move(text), attached);
+      view->original_headers = ParseHeaders(text, true);
+      view->parts.emplace_back(std::string(ct->type), std::move(text), attached);
       return;
     }
     // Decoded only if something reads it: the returned message's parts seldom are, nor is the
     // HTML alternative of a text part.
     view->parts.push_back(MimeLeaf::Deferred(
-        std::move(ct->type), MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
+        std::string(ct->type), MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
         attached));
   }
 
