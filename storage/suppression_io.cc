@@ -219,7 +219,9 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
     }
     std::array<std::optional<std::string>, 9> f;
     std::string err;
+    std::string display;  // export's "display": the address as first written, kept if it fits
     for (auto& [key, value] : j.items()) {
+      if (key == "display" && value.is_string()) display = value.get<std::string>();
       int col = -2;
       for (size_t i = 0; i < kColumns.size(); ++i) {
         if (kColumns[i] == key) col = static_cast<int>(i);
@@ -244,7 +246,12 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
     if (err.empty()) {
       Suppression s;
       err = BuildEntry(f, delimiters, now, s);
-      if (err.empty()) r.entries.push_back(std::move(s));
+      if (err.empty()) {
+        if (!display.empty() && NormalizeAddress(display, delimiters) == s.address) {
+          s.display = std::move(display);
+        }
+        r.entries.push_back(std::move(s));
+      }
     }
     if (!err.empty()) AddError(r, line, err);
   }
