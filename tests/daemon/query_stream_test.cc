@@ -5,7 +5,7 @@
 // in the file; a client gone mid-import imports nothing; parts out of order and parts without
 // write permission are refused; an export of many entries streams completely, answers the
 // requests pipelined after it in order, and a client that stops reading is cut after the idle
-// timeout while the daemon keeps serving.
+// timeout while the daemon keeps serving; SIGTERM in the middle of both stops cleanly.
 #include <algorithm>
 #include <set>
 
@@ -356,6 +356,38 @@ TEST(QueryStream, ClientThatStopsReadingAnExportIsCutAfterTheIdleTimeout) {
   ::close(fd);
   EXPECT_EQ(d.Ctl("export", &rc).size(), whole);
   EXPECT_TRUE(d.Query({{"cmd", "health"}})["ok"]);
+}
+
+TEST(QueryStream, SigtermDuringAStalledExportAndAnUnfinishedImportStopsCleanly) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  std::ofstream(dir / "list.csv") << CsvList(20000);
+  int rc = -1;
+  std::string out = d.Ctl("import " + dir / "list.csv", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  // An export whose reader stopped after the first bytes: its producer waits for room.
+  int exporter = ConnectUnix(d.query_socket());
+  SendAll(exporter, json{{"cmd", "export"}, {"stream", true}}.dump() + "\n");
+  char buf[1000];
+  EXPECT_GT(::recv(exporter, buf, sizeof(buf), 0), 0);
+  // An import with parts sent but not the last.
+  int importer = ConnectUnix(d.query_socket());
+  SendAll(importer,
+          json{{"cmd", "import"}, {"part", 0}, {"more", true}, {"data", "address\n"}}.dump() +
+              "\n" +
+              json{{"cmd", "import"}, {"part", 1}, {"more", true}, {"data", "late@example.org\n"}}
+                  .dump() +
+              "\n");
+  EXPECT_EQ(ReadReplies(importer, 2).size(), 2u);
+  EXPECT_EQ(d.Stop(), 0) << ReadFile(d.stderr_path());
+  ::close(exporter);
+  ::close(importer);
+  EXPECT_NE(ReadFile(d.stderr_path()).find("bounced stopped"), std::string::npos);
+  d.Start();
+  json s = json::parse(d.Ctl("--json status late@example.org", &rc));
+  EXPECT_FALSE(s["suppressed"]) << s;
+  EXPECT_EQ(Suppressions(d), 20000);
 }
 
 }  // namespace
