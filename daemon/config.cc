@@ -289,14 +289,15 @@ void ParseTables(Reader& r, const toml::table& root, Config* c) {
     }
   }
   if (const toml::table* t = r.Table(root, "", "query")) {
-    r.CheckKeys(
-        *t, "query",
-        {"socket", "group", "mode", "max_request_bytes", "max_connections", "idle_timeout"});
+    r.CheckKeys(*t, "query",
+                {"socket", "group", "mode", "max_request_bytes", "max_import_bytes",
+                 "max_connections", "idle_timeout"});
     r.String(*t, "query", "socket", &c->query.socket);
     if (c->query.socket.empty()) r.Fail(t->get("socket"), "query.socket", "must not be empty");
     r.String(*t, "query", "group", &c->query.group);
     r.Mode(*t, "query", "mode", &c->query.mode);
     r.Integer(*t, "query", "max_request_bytes", &c->query.max_request_bytes, 64, int64_t{1} << 31);
+    r.Integer(*t, "query", "max_import_bytes", &c->query.max_import_bytes, 1024, int64_t{1} << 40);
     r.Integer(*t, "query", "max_connections", &c->query.max_connections, 1, 100000);
     int64_t idle = c->query.idle_timeout.count();
     r.Duration(*t, "query", "idle_timeout", &idle, false);
@@ -435,7 +436,8 @@ poll_interval = "250ms"        # how often a file at its end or missing is looke
 socket = "/run/bounced/query.sock"   # bouncectl
 group = "bounced"                    # who may write (suppress, import, ...); root always may
 mode = "0660"
-max_request_bytes = 67108864
+max_request_bytes = 67108864         # one request line (a single-request import)
+max_import_bytes = 1073741824        # one chunked import in total (bouncectl import)
 max_connections = 64
 idle_timeout = "60s"
 

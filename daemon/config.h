@@ -44,7 +44,10 @@ struct QuerySocketConfig {
   // Members of this group (and root) may send write commands; "" = root only.
   std::string group = "bounced";
   uint32_t mode = 0660;
-  size_t max_request_bytes = 64 * 1024 * 1024;  // import carries whole files
+  size_t max_request_bytes = 64 * 1024 * 1024;  // one request line (a single-request import)
+  // The most data one chunked import may send in total: bounced holds it until the last chunk,
+  // then commits all of it or nothing.
+  size_t max_import_bytes = size_t{1} << 30;
   size_t max_connections = 64;
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
 };

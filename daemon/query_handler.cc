@@ -317,20 +317,40 @@ json CmdAllow(Services& services, const PeerCred& peer, const json& req, bool al
   return json{{"entry", entry}, {"allowed", false}};
 }
 
+// Commits a whole import (all or nothing) and returns its reply.
+json CommitImport(Store& store, ExportFormat format, std::string_view data, const Actor& who,
+                  uid_t uid) {
+  try {
+    Expected<ImportResult> e = store.Import(format, data, who);
+    if (!e) return Fail(e.error());
+    ImportResult& r = *e;
+    if (!r.errors.empty()) {
+      json reply = Fail("import refused, nothing imported: " + std::to_string(r.errors.size()) +
+                        " bad line(s), first: " + r.errors.front());
+      reply["errors"] = std::move(r.errors);
+      return reply;
+    }
+    spdlog::info("query: uid {} imported {} new and {} updated suppressions", uid, r.added,
+                 r.updated);
+    return Ok(json{{"added", r.added}, {"updated", r.updated}});
+  } catch (const std::exception& e) {
+    return Fail(std::string("internal error: ") + e.what());
+  }
+}
+
+Actor ImportActor(const PeerCred& peer, const std::string& reason) {
+  return Actor{static_cast<int64_t>(peer.uid), reason.empty() ? "import" : reason};
+}
+
 json CmdImport(Services& services, const PeerCred& peer, const json& req, json* error_details) {
   ExportFormat format = FormatFrom(req);
   std::string data = StringField(req, "data", true);
   std::string reason = StringField(req, "reason", false);
-  Actor who{static_cast<int64_t>(peer.uid), reason.empty() ? "import" : reason};
-  ImportResult r = Unwrap(RequireStore(services)->Import(format, data, who));
-  if (!r.errors.empty()) {
-    *error_details = r.errors;
-    throw RequestError{"import refused, nothing imported: " + std::to_string(r.errors.size()) +
-                       " bad line(s), first: " + r.errors.front()};
-  }
-  spdlog::info("query: uid {} imported {} new and {} updated suppressions", peer.uid, r.added,
-               r.updated);
-  return json{{"added", r.added}, {"updated", r.updated}};
+  json reply =
+      CommitImport(*RequireStore(services), format, data, ImportActor(peer, reason), peer.uid);
+  if (reply.value("ok", false)) return reply["result"];
+  if (reply.contains("errors")) *error_details = std::move(reply["errors"]);
+  throw RequestError{reply.value("error", std::string("import failed"))};
 }
 
 json CmdIngestDsn(Services& services, const json& req) {
@@ -366,6 +386,65 @@ bool IsWriteCommand(const std::string& cmd) {
          cmd == "import" || cmd == "reload" || cmd == "ingest-dsn";
 }
 
+void RequireWrite(const PeerCred& peer, bool peer_may_write, const std::string& cmd) {
+  if (!IsWriteCommand(cmd) || peer_may_write) return;
+  spdlog::warn("query: refused '{}' from uid {} (not root nor in the write group)", cmd, peer.uid);
+  throw RequestError{"permission denied: '" + cmd +
+                     "' changes state; it needs root or membership in the bounced admin "
+                     "group ([query] group); your uid is " +
+                     std::to_string(peer.uid)};
+}
+
+// Export data goes out in pieces of about this many bytes of lines (one reply line each).
+constexpr size_t kExportPieceBytes = 64 * 1024;
+
+// Streams an export: {"ok":true,"more":true,"data":"lines"} per piece as Store::Export reads
+// them, then {"ok":true,"result":{"format","count"}} (or {"ok":false,...} when the store fails
+// midway: the data sent is then incomplete).
+std::shared_ptr<ReplyStream> StartExport(std::shared_ptr<Store> store, ExportFormat format,
+                                         ListFilter filter) {
+  return std::make_shared<WorkerStream>([store = std::move(store), format,
+                                         filter =
+                                             std::move(filter)](const WorkerStream::Emit& emit) {
+    std::string piece;
+    size_t lines = 0;
+    bool gone = false;
+    auto send = [&] {
+      json j{{"ok", true}, {"more", true}, {"data", piece}};
+      piece.clear();
+      if (!emit(ReplyLine(j))) gone = true;
+      return !gone;
+    };
+    Status st = Status::Ok();
+    try {
+      st = store->Export(format, filter, [&](std::string_view line) {
+        piece.append(line);
+        ++lines;
+        return piece.size() < kExportPieceBytes || send();
+      });
+    } catch (const std::exception& e) {
+      st = Status::Error(std::string("internal error: ") + e.what());
+    }
+    if (gone) return std::string();
+    if (!st.ok()) {
+      spdlog::warn("query: export failed midway after {} lines: {}", lines, st.message());
+      return ReplyLine(Fail("export failed midway, the data sent is incomplete: " + st.message()));
+    }
+    if (!piece.empty() && !send()) return std::string();
+    size_t count = format == ExportFormat::kCsv && lines > 0 ? lines - 1 : lines;
+    return ReplyLine(
+        Ok(json{{"format", format == ExportFormat::kCsv ? "csv" : "jsonl"}, {"count", count}}));
+  });
+}
+
+// An import sent in parts, held until its last part (then committed all or nothing).
+struct PendingImport {
+  ExportFormat format = ExportFormat::kCsv;
+  std::string reason;
+  std::string data;
+  int64_t next_part = 0;
+};
+
 class QuerySession : public Session {
  public:
   QuerySession(Services& services, PeerCred peer, size_t max_request_bytes, std::string group)
@@ -374,13 +453,24 @@ class QuerySession : public Session {
         max_request_bytes_(max_request_bytes),
         group_(std::move(group)) {}
 
+  ~QuerySession() override {
+    if (import_) {
+      spdlog::warn(
+          "query: uid {} went away in the middle of an import ({} parts, {} bytes): nothing "
+          "imported",
+          peer_.uid, import_->next_part, import_->data.size());
+    }
+  }
+
+  // Answers each complete line in `buffer_`; stops after a request answered by a stream (the
+  // connection writes it, then calls again with no bytes for the requests after it).
   bool OnData(std::string_view bytes, std::string* reply) override {
+    buffer_.append(bytes);
     size_t start = 0;
-    while (start < bytes.size()) {
-      size_t nl = bytes.find('\n', start);
-      std::string_view piece =
-          bytes.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
-      if (pending_.size() + piece.size() > max_request_bytes_) {
+    while (!stream_) {
+      size_t nl = buffer_.find('\n', scanned_);
+      size_t end = nl == std::string::npos ? buffer_.size() : nl;
+      if (end - start > max_request_bytes_) {
         spdlog::warn("query: request from uid {} larger than {} bytes refused; connection closed",
                      peer_.uid, max_request_bytes_);
         reply->append(
@@ -388,27 +478,129 @@ class QuerySession : public Session {
                            " bytes ([query] max_request_bytes); connection closed")));
         return false;
       }
-      pending_.append(piece);
-      if (nl == std::string_view::npos) break;
-      std::string line = std::move(pending_);
-      pending_.clear();
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (!line.empty()) reply->append(ReplyLine(Handle(line)));
-      start = nl + 1;
+      if (nl == std::string::npos) {
+        scanned_ = buffer_.size();
+        break;
+      }
+      std::string_view line(buffer_.data() + start, nl - start);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (!line.empty()) Handle(line, reply);
+      start = scanned_ = nl + 1;
     }
+    buffer_.erase(0, start);
+    scanned_ -= start;
     return true;
   }
 
+  std::shared_ptr<ReplyStream> TakeStream() override { return std::move(stream_); }
+
  private:
-  json Handle(const std::string& line) {
+  void Handle(std::string_view line, std::string* reply) {
     json request;
     try {
       request = json::parse(line);
     } catch (const json::exception& e) {
-      return Fail(std::string("invalid JSON request: ") + e.what());
+      reply->append(ReplyLine(Fail(std::string("invalid JSON request: ") + e.what())));
+      return;
     }
     if (!may_write_) may_write_ = PeerMayWrite(peer_, group_);
-    return HandleQuery(services_, peer_, *may_write_, request);
+    std::string cmd;
+    if (request.is_object()) {
+      auto it = request.find("cmd");
+      if (it != request.end() && it->is_string()) cmd = it->get<std::string>();
+    }
+    try {
+      if (cmd == "import") {
+        RequireWrite(peer_, *may_write_, cmd);
+        if (json r = ImportPart(request); !r.is_null()) reply->append(ReplyLine(r));
+        return;
+      }
+      if (cmd == "export" && BoolField(request, "stream")) {
+        ListFilter f = FilterFrom(request);
+        ExportFormat format = FormatFrom(request);
+        stream_ = StartExport(RequireStore(services_), format, std::move(f));
+        return;
+      }
+    } catch (const RequestError& e) {
+      reply->append(ReplyLine(Fail(e.message)));
+      return;
+    } catch (const std::exception& e) {
+      reply->append(ReplyLine(Fail(std::string("internal error: ") + e.what())));
+      return;
+    }
+    reply->append(ReplyLine(HandleQuery(services_, peer_, *may_write_, request)));
+  }
+
+  // One part of an import: {"part": N, "more": true|false, "data", ["format"], ["reason"]}.
+  // Without "part" and "more" it is the single-request import (part 0, the last). Parts are
+  // kept until the last one, which is committed on a worker thread (the reply is then a
+  // stream of one line); returns the reply to a part before the last, or null.
+  json ImportPart(json& req) {
+    try {
+      return ImportPartOrThrow(req);
+    } catch (...) {
+      import_.reset();  // a refused part ends the import: the client has to start again
+      throw;
+    }
+  }
+
+  json ImportPartOrThrow(json& req) {
+    int64_t part = IntField(req, "part", 0, 0, int64_t{1} << 40);
+    bool more = BoolField(req, "more");
+    if (part == 0) {
+      import_.reset();  // a new import replaces one left unfinished on this connection
+      PendingImport p;
+      p.format = FormatFrom(req);
+      p.reason = StringField(req, "reason", false);
+      import_ = std::move(p);
+    } else if (!import_ || part != import_->next_part) {
+      std::string expected = import_ ? std::to_string(import_->next_part) : "0";
+      throw RequestError{"import part " + std::to_string(part) + " out of order (expected part " +
+                         expected + "); nothing imported, start again from part 0"};
+    } else if (req.contains("format") && FormatFrom(req) != import_->format) {
+      throw RequestError{"import part " + std::to_string(part) +
+                         " names another format than part 0; nothing imported"};
+    }
+    StringField(req, "data", true);                                     // validates
+    std::string data = std::move(req["data"].get_ref<std::string&>());  // no copy of a big one
+    size_t max_import = services_.config().query.max_import_bytes;
+    if (part == 0 && req.contains("size")) {
+      // The whole import's size, when the client knows it: refused now rather than after
+      // sending it all, and room for it made once.
+      auto size = static_cast<size_t>(IntField(req, "size", 0, 0, int64_t{1} << 50));
+      if (size > max_import) {
+        throw RequestError{"import too large: " + std::to_string(size) + " bytes, more than " +
+                           std::to_string(max_import) +
+                           " ([query] max_import_bytes); nothing imported"};
+      }
+      import_->data.reserve(size);
+    }
+    if (import_->data.size() + data.size() > max_import) {
+      spdlog::warn("query: import from uid {} larger than {} bytes refused", peer_.uid, max_import);
+      throw RequestError{"import too large: more than " + std::to_string(max_import) +
+                         " bytes ([query] max_import_bytes); nothing imported"};
+    }
+    import_->data.append(data);
+    ++import_->next_part;
+    if (more) {
+      return Ok(json{{"part", part},
+                     {"received", import_->data.size()},
+                     {"max_request_bytes", max_request_bytes_},
+                     {"max_import_bytes", max_import}});
+    }
+    std::shared_ptr<Store> store = RequireStore(services_);
+    PendingImport p = std::move(*import_);
+    import_.reset();
+    if (p.next_part > 1) {
+      spdlog::info("query: uid {} sent an import of {} bytes in {} parts; committing", peer_.uid,
+                   p.data.size(), p.next_part);
+    }
+    stream_ = std::make_shared<WorkerStream>([store = std::move(store), p = std::move(p),
+                                              peer = peer_](const WorkerStream::Emit&) mutable {
+      std::string data = std::move(p.data);  // freed as soon as the commit is done
+      return ReplyLine(CommitImport(*store, p.format, data, ImportActor(peer, p.reason), peer.uid));
+    });
+    return nullptr;
   }
 
   Services& services_;
@@ -416,7 +608,10 @@ class QuerySession : public Session {
   size_t max_request_bytes_;
   std::string group_;
   std::optional<bool> may_write_;
-  std::string pending_;
+  std::string buffer_;  // received, not yet answered: a partial line, or lines after a stream
+  size_t scanned_ = 0;  // buffer_ before this has no newline left to find
+  std::optional<PendingImport> import_;
+  std::shared_ptr<ReplyStream> stream_;  // made by the last request, not yet taken
 };
 
 }  // namespace
@@ -454,14 +649,7 @@ json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
   try {
     if (!request.is_object()) throw RequestError{"the request must be a JSON object"};
     std::string cmd = StringField(request, "cmd", true);
-    if (IsWriteCommand(cmd) && !peer_may_write) {
-      spdlog::warn("query: refused '{}' from uid {} (not root nor in the write group)", cmd,
-                   peer.uid);
-      throw RequestError{"permission denied: '" + cmd +
-                         "' changes state; it needs root or membership in the bounced admin "
-                         "group ([query] group); your uid is " +
-                         std::to_string(peer.uid)};
-    }
+    RequireWrite(peer, peer_may_write, cmd);
     if (cmd == "status") return Ok(CmdStatus(services, request));
     if (cmd == "lookup") return Ok(CmdLookup(services, request));
     if (cmd == "list") return Ok(CmdList(services, request));

@@ -12,6 +12,7 @@
 //   list        [category] [domain] [source] [since] [limit] [after] [include_expired]
 //                                                          read   -> [suppression, ...]
 //   export      [format=csv|jsonl] + list filters          read   -> {"format","count","data"}
+//               [stream=true]                                      (streamed: see below)
 //   stats       [by=domain|provider] [only] [days] [per_day]  read -> {"by","days","rows"}
 //   allowlist                                              read   -> [entry, ...]
 //   health                                                 read   -> storage, inputs, sockets
@@ -20,7 +21,8 @@
 //   allow       entry reason                               write  (address or domain)
 //   disallow    entry reason                               write
 //   import      data [format=csv|jsonl] [reason]           write  (all or nothing; errors list
-//                                                                  "line N: why")
+//               [part] [more]                                      "line N: why"; in parts:
+//                                                                  see below)
 //   ingest-dsn  message | message_base64                   write  (parsed like `bouncectl
 //                                                                  parse`, recorded once per
 //                                                                  Message-ID + recipient)
@@ -28,9 +30,28 @@
 // `since` is unix seconds, an RFC 3339 date/time, or a relative "7d" / "12h"; `expires` is unix
 // seconds or a relative "30d".
 //
+// Streamed export ({"cmd":"export","stream":true,...}): the reply is several lines,
+//   {"ok": true, "more": true, "data": "lines..."}      each about 64 KiB of whole lines, as
+//                                                       SQLite reads them (one snapshot)
+//   {"ok": true, "result": {"format", "count"}}         the end; or {"ok": false, "error"} when
+//                                                       the store failed midway (data incomplete)
+// The daemon makes the next piece only while the client reads the previous one (memory stays
+// bounded whatever the list's size). Requests sent meanwhile are answered after the last line.
+//
+// Import in parts: {"cmd":"import","part":N,"more":true,"data":"..."} for N = 0, 1, 2, ... and
+// "more": false (or absent) on the last part; "format", "reason" and, when known, "size" (all
+// the parts' data in bytes: too large is refused at once) on part 0. Each part gets
+// a reply ({"part","received","max_request_bytes","max_import_bytes"} before the last; the
+// import's reply after the last). The parts' data are joined in order and imported all or
+// nothing when the last part arrives, so line numbers in errors count from the start of the
+// whole data. A refused part (permission, order, size) ends the import; a part 0 starts a new
+// one; a connection closed before the last part imports nothing. The single-request import
+// is the same thing in one part. bouncectl sends an empty part 0 first to learn the limits.
+//
 // Limits (named, from [query]): a request line longer than max_request_bytes gets an error
-// reply and the connection is closed; invalid JSON or an unknown command gets an error reply
-// and the connection stays open.
+// reply and the connection is closed; an import whose parts add up to more than
+// max_import_bytes is refused; invalid JSON or an unknown command gets an error reply and the
+// connection stays open.
 #pragma once
 
 #include <memory>
@@ -43,7 +64,8 @@
 
 namespace bounced {
 
-inline constexpr int kQueryProtocolVersion = 1;
+// 2: streamed export and import in parts (both added; version 1 requests are unchanged).
+inline constexpr int kQueryProtocolVersion = 2;
 
 // Handles one request from `peer`; never throws.
 nlohmann::json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
@@ -53,7 +75,8 @@ nlohmann::json HandleQuery(Services& services, const PeerCred& peer, bool peer_m
 // primary or supplementary group.
 bool PeerMayWrite(const PeerCred& peer, const std::string& group);
 
-// One query connection: splits lines, enforces the size cap, answers each request.
+// One query connection: splits lines, enforces the size cap, answers each request, keeps an
+// import sent in parts until its last part, streams exports.
 std::unique_ptr<Session> MakeQuerySession(Services& services, const PeerCred& peer,
                                           size_t max_request_bytes, const std::string& group);
 

@@ -1,4 +1,5 @@
-// stream_server.cc: Unix socket listener, connection limit, idle timeout (see stream_server.h).
+// stream_server.cc: Unix socket listener, connection limit, idle timeout, replies written in
+// pieces as their producer thread makes them (see stream_server.h).
 #include "daemon/stream_server.h"
 
 #include <grp.h>
@@ -34,15 +35,20 @@ bool SomeoneListens(const std::string& path) {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(stream_protocol::socket socket, std::unique_ptr<Session> session,
-             std::chrono::milliseconds idle_timeout, std::shared_ptr<StreamServerStats> stats)
+             std::chrono::milliseconds idle_timeout, std::shared_ptr<StreamServerStats> stats,
+             std::shared_ptr<StreamRegistry> streams)
       : socket_(std::move(socket)),
         timer_(socket_.get_executor()),
         session_(std::move(session)),
         idle_timeout_(idle_timeout),
-        stats_(std::move(stats)) {
+        stats_(std::move(stats)),
+        streams_(std::move(streams)) {
     ++stats_->active;
   }
-  ~Connection() { --stats_->active; }
+  ~Connection() {
+    if (stream_) stream_->Cancel();
+    --stats_->active;
+  }
 
   void Start() {
     ArmTimer();
@@ -77,10 +83,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void WriteThen(bool keep) {
-    if (reply_.empty()) {
-      if (keep) return Read();
-      return Close();
-    }
+    if (reply_.empty()) return AfterWrite(keep);
     boost::asio::async_write(
         socket_, boost::asio::buffer(reply_),
         [self = shared_from_this(), keep](const boost::system::error_code& ec, size_t) {
@@ -88,9 +91,59 @@ class Connection : public std::enable_shared_from_this<Connection> {
             self->timer_.cancel();
             return;
           }
-          if (keep) return self->Read();
-          self->Close();
+          self->AfterWrite(keep);
         });
+  }
+
+  void AfterWrite(bool keep) {
+    if (!keep) return Close();
+    stream_ = session_->TakeStream();
+    if (!stream_) return Read();
+    streams_->Add(stream_);
+    NextPiece();
+  }
+
+  // Waits for the producer: that is not the client idling, so the idle timer rests meanwhile.
+  void NextPiece() {
+    timer_.cancel();
+    stream_->Next([self = shared_from_this()](std::string piece, bool last) mutable {
+      // Moves the reference into the posted handler: nothing of the connection stays with the
+      // producer (see ReplyStream::Deliver).
+      std::shared_ptr<Connection> conn = std::move(self);
+      auto executor = conn->socket_.get_executor();
+      boost::asio::post(executor, [conn = std::move(conn), piece = std::move(piece),
+                                   last]() mutable { conn->WritePiece(std::move(piece), last); });
+    });
+  }
+
+  // The client has idle_timeout to take each piece.
+  void WritePiece(std::string piece, bool last) {
+    if (!stream_) return;  // cancelled meanwhile
+    piece_ = std::move(piece);
+    ArmTimer();
+    boost::asio::async_write(
+        socket_, boost::asio::buffer(piece_),
+        [self = shared_from_this(), last](const boost::system::error_code& ec, size_t) {
+          if (ec) {
+            self->timer_.cancel();
+            self->EndStream();
+            return;
+          }
+          if (!last) return self->NextPiece();
+          self->EndStream();
+          // Requests the client sent while the stream was written.
+          self->reply_.clear();
+          bool keep = self->session_->OnData({}, &self->reply_);
+          self->WriteThen(keep);
+        });
+  }
+
+  void EndStream() {
+    piece_.clear();
+    piece_.shrink_to_fit();
+    if (!stream_) return;
+    stream_->Cancel();
+    stream_.reset();  // joins the producer thread when this was the last reference
   }
 
   void Close() {
@@ -105,11 +158,86 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<Session> session_;
   std::chrono::milliseconds idle_timeout_;
   std::shared_ptr<StreamServerStats> stats_;
+  std::shared_ptr<StreamRegistry> streams_;
   std::array<char, kReadChunkBytes> buf_{};
   std::string reply_;
+  std::shared_ptr<ReplyStream> stream_;  // a reply being produced and written piece by piece
+  std::string piece_;                    // the piece being written
 };
 
 }  // namespace
+
+WorkerStream::WorkerStream(Produce produce) {
+  thread_ = std::thread([this, produce = std::move(produce)] {
+    std::string last = produce([this](std::string piece) { return Put(std::move(piece), false); });
+    Put(std::move(last), true);
+  });
+}
+
+WorkerStream::~WorkerStream() {
+  Cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+void WorkerStream::Next(Deliver deliver) {
+  std::lock_guard lock(mu_);
+  if (cancelled_) return;
+  if (ready_.empty()) {
+    waiting_ = std::move(deliver);
+    return;
+  }
+  auto [piece, last] = std::move(ready_.front());
+  ready_.pop_front();
+  cv_.notify_all();
+  deliver(std::move(piece), last);
+}
+
+void WorkerStream::Cancel() {
+  Deliver dropped;  // may hold the last reference to the connection: released after the lock
+  {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    dropped = std::move(waiting_);
+    waiting_ = nullptr;
+    ready_.clear();
+  }
+  cv_.notify_all();
+}
+
+bool WorkerStream::Put(std::string piece, bool last) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return cancelled_ || waiting_ || ready_.empty(); });
+  if (cancelled_) return false;
+  if (waiting_) {
+    // Delivered under the lock, so that Cancel is a barrier: once it returns, nothing more is
+    // handed to the connection's io_context.
+    Deliver deliver = std::move(waiting_);
+    waiting_ = nullptr;
+    deliver(std::move(piece), last);
+    return true;
+  }
+  ready_.emplace_back(std::move(piece), last);
+  return true;
+}
+
+void StreamRegistry::Add(const std::shared_ptr<ReplyStream>& stream) {
+  std::lock_guard lock(mu_);
+  std::erase_if(streams_, [](const std::weak_ptr<ReplyStream>& w) { return w.expired(); });
+  streams_.push_back(stream);
+}
+
+void StreamRegistry::CancelAll() {
+  std::vector<std::shared_ptr<ReplyStream>> live;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& w : streams_) {
+      if (auto s = w.lock()) live.push_back(std::move(s));
+    }
+    streams_.clear();
+  }
+  for (auto& s : live) s->Cancel();
+  // `live` may hold the last references: their producer threads are joined here.
+}
 
 Expected<std::unique_ptr<StreamServer>> StreamServer::Listen(boost::asio::io_context& io,
                                                              StreamServerOptions options,
@@ -162,7 +290,8 @@ StreamServer::StreamServer(boost::asio::io_context& io, StreamServerOptions opti
       options_(std::move(options)),
       factory_(std::move(factory)),
       acceptor_(std::move(acceptor)),
-      stats_(std::make_shared<StreamServerStats>()) {}
+      stats_(std::make_shared<StreamServerStats>()),
+      streams_(std::make_shared<StreamRegistry>()) {}
 
 StreamServer::~StreamServer() { Stop(); }
 
@@ -173,6 +302,7 @@ void StreamServer::Stop() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   ::unlink(options_.path.c_str());
+  streams_->CancelAll();
 }
 
 void StreamServer::Accept() {
@@ -201,7 +331,8 @@ void StreamServer::Accept() {
       cred.uid = uc.uid;
       cred.gid = uc.gid;
     }
-    std::make_shared<Connection>(std::move(socket), factory_(cred), options_.idle_timeout, stats_)
+    std::make_shared<Connection>(std::move(socket), factory_(cred), options_.idle_timeout, stats_,
+                                 streams_)
         ->Start();
     Accept();
   });

@@ -7,18 +7,25 @@
 // when `group` names an existing group, that group.
 //
 // Thread safety: handlers of one connection run one at a time (a strand each); several
-// connections may be served at once when the io_context runs on several threads.
+// connections may be served at once when the io_context runs on several threads. A reply that
+// takes long (a ReplyStream: an export, an import's commit) is produced on its own thread and
+// written piece by piece, the next piece only once the client has taken the previous one.
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include <boost/asio.hpp>
 
@@ -33,12 +40,59 @@ struct PeerCred {
   gid_t gid = static_cast<gid_t>(-1);
 };
 
+// A reply written in pieces as something else produces them (e.g. an export as SQLite reads
+// it). The connection asks for one piece at a time and asks for the next only once the previous
+// one is written, so a client that reads slowly slows the producer instead of filling memory.
+class ReplyStream {
+ public:
+  // Hands over one piece; `last` ends the stream. It may be called on any thread, possibly while
+  // the stream holds its lock: it must only pass the piece on (post it), never call back into
+  // the stream, and must leave nothing behind that it owns once called (move its captures out).
+  using Deliver = std::function<void(std::string piece, bool last)>;
+  virtual ~ReplyStream() = default;
+  // Asks for the next piece; `deliver` is called exactly once, unless the stream is cancelled.
+  virtual void Next(Deliver deliver) = 0;
+  // The connection is gone or the server stops: stop producing, drop a pending `deliver`.
+  virtual void Cancel() = 0;
+};
+
+// A ReplyStream produced on its own thread. `produce` calls emit(piece) for each piece but the
+// last, which it returns; emit blocks while one piece already waits to be written (so at most
+// two pieces exist at once) and returns false once the stream is cancelled, when `produce`
+// should stop (what it then returns is dropped). Destroying the stream cancels it and waits for
+// the thread.
+class WorkerStream : public ReplyStream {
+ public:
+  using Emit = std::function<bool(std::string piece)>;
+  using Produce = std::function<std::string(const Emit& emit)>;
+  explicit WorkerStream(Produce produce);
+  ~WorkerStream() override;
+  WorkerStream(const WorkerStream&) = delete;
+  WorkerStream& operator=(const WorkerStream&) = delete;
+  void Next(Deliver deliver) override;
+  void Cancel() override;
+
+ private:
+  bool Put(std::string piece, bool last);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::string, bool>> ready_;  // at most one piece waits here
+  Deliver waiting_;                                 // the connection waits for a piece
+  bool cancelled_ = false;
+  std::thread thread_;  // last: started once everything above exists
+};
+
 // The conversation on one connection. OnData gets the bytes as they arrive and appends what to
 // send back to *reply; returning false closes the connection once the reply is written.
+// After the reply is written the connection calls TakeStream: a stream it gets is written out
+// (no requests are read meanwhile), then OnData is called with no new bytes, so the session
+// goes on with requests it had already received and kept.
 class Session {
  public:
   virtual ~Session() = default;
   virtual bool OnData(std::string_view bytes, std::string* reply) = 0;
+  virtual std::shared_ptr<ReplyStream> TakeStream() { return nullptr; }
 };
 
 struct StreamServerOptions {
@@ -59,6 +113,18 @@ struct StreamServerStats {
   std::atomic<uint64_t> active{0};
 };
 
+// The streams of a server's live connections, so that Stop can cancel them: after Stop no
+// producer thread hands anything to the io_context any more (it may be destroyed next).
+class StreamRegistry {
+ public:
+  void Add(const std::shared_ptr<ReplyStream>& stream);
+  void CancelAll();
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<ReplyStream>> streams_;
+};
+
 class StreamServer {
  public:
   using SessionFactory = std::function<std::unique_ptr<Session>(const PeerCred&)>;
@@ -69,7 +135,8 @@ class StreamServer {
                                                         SessionFactory factory);
   ~StreamServer();
   void Start();
-  // Stops accepting and removes the socket file; open connections finish on their own.
+  // Stops accepting and removes the socket file; open connections finish on their own, except
+  // that replies still being produced (exports, imports' commits) are cancelled.
   void Stop();
   const StreamServerStats& stats() const { return *stats_; }
   const std::string& path() const { return options_.path; }
@@ -84,6 +151,7 @@ class StreamServer {
   SessionFactory factory_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   std::shared_ptr<StreamServerStats> stats_;
+  std::shared_ptr<StreamRegistry> streams_;
   std::atomic<bool> stopped_{false};
 };
 

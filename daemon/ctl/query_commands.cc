@@ -4,6 +4,7 @@
 // out, one JSON reply line back (protocol: daemon/query_handler.h). --json prints the reply's
 // result as is; otherwise readable text and tables. Exit 1 when the daemon refuses or is away.
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -15,7 +16,9 @@
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "common/status.h"
 #include "daemon/base64.h"
@@ -26,65 +29,110 @@ namespace {
 
 using nlohmann::json;
 
-// Sends one request and reads one reply line. Errors say what to check.
+// One connection to the query socket: request lines out, reply lines in. Errors say what to
+// check.
+class QueryConnection {
+ public:
+  QueryConnection() = default;
+  QueryConnection(const QueryConnection&) = delete;
+  QueryConnection& operator=(const QueryConnection&) = delete;
+  ~QueryConnection() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  bool Connect(const std::string& path, std::string* error) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) {
+      *error = std::string("socket: ") + std::strerror(errno);
+      return false;
+    }
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path)) {
+      *error = "socket path too long: " + path;
+      return false;
+    }
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      *error = "cannot connect to bounced at " + path + ": " + std::strerror(errno) +
+               " (is bounced running? use --socket PATH for another socket)";
+      return false;
+    }
+    return true;
+  }
+
+  bool Send(const json& request, std::string* error) {
+    std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    size_t sent = 0;
+    while (sent < line.size()) {
+      ssize_t n = ::send(fd_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        *error = std::string("sending the request: ") + std::strerror(errno);
+        return false;
+      }
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // Reads the next reply line.
+  bool Receive(json* reply, std::string* error) {
+    size_t nl;
+    while ((nl = in_.find('\n', scanned_)) == std::string::npos) {
+      scanned_ = in_.size();
+      char buf[65536];
+      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        *error = std::string("reading the reply: ") + std::strerror(errno);
+        return false;
+      }
+      if (n == 0) {
+        *error = in_.empty() ? "bounced closed the connection without a reply"
+                             : "bounced closed the connection in the middle of a reply";
+        return false;
+      }
+      in_.append(buf, static_cast<size_t>(n));
+    }
+    try {
+      *reply = json::parse(std::string_view(in_).substr(0, nl));
+    } catch (const json::exception& e) {
+      *error = std::string("unreadable reply from bounced: ") + e.what();
+      return false;
+    }
+    in_.erase(0, nl + 1);
+    scanned_ = 0;
+    return true;
+  }
+
+ private:
+  int fd_ = -1;
+  std::string in_;      // received, not yet returned
+  size_t scanned_ = 0;  // in_ before this has no newline
+};
+
+// Sends one request and reads one reply line.
 bool Call(const Context& ctx, const json& request, json* reply, std::string* error) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    *error = std::string("socket: ") + std::strerror(errno);
-    return false;
-  }
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (ctx.socket_path.size() >= sizeof(addr.sun_path)) {
-    ::close(fd);
-    *error = "socket path too long: " + ctx.socket_path;
-    return false;
-  }
-  std::strncpy(addr.sun_path, ctx.socket_path.c_str(), sizeof(addr.sun_path) - 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    *error = "cannot connect to bounced at " + ctx.socket_path + ": " + std::strerror(errno) +
-             " (is bounced running? use --socket PATH for another socket)";
-    ::close(fd);
-    return false;
-  }
-  std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  size_t sent = 0;
-  while (sent < line.size()) {
-    ssize_t n = ::send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = std::string("sending the request: ") + std::strerror(errno);
-      ::close(fd);
-      return false;
+  QueryConnection c;
+  return c.Connect(ctx.socket_path, error) && c.Send(request, error) && c.Receive(reply, error);
+}
+
+// Prints a refusal from bounced (and its list of errors) and sets the exit status.
+void PrintRefusal(Context& ctx, const std::string& cmd, const json& reply) {
+  std::fprintf(stderr, "bouncectl: %s: %s\n", cmd.c_str(),
+               reply.value("error", std::string("failed")).c_str());
+  if (reply.contains("errors") && reply["errors"].is_array()) {
+    for (const auto& e : reply["errors"]) {
+      if (e.is_string()) std::fprintf(stderr, "  %s\n", e.get<std::string>().c_str());
     }
-    sent += static_cast<size_t>(n);
   }
-  std::string in;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = std::string("reading the reply: ") + std::strerror(errno);
-      ::close(fd);
-      return false;
-    }
-    if (n == 0) break;
-    in.append(buf, static_cast<size_t>(n));
-    if (in.back() == '\n') break;
-  }
-  ::close(fd);
-  if (in.empty()) {
-    *error = "bounced closed the connection without a reply";
-    return false;
-  }
-  try {
-    *reply = json::parse(in);
-  } catch (const json::exception& e) {
-    *error = std::string("unreadable reply from bounced: ") + e.what();
-    return false;
-  }
-  return true;
+  ctx.exit_code = kExitFailed;
+}
+
+void PrintFailure(Context& ctx, const std::string& cmd, const std::string& error) {
+  std::fprintf(stderr, "bouncectl: %s: %s\n", cmd.c_str(), error.c_str());
+  ctx.exit_code = kExitFailed;
 }
 
 // Runs a request; on success hands the result to `print` (or prints JSON with --json).
@@ -96,16 +144,7 @@ void Run(Context& ctx, const json& request, const std::function<void(const json&
     ctx.exit_code = kExitFailed;
     return;
   }
-  if (!reply.value("ok", false)) {
-    std::fprintf(stderr, "bouncectl: %s: %s\n", request.value("cmd", "").c_str(),
-                 reply.value("error", std::string("failed")).c_str());
-    if (reply.contains("errors")) {
-      for (const auto& e : reply["errors"])
-        std::fprintf(stderr, "  %s\n", e.get<std::string>().c_str());
-    }
-    ctx.exit_code = kExitFailed;
-    return;
-  }
+  if (!reply.value("ok", false)) return PrintRefusal(ctx, request.value("cmd", ""), reply);
   const json& result = reply["result"];
   if (ctx.json) {
     std::cout << result.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
@@ -219,6 +258,174 @@ json ListRequest(const char* cmd, const ListOptions& o) {
   if (o.limit > 0) r["limit"] = o.limit;
   if (o.include_expired) r["include_expired"] = true;
   return r;
+}
+
+// Streams an export into `output` ("-" = stdout) as bounced sends it. Returns the count, or
+// nothing after printing why it failed.
+std::optional<size_t> StreamExport(Context& ctx, json request, const std::string& output) {
+  request["stream"] = true;
+  QueryConnection c;
+  std::string error;
+  if (!c.Connect(ctx.socket_path, &error) || !c.Send(request, &error)) {
+    PrintFailure(ctx, "export", error);
+    return std::nullopt;
+  }
+  std::FILE* out = stdout;
+  if (output != "-") {
+    out = std::fopen(output.c_str(), "wb");
+    if (out == nullptr) {
+      PrintFailure(ctx, "export", output + ": " + std::strerror(errno));
+      return std::nullopt;
+    }
+  }
+  std::string incomplete = output == "-" ? "the output" : output;
+  auto write = [&](const json& data) {
+    if (!data.is_string()) return true;
+    const std::string& d = data.get_ref<const std::string&>();
+    return std::fwrite(d.data(), 1, d.size(), out) == d.size();
+  };
+  std::optional<size_t> count;
+  for (;;) {
+    json reply;
+    if (!c.Receive(&reply, &error)) {
+      PrintFailure(ctx, "export", error + "; " + incomplete + " is incomplete");
+      break;
+    }
+    if (!reply.value("ok", false)) {
+      PrintRefusal(ctx, "export", reply);
+      break;
+    }
+    bool written =
+        reply.value("more", false) ? write(reply["data"]) : write(reply["result"]["data"]);
+    if (!written) {
+      PrintFailure(ctx, "export", "writing " + incomplete + ": " + std::strerror(errno));
+      break;
+    }
+    if (!reply.value("more", false)) {  // the end (older bounced: the only line, with the data)
+      count = reply["result"].value("count", size_t{0});
+      break;
+    }
+  }
+  if (std::fflush(out) != 0 && count) {
+    PrintFailure(ctx, "export", "writing " + incomplete + ": " + std::strerror(errno));
+    count.reset();
+  }
+  if (out != stdout && std::fclose(out) != 0 && count) {
+    PrintFailure(ctx, "export", "writing " + incomplete + ": " + std::strerror(errno));
+    count.reset();
+  }
+  return count;
+}
+
+// Bytes `c` takes in a JSON string as nlohmann dumps it (at most: a byte of a multi-byte
+// sequence counts as 3, what an invalid byte's replacement character takes).
+size_t JsonEscapedSize(unsigned char c) {
+  if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t')
+    return 2;
+  if (c < 0x20) return 6;
+  return c < 0x80 ? 1 : 3;
+}
+
+// The request size bouncectl aims at for one import part (bounced's own limit, from part 0's
+// reply, may be lower).
+constexpr size_t kImportPartBytes = 1024 * 1024;
+// Room for the rest of a part's request: {"cmd":"import","data":"","more":true,"part":N}.
+constexpr size_t kImportPartOverhead = 128;
+
+// Sends an import in parts of whole lines, each request under bounced's max_request_bytes; the
+// file is read as it is sent. bounced joins the parts and imports all or nothing at the end.
+void StreamImport(Context& ctx, const std::string& file, const std::string& format,
+                  const std::string& reason) {
+  std::FILE* in = file == "-" ? stdin : std::fopen(file.c_str(), "rb");
+  if (in == nullptr) return PrintFailure(ctx, "import", file + ": " + std::strerror(errno));
+  struct Closer {
+    std::FILE* f;
+    ~Closer() {
+      if (f != stdin) std::fclose(f);
+    }
+  } closer{in};
+
+  QueryConnection c;
+  std::string error;
+  if (!c.Connect(ctx.socket_path, &error)) return PrintFailure(ctx, "import", error);
+  // Part 0 carries no data: its reply says the limits (and refusals come before any reading).
+  json req{{"cmd", "import"}, {"format", format}, {"part", 0}, {"more", true}, {"data", ""}};
+  if (!reason.empty()) req["reason"] = reason;
+  struct stat st {};
+  if (::fstat(::fileno(in), &st) == 0 && S_ISREG(st.st_mode)) {
+    // What is left to read: bounced refuses too large at once, and makes room for it once.
+    off_t at = ::ftello(in);
+    req["size"] = static_cast<int64_t>(st.st_size - (at > 0 ? at : 0));
+  }
+  json reply;
+  if (!c.Send(req, &error) || !c.Receive(&reply, &error)) return PrintFailure(ctx, "import", error);
+  if (!reply.value("ok", false)) return PrintRefusal(ctx, "import", reply);
+  const json& limits = reply["result"];
+  if (!limits.contains("max_request_bytes")) {
+    return PrintFailure(ctx, "import",
+                        "this bounced does not take imports in parts (query protocol 2); "
+                        "upgrade it");
+  }
+  size_t max_request = limits.value("max_request_bytes", size_t{0});
+  size_t budget = kImportPartBytes;
+  if (max_request < budget + kImportPartOverhead) {
+    budget = max_request > 2 * kImportPartOverhead ? max_request - kImportPartOverhead
+                                                   : kImportPartOverhead;
+  }
+
+  std::string pending;  // read from the file, not sent yet
+  bool eof = false;
+  for (int64_t part = 1;; ++part) {
+    // Read up to `budget` raw bytes: they never escape to less than that.
+    while (!eof && pending.size() < budget) {
+      size_t have = pending.size();
+      pending.resize(budget);
+      size_t n = std::fread(pending.data() + have, 1, budget - have, in);
+      pending.resize(have + n);
+      if (n == 0) {
+        if (std::ferror(in)) return PrintFailure(ctx, "import", file + ": " + std::strerror(errno));
+        eof = true;
+      }
+    }
+    // What fits in one request once escaped, then back to the end of its last whole line.
+    size_t fit = 0, escaped = 0;
+    while (fit < pending.size()) {
+      size_t e = JsonEscapedSize(static_cast<unsigned char>(pending[fit]));
+      if (escaped + e > budget) break;
+      escaped += e;
+      ++fit;
+    }
+    bool last = eof && fit == pending.size();
+    size_t cut = fit;
+    if (!last) {
+      size_t nl = pending.rfind('\n', fit == 0 ? 0 : fit - 1);
+      if (nl != std::string::npos && nl < fit) {
+        cut = nl + 1;
+      } else {
+        // One line longer than a part: it goes in pieces (bounced joins them), split between
+        // UTF-8 characters.
+        while (cut > 0 && (static_cast<unsigned char>(pending[cut]) & 0xC0) == 0x80) --cut;
+        if (cut == 0) cut = fit;
+      }
+    }
+    json part_req{{"cmd", "import"},
+                  {"part", part},
+                  {"more", !last},
+                  {"data", std::string_view(pending).substr(0, cut)}};
+    if (!c.Send(part_req, &error) || !c.Receive(&reply, &error)) {
+      return PrintFailure(ctx, "import", error + "; nothing imported");
+    }
+    if (!reply.value("ok", false)) return PrintRefusal(ctx, "import", reply);
+    if (last) break;
+    pending.erase(0, cut);
+  }
+  const json& r = reply["result"];
+  if (ctx.json) {
+    std::cout << r.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  } else {
+    std::cout << "imported: " << r.value("added", 0) << " added, " << r.value("updated", 0)
+              << " updated\n";
+  }
 }
 
 }  // namespace
@@ -336,25 +543,10 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     cmd->callback([&ctx, opts, format, output] {
       json req = ListRequest("export", *opts);
       req["format"] = *format;
-      bool json_flag = ctx.json;
-      ctx.json = false;  // the data itself is the output
-      Run(ctx, req, [&](const json& r) {
-        std::string data = Str(r, "data");
-        if (*output == "-") {
-          std::cout << data;
-        } else {
-          std::ofstream out(*output, std::ios::binary);
-          out << data;
-          if (!out) {
-            std::fprintf(stderr, "bouncectl: export: cannot write %s\n", output->c_str());
-            ctx.exit_code = kExitFailed;
-            return;
-          }
-          std::fprintf(stderr, "%zu suppressions written to %s\n", r.value("count", size_t{0}),
-                       output->c_str());
-        }
-      });
-      ctx.json = json_flag;
+      std::optional<size_t> count = StreamExport(ctx, req, *output);
+      if (count && *output != "-") {
+        std::fprintf(stderr, "%zu suppressions written to %s\n", *count, output->c_str());
+      }
     });
   }
   {
@@ -368,23 +560,12 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         ->check(CLI::IsMember({"csv", "jsonl"}));
     cmd->add_option("--reason", *reason, "why (recorded in the audit log)");
     cmd->callback([&ctx, file, format, reason] {
-      auto data = ReadInput(*file);
-      if (!data) {
-        std::fprintf(stderr, "bouncectl: import: %s\n", data.error().c_str());
-        ctx.exit_code = kExitFailed;
-        return;
-      }
       std::string fmt = *format;
       if (fmt.empty()) {
         bool jsonl = file->size() > 6 && (file->ends_with(".jsonl") || file->ends_with(".json"));
         fmt = jsonl ? "jsonl" : "csv";
       }
-      json req{{"cmd", "import"}, {"format", fmt}, {"data", std::move(*data)}};
-      if (!reason->empty()) req["reason"] = *reason;
-      Run(ctx, req, [&](const json& r) {
-        std::cout << "imported: " << r.value("added", 0) << " added, " << r.value("updated", 0)
-                  << " updated\n";
-      });
+      StreamImport(ctx, *file, fmt, *reason);
     });
   }
   // stats

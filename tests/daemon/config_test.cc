@@ -34,6 +34,8 @@ TEST(Config, ThePrintedDefaultConfigParsesToTheDefaults) {
   ASSERT_TRUE(c.ok()) << c.error();
   Config d;
   EXPECT_EQ(c->query.max_request_bytes, d.query.max_request_bytes);
+  EXPECT_EQ(c->query.max_import_bytes, d.query.max_import_bytes);
+  EXPECT_EQ(d.query.max_import_bytes, size_t{1} << 30);
   EXPECT_EQ(c->socketmap.access_action, d.socketmap.access_action);
   EXPECT_EQ(c->milter.reject_reply, d.milter.reject_reply);
   EXPECT_EQ(c->policy.suppression.incident_merge_seconds,
@@ -52,6 +54,8 @@ journal_files = ["/tmp/a.journal"]
 socket = "/tmp/q.sock"
 group = "mailadm"
 mode = "0600"
+max_request_bytes = 4096
+max_import_bytes = 2097152
 [socketmap]
 socket = ""
 [rules]
@@ -74,6 +78,8 @@ timeout = "500ms"
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->input.journal_files, std::vector<std::string>{"/tmp/a.journal"});
   EXPECT_EQ(c->query.mode, 0600u);
+  EXPECT_EQ(c->query.max_request_bytes, 4096u);
+  EXPECT_EQ(c->query.max_import_bytes, 2097152u);
   EXPECT_TRUE(c->socketmap.socket.empty());
   EXPECT_EQ(c->policy.suppression.hard_bounce_expiry_seconds, 365 * 86400);
   EXPECT_EQ(c->policy.suppression.count_threshold, 5);
@@ -110,6 +116,10 @@ TEST(Config, RefusesUnknownKeysAndBadValuesWithFileLineKeyAndReason) {
                 "milter.reject_reply: must start with a 5xx");
   ExpectRefused("[input.log]\npath = \"\"\n", "input.log.path");
   ExpectRefused("[input.log]\nmax_line_bytes = 10\n", "input.log.max_line_bytes");
+  ExpectRefused("[query]\nmax_import_bytes = 10\n",
+                "b.toml:2: query.max_import_bytes: must be between 1024");
+  ExpectRefused("[query]\nmax_import_bytes = \"1G\"\n",
+                "query.max_import_bytes: must be an integer");
   ExpectRefused("[log]\nlevel = \"loud\"\n", "log.level");
   ExpectRefused("[storage\n", "b.toml:1:");
 }

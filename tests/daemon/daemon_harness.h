@@ -158,11 +158,17 @@ class BouncedProcess {
   std::string BaseConfig() const {
     return "[storage]\npath = \"" + db() + "\"\n" + "[input.log]\npath = \"" + log() +
            "\"\npoll_interval = \"20ms\"\n" + "[query]\nsocket = \"" + query_socket() +
-           "\"\ngroup = \"\"\nmode = \"0666\"\n" + "[socketmap]\nsocket = \"" + socketmap_socket() +
-           "\"\n" + "[rules]\nfiles = [\"/usr/share/bounced/rules/default.toml\", \"" +
-           rules_dir() + "/*.toml\"]\n";
+           "\"\ngroup = \"\"\nmode = \"0666\"\n" + query_extra_ + "[socketmap]\nsocket = \"" +
+           socketmap_socket() + "\"\n" +
+           "[rules]\nfiles = [\"/usr/share/bounced/rules/default.toml\", \"" + rules_dir() +
+           "/*.toml\"]\n";
   }
   void WriteConfig() { std::ofstream(config_path()) << BaseConfig() << extra_config_; }
+  // Adds `lines` ("key = value\n" ...) to the [query] table; before Start.
+  void SetQueryConfig(std::string lines) {
+    query_extra_ = std::move(lines);
+    WriteConfig();
+  }
 
   // Starts bounced and waits until its query socket answers `health`.
   void Start(const std::vector<std::string>& extra_args = {}) {
@@ -247,6 +253,7 @@ class BouncedProcess {
  private:
   const TempDir& dir_;
   std::string extra_config_;
+  std::string query_extra_;
   pid_t pid_ = -1;
 };
 
