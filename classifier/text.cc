@@ -298,10 +298,6 @@ bool EqualsNoCaseSameSize(std::string_view a, std::string_view b) {
   return true;
 }
 
-bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && EqualsNoCase(s.substr(0, prefix.size()), prefix);
-}
-
 size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from) {
   return FindFiltered<true>(haystack, needle, from);
 }

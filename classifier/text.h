@@ -20,7 +20,14 @@ bool EqualsNoCaseSameSize(std::string_view a, std::string_view b);
 inline bool EqualsNoCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && EqualsNoCaseSameSize(a, b);
 }
-bool StartsWithNoCase(std::string_view s, std::string_view prefix);
+// Inline, with the first byte compared here: most callers test many prefixes against a line
+// that starts with none of them.
+inline bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  if (prefix.empty()) return true;
+  return AsciiLower(s[0]) == AsciiLower(prefix[0]) &&
+         EqualsNoCaseSameSize(s.substr(0, prefix.size()), prefix);
+}
 // Position of the first case-insensitive occurrence of `needle` at or after `from`, or npos.
 size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from = 0);
 inline bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
