@@ -565,14 +565,32 @@ constexpr bool KeysCoverPhrases() {
 }
 static_assert(KeysCoverPhrases(), "every stage phrase needs its key in kPhraseKeys");
 
-// The key of the phrases that could start at p[0..3], or -1. Keys differ, so at most one fits.
-int KeyAt(const char* p) {
-  char b0 = AsciiLower(p[0]), b2 = AsciiLower(p[2]), b3 = AsciiLower(p[3]);
+// Per byte value, the keys (one bit each) that have it at offset 0, 2 or 3 in either case.
+struct KeyBits {
+  std::array<uint16_t, 256> b0{}, b2{}, b3{};
+};
+constexpr KeyBits kKeyBits = [] {
+  static_assert(kPhraseKeys.size() <= 16, "one bit per key in a uint16_t");
+  KeyBits t;
+  auto upper = [](char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c; };
   for (size_t k = 0; k < kPhraseKeys.size(); ++k) {
-    if (b0 == kPhraseKeys[k].b0 && b2 == kPhraseKeys[k].b2 && b3 == kPhraseKeys[k].b3)
-      return static_cast<int>(k);
+    auto bit = static_cast<uint16_t>(1u << k);
+    for (char c : {kPhraseKeys[k].b0, upper(kPhraseKeys[k].b0)})
+      t.b0[static_cast<uint8_t>(c)] |= bit;
+    for (char c : {kPhraseKeys[k].b2, upper(kPhraseKeys[k].b2)})
+      t.b2[static_cast<uint8_t>(c)] |= bit;
+    for (char c : {kPhraseKeys[k].b3, upper(kPhraseKeys[k].b3)})
+      t.b3[static_cast<uint8_t>(c)] |= bit;
   }
-  return -1;
+  return t;
+}();
+
+// The key of the phrases that could start at p[0..3], or -1. Keys differ, so at most one fits:
+// three table loads instead of a comparison per key.
+int KeyAt(const char* p) {
+  unsigned bits = kKeyBits.b0[static_cast<uint8_t>(p[0])] &
+                  kKeyBits.b2[static_cast<uint8_t>(p[2])] & kKeyBits.b3[static_cast<uint8_t>(p[3])];
+  return bits == 0 ? -1 : __builtin_ctz(bits);
 }
 
 // Per key, the phrases that have it, each list in its table's order: two phrases that both
