@@ -68,32 +68,33 @@ void ForEachAddressSpan(std::string_view line, Span&& span) {
 // changes only the case of its domain: two spans (or a span and a normalised address) name the
 // same recipient when they are equal without case, and a span's lower-case copy is its key.
 
-// One pass for the newlines, sixteen bytes at a time (a memchr call per line cost more than
-// the short lines it scanned).
-std::vector<std::string_view> SplitLines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  lines.reserve(text.size() / 32 + 8);
+// Where the first '\n' at or after `from` is, or text.size(); sixteen bytes at a time (a memchr
+// call per line cost more than the short lines it scanned).
+size_t NextNewline(std::string_view text, size_t from) {
   const char* p = text.data();
-  size_t n = text.size(), start = 0, i = 0;
+  size_t n = text.size(), i = from;
 #if defined(__SSE2__)
   const __m128i nl = _mm_set1_epi8('\n');
   for (; i + 16 <= n; i += 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl))); mask != 0;
-         mask &= mask - 1) {
-      size_t end = i + static_cast<size_t>(__builtin_ctz(mask));
-      lines.push_back(text.substr(start, end - start));
-      start = end + 1;
-    }
+    int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
   }
 #endif
   for (; i < n; ++i) {
-    if (p[i] == '\n') {
-      lines.push_back(text.substr(start, i - start));
-      start = i + 1;
-    }
+    if (p[i] == '\n') return i;
   }
-  if (start < n) lines.push_back(text.substr(start));
+  return n;
+}
+
+std::vector<std::string_view> SplitLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  lines.reserve(text.size() / 32 + 8);
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = NextNewline(text, pos);
+    lines.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
   return lines;
 }
 
@@ -209,9 +210,10 @@ bool IsReturnedMessageMarker(std::string_view line) {
   return HasMarkerPhrase(t);
 }
 
-// A quoted header block of the returned message, when no marker announced it.
-bool StartsHeaderBlock(const std::vector<std::string_view>& lines, size_t i) {
-  std::string_view l = lines[i];
+// A quoted header block of the returned message, when no marker announced it. `line` is the
+// candidate line, `rest` the text after its '\n' (its next lines are read from there: the
+// explanation's lines are split only as far as it goes).
+bool StartsHeaderBlock(std::string_view l, std::string_view rest) {
   if (l.empty()) return false;
   char c0 = static_cast<char>(l[0] | 0x20);
   if (c0 != 'r' && c0 != 'd') return false;
@@ -219,10 +221,14 @@ bool StartsHeaderBlock(const std::vector<std::string_view>& lines, size_t i) {
         StartsWithNoCase(l, "DKIM-Signature: ")))
     return false;
   int headerish = 0;
-  for (size_t j = i + 1; j < lines.size() && j < i + 6; ++j) {
-    std::string_view n = lines[j];
+  size_t pos = 0;
+  for (int j = 0; j < 5 && pos < rest.size(); ++j) {
+    size_t end = rest.find('\n', pos);
+    if (end == std::string_view::npos) end = rest.size();
+    std::string_view n = rest.substr(pos, end - pos);
     if (n.empty()) break;
     if (n[0] == ' ' || n[0] == '\t' || n.find(": ") != std::string_view::npos) ++headerish;
+    pos = end + 1;
   }
   return headerish >= 2;
 }
@@ -590,24 +596,30 @@ Explanation::Explanation(const MimeView& view) {
     if (owned_.size() > kMaxExplanationBytes) owned_.resize(kMaxExplanationBytes);
     text_ = owned_;
   }
-  lines_ = SplitLines(text_);
+  // Lines are split as the loop reaches them: the text often goes on with the returned
+  // message, which no scan reads.
+  lines_.reserve(16);
   size_t offset = 0;
   // Reason letters in the lines before the current one, counted as far as a marker needed
   // them (HasReasonText of the text above the marker, without reading it again each time).
   size_t letters = 0;
   size_t counted = 0;
-  for (size_t i = 0; i < lines_.size(); ++i) {
+  while (offset < text_.size()) {
+    size_t end = NextNewline(text_, offset);
+    std::string_view line = text_.substr(offset, end - offset);
+    size_t i = lines_.size();
     // A marker in the first lines is a heading over the explanation (Notes, ezweb): skip it.
-    if (offset > 0 && (IsReturnedMessageMarker(lines_[i]) || StartsHeaderBlock(lines_, i))) {
+    if (offset > 0 && (IsReturnedMessageMarker(line) ||
+                       StartsHeaderBlock(line, text_.substr(std::min(end + 1, text_.size()))))) {
       for (; counted < i && letters < 12; ++counted) letters += ReasonLetters(lines_[counted]);
       if (EnoughReason(letters, text_.substr(0, offset))) {
         // The explanation ends with line i - 1 and its '\n'.
         text_ = text_.substr(0, offset);
-        lines_.resize(i);
         break;
       }
     }
-    offset += lines_[i].size() + 1;
+    lines_.push_back(line);
+    offset = end + 1;
   }
 }
 
