@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <array>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "classifier/dsn_fields.h"
 #include "classifier/dsn_mime.h"
 #include "classifier/dsn_ses.h"
@@ -303,15 +307,34 @@ struct ReplyPair {
   std::string status;
 };
 
+// The first position in [from, limit) holding an ASCII digit, or `limit` (at most
+// text.size()); sixteen positions at a time: reason texts are mostly letters.
+size_t NextDigit(std::string_view text, size_t from, size_t limit) {
+  const char* p = text.data();
+  size_t i = from;
+#if defined(__SSE2__)
+  const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1);
+  for (; i + 16 <= limit; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    int mask = _mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above)));
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  for (; i < limit; ++i) {
+    if (static_cast<unsigned char>(p[i] - '0') <= 9) return i;
+  }
+  return limit;
+}
+
 // Calls pair(code, status) for each such pair in `text`, in order, at most 16, until it
 // returns false. The views point into `text`; nothing is allocated.
 template <typename Pair>
 void ForEachReplyPair(std::string_view text, Pair&& pair) {
   auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
   int found = 0;
-  for (size_t i = 0; i + 8 < text.size() && found < 16; ++i) {
-    // Most bytes are not digits: one test, no bounds check (i is in range here).
-    if (static_cast<unsigned char>(text[i] - '0') > 9) continue;
+  size_t limit = text.size() >= 9 ? text.size() - 8 : 0;  // positions i with i + 8 < size
+  for (size_t i = NextDigit(text, 0, limit); i < limit && found < 16;
+       i = NextDigit(text, i + 1, limit)) {
     if (!digit(i + 1) || !digit(i + 2) || digit(i + 3)) continue;
     if (i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.'))
       continue;

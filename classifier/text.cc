@@ -6,6 +6,7 @@
 #include <emmintrin.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -77,6 +78,29 @@ bool FollowsReplyCode(std::string_view s, size_t i) {
   if (spaces == 0 || j < 3) return false;
   if (!IsReplyCodeAt(s, j - 3)) return false;
   return j - 3 == 0 || !IsAlnum(s[j - 4]);
+}
+
+// The first position in [from, limit) whose byte is '2', '4' or '5' (the classes a reply code
+// and an enhanced status start with), or `limit`; sixteen positions at a time, since prose has
+// few of them. `limit` is at most s.size().
+size_t NextClassDigit(std::string_view s, size_t from, size_t limit) {
+  const char* p = s.data();
+  size_t i = from;
+#if defined(__SSE2__)
+  const __m128i d2 = _mm_set1_epi8('2'), d4 = _mm_set1_epi8('4'), d5 = _mm_set1_epi8('5');
+  for (; i + 16 <= limit; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, d2), _mm_cmpeq_epi8(v, d4)),
+                               _mm_cmpeq_epi8(v, d5));
+    int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  for (; i < limit; ++i) {
+    char c = p[i];
+    if (c == '2' || c == '4' || c == '5') return i;
+  }
+  return limit;
 }
 
 // Appends one code point as UTF-8.
@@ -404,9 +428,9 @@ std::string Sanitize(std::string_view s, size_t max_bytes) {
 }
 
 bool HasEnhancedStatus(std::string_view text) {
-  for (size_t i = 0; i + 5 <= text.size(); ++i) {
-    char c = text[i];
-    if (c != '2' && c != '4' && c != '5') continue;
+  size_t limit = text.size() >= 5 ? text.size() - 4 : 0;  // positions i with i + 5 <= size
+  for (size_t i = NextClassDigit(text, 0, limit); i < limit;
+       i = NextClassDigit(text, i + 1, limit)) {
     if (EnhancedStatusAt(text, i) != 0) return true;
   }
   return false;
@@ -414,9 +438,9 @@ bool HasEnhancedStatus(std::string_view text) {
 
 std::string ExtractEnhancedStatus(std::string_view text) {
   std::string_view first;
-  for (size_t i = 0; i + 5 <= text.size(); ++i) {
-    char c = text[i];
-    if (c != '2' && c != '4' && c != '5') continue;
+  size_t limit = text.size() >= 5 ? text.size() - 4 : 0;
+  for (size_t i = NextClassDigit(text, 0, limit); i < limit;
+       i = NextClassDigit(text, i + 1, limit)) {
     size_t len = EnhancedStatusAt(text, i);
     if (len == 0) continue;
     if (FollowsReplyCode(text, i)) return std::string(text.substr(i, len));
@@ -435,9 +459,9 @@ size_t ReplyCodePos(std::string_view text) {
     ++start;
   }
   if (IsReplyCodeAt(text, start)) return start;
-  for (size_t i = start + 1; i + 3 <= text.size(); ++i) {
-    char c = text[i];
-    if (c != '2' && c != '4' && c != '5') continue;  // most bytes: no call
+  size_t limit = text.size() >= 3 ? text.size() - 2 : 0;  // positions i with i + 3 <= size
+  for (size_t i = NextClassDigit(text, std::min(start + 1, limit), limit); i < limit;
+       i = NextClassDigit(text, i + 1, limit)) {
     if (!IsReplyCodeAt(text, i)) continue;
     // Look back over spaces and tabs for what introduces the code.
     size_t j = i;
