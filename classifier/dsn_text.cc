@@ -183,12 +183,24 @@ bool HasMarkerPhrase(std::string_view t) {
 
 // Where an explanation ends and the returned message (or its headers) begins.
 bool IsReturnedMessageMarker(std::string_view line) {
-  std::string_view t = TrimSpace(line);
-  if (t.size() < 8 || t.size() > 100) return false;
   // "The original message was received at ..." (Sendmail) and prose sentences mentioning the
   // original message are explanation, not markers: a marker is a heading, led by a rule or
-  // bracket character or by its own words. Tested first: most lines fail it at once.
-  char first = t[0];
+  // bracket character or by its own words. Its first character is tested first (before the
+  // line is trimmed at its end): most lines fail it at once.
+  size_t lead_space = 0;
+  // TrimSpace's whitespace: ' ' and '\t' to '\r'.
+  while (lead_space < line.size() &&
+         (line[lead_space] == ' ' || static_cast<unsigned char>(line[lead_space] - '\t') <= 4))
+    ++lead_space;
+  if (lead_space == line.size()) return false;
+  char first = line[lead_space];
+  if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
+        first == '<' || first == '|')) {
+    char lead = AsciiLower(first);
+    if (lead != 'o' && lead != 'm' && lead != 'b' && lead != 'r' && lead != 'u') return false;
+  }
+  std::string_view t = TrimSpace(line);
+  if (t.size() < 8 || t.size() > 100) return false;
   if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
         first == '<' || first == '|')) {
     static constexpr std::string_view kLeads[] = {
@@ -196,8 +208,6 @@ bool IsReturnedMessageMarker(std::string_view line) {
         "unsent message",   "original mail",   "rejected message", "message text",
         "returned message", "original email",
     };
-    char lead = AsciiLower(first);
-    if (lead != 'o' && lead != 'm' && lead != 'b' && lead != 'r' && lead != 'u') return false;
     bool heading = false;
     for (std::string_view l : kLeads) {
       if (StartsWithNoCase(t, l)) {

@@ -286,12 +286,6 @@ size_t FindFiltered(std::string_view hay, std::string_view needle, size_t from =
 
 }  // namespace
 
-std::string AsciiLowerCopy(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = AsciiLower(c);
-  return out;
-}
-
 namespace {
 
 // AsciiLower on each of eight bytes at once: a byte gets 0x20 added when it is 'A'..'Z' (its
@@ -307,6 +301,19 @@ uint64_t AsciiLower8(uint64_t x) {
 }
 
 }  // namespace
+
+std::string AsciiLowerCopy(std::string_view s) {
+  std::string out(s);
+  size_t i = 0;
+  for (; i + 8 <= out.size(); i += 8) {
+    uint64_t x = 0;
+    std::memcpy(&x, out.data() + i, 8);
+    x = AsciiLower8(x);
+    std::memcpy(out.data() + i, &x, 8);
+  }
+  for (; i < out.size(); ++i) out[i] = AsciiLower(out[i]);
+  return out;
+}
 
 bool EqualsNoCaseSameSize(std::string_view a, std::string_view b) {
   size_t i = 0;

@@ -46,9 +46,8 @@ inline bool ContainsAnyOf(std::string_view s, std::string_view set) {
 // Removes leading and trailing ASCII whitespace (space, tab, CR, LF, VT, FF). Inline: the
 // scanners call it on every line.
 inline std::string_view TrimSpace(std::string_view s) {
-  auto space = [](char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-  };
+  // '\t', '\n', '\v', '\f' and '\r' are 9 to 13: one range test instead of five compares.
+  auto space = [](char c) { return c == ' ' || static_cast<unsigned char>(c - '\t') <= 4; };
   size_t b = 0, e = s.size();
   while (b < e && space(s[b])) ++b;
   while (e > b && space(s[e - 1])) --e;
