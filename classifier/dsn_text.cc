@@ -101,10 +101,15 @@ std::vector<std::string_view> SplitLines(std::string_view text) {
 bool IsBlank(std::string_view line) { return TrimSpace(line).empty(); }
 
 // "-----", "=====", "*****" rules and "----- Transcript of session follows -----" headings.
+// Only the leading whitespace is skipped: a rule's three characters are not whitespace, so
+// trimming the end could not change the answer.
 bool IsSeparator(std::string_view line) {
-  std::string_view t = TrimSpace(line);
-  return t.size() >= 3 && (t.starts_with("---") || t.starts_with("===") || t.starts_with("***") ||
-                           t.starts_with("___"));
+  size_t b = 0;
+  while (b < line.size() && (line[b] == ' ' || static_cast<unsigned char>(line[b] - '\t') <= 4))
+    ++b;
+  if (line.size() - b < 3) return false;
+  char c = line[b];
+  return (c == '-' || c == '=' || c == '*' || c == '_') && line[b + 1] == c && line[b + 2] == c;
 }
 
 // Whether the `word.size()` bytes at t[i] are `word` (lower-case ASCII letters) in any case:
@@ -307,16 +312,24 @@ std::string StripHtml(std::string_view html) {
 // list markers, quotes or angle brackets), or follows wording that introduces recipients.
 bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
   std::string_view before = line.substr(0, begin);
-  std::string lead;
+  // The text before the address without list markers, quotes and punctuation, lower-case: only
+  // its first bytes are kept (no label is longer), its length and whether it is all digits.
+  constexpr size_t kMaxLead = 24;
+  char lead_bytes[kMaxLead];
+  size_t lead_size = 0;
+  bool lead_digits = true;
   for (char c : before) {
     if (c == ' ' || c == '\t' || c == '<' || c == '"' || c == '\'' || c == '>' || c == '-' ||
         c == '*' || c == '(' || c == '[' || c == ':' || c == '.')
       continue;
-    lead.push_back(AsciiLower(c));
+    if (lead_size < kMaxLead) lead_bytes[lead_size] = AsciiLower(c);
+    ++lead_size;
+    lead_digits = lead_digits && c >= '0' && c <= '9';
   }
-  if (lead.empty()) return true;
+  if (lead_size == 0) return true;
   // Sendmail's transcript summary: "554 <a@b>... 550 Host unknown", "550 5.1.1 <a@b>...".
-  if (lead.find_first_not_of("0123456789") == std::string::npos && lead.size() <= 8) return true;
+  if (lead_digits && lead_size <= 8) return true;
+  std::string_view lead(lead_bytes, std::min(lead_size, kMaxLead));
   // "User mailbox exceeds allowed size: a@b" (iMail and others put the reason first).
   std::string_view after = TrimSpace(line.substr(end));
   std::string_view tb = TrimSpace(before);
@@ -328,8 +341,15 @@ bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
       "to",     "rcptto", "recipient",         "recipients",     "unknownuser", "addressee",
       "failed", "user",   "originalrecipient", "finalrecipient", "mailbox",     "address",
   };
+  // Every label is shorter than kMaxLead, so a lead of its size is held whole.
+  static_assert([] {
+    for (std::string_view l : kLabels) {
+      if (l.size() >= kMaxLead) return false;
+    }
+    return true;
+  }());
   for (std::string_view l : kLabels) {
-    if (lead == l) return true;
+    if (lead_size == l.size() && lead == l) return true;
   }
   // Introductions by a word each of them contains: a line without the word skips its group.
   static constexpr std::string_view kDeliver[] = {
