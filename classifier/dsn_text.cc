@@ -711,8 +711,15 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     }
     return false;
   };
-  for (size_t i = 0; i < lines.size(); ++i) {
+  // Only lines with an '@' can name an address: the text is searched for them once, and the
+  // lines between are passed over (lines are consecutive views into the text).
+  std::string_view text = explanation.text();
+  size_t at = text.find('@');
+  for (size_t i = 0; i < lines.size() && at != std::string_view::npos; ++i) {
     std::string_view line = lines[i];
+    size_t line_end = static_cast<size_t>(line.data() - text.data()) + line.size();
+    if (line_end < at) continue;
+    at = line_end < text.size() ? text.find('@', line_end) : std::string_view::npos;
     ForEachAddressSpan(line, [&](size_t b, size_t e) {
       std::string_view address = line.substr(b, e - b);
       if (!hint_norm.empty()) {
