@@ -534,10 +534,10 @@ std::string NormalizeAddress(std::string_view address) {
   size_t at = 0;
   std::string_view domain = DomainPart(a, &at);
   if (at == std::string_view::npos) return std::string(a);
-  std::string out;
-  out.reserve(at + 1 + domain.size());
-  out.append(a.substr(0, at + 1));
-  for (char c : domain) out.push_back(AsciiLower(c));
+  // The local part, '@' and domain are one piece of `a`: copied at once, the domain then
+  // lowered in place.
+  std::string out(a.substr(0, at + 1 + domain.size()));
+  for (size_t i = at + 1; i < out.size(); ++i) out[i] = AsciiLower(out[i]);
   return out;
 }
 
@@ -545,9 +545,8 @@ std::string DomainOf(std::string_view address) {
   // What NormalizeAddress(address) has after its last '@', without building the address.
   size_t at = 0;
   std::string_view domain = DomainPart(AddressPart(address), &at);
-  std::string out;
-  out.reserve(domain.size());
-  for (char c : domain) out.push_back(AsciiLower(c));
+  std::string out(domain);
+  for (char& c : out) c = AsciiLower(c);
   return out;
 }
 
