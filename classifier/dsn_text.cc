@@ -160,27 +160,50 @@ constexpr MarkerPhrase kMarkerPhrases[] = {
 // Whether `t` contains one of kMarkerPhrases in any case. One pass over `t` (this runs on most
 // lines of every explanation) stopping only at the marker words; a phrase is compared in full
 // only around its own word.
+// Bit k set: t[base + k] may start a marker word (m, o or c in either case); k < 16 and
+// base + k < t.size().
+unsigned MarkerLeadMask(std::string_view t, size_t base) {
+#if defined(__SSE2__)
+  if (base + 16 <= t.size()) {
+    // OR-ing 0x20 maps exactly 'M', 'O' and 'C' onto 'm', 'o' and 'c'.
+    __m128i v = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data() + base)),
+                             _mm_set1_epi8(0x20));
+    __m128i hit = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('m')), _mm_cmpeq_epi8(v, _mm_set1_epi8('o'))),
+        _mm_cmpeq_epi8(v, _mm_set1_epi8('c')));
+    return static_cast<unsigned>(_mm_movemask_epi8(hit));
+  }
+#endif
+  unsigned mask = 0;
+  for (size_t k = base; k < t.size() && k < base + 16; ++k) {
+    if (kByteClass[static_cast<uint8_t>(t[k])] & kMarkerLead) mask |= 1u << (k - base);
+  }
+  return mask;
+}
+
 bool HasMarkerPhrase(std::string_view t) {
-  for (size_t i = 0; i < t.size(); ++i) {
-    if (!(kByteClass[static_cast<uint8_t>(t[i])] & kMarkerLead)) continue;
-    char c = static_cast<char>(t[i] | 0x20);
-    MarkerWord word = MarkerWord::kNone;
-    if (c == 'm') {
-      word = LetterWordAt(t, i, "messag") ? MarkerWord::kMessag
-             : LetterWordAt(t, i, "mail") ? MarkerWord::kMail
-                                          : MarkerWord::kNone;
-    } else if (c == 'o') {
-      if (LetterWordAt(t, i, "original")) word = MarkerWord::kOriginal;
-    } else if (LetterWordAt(t, i, "copy")) {
-      word = MarkerWord::kCopy;
-    }
-    if (word == MarkerWord::kNone) continue;
-    for (const MarkerPhrase& p : kMarkerPhrases) {
-      if (p.word != word || p.offset > i) continue;
-      std::string_view at = t.substr(i - p.offset);
-      if (at.size() >= p.phrase.size() &&
-          EqualsNoCaseSameSize(at.substr(0, p.phrase.size()), p.phrase))
-        return true;
+  for (size_t base = 0; base < t.size(); base += 16) {
+    for (unsigned mask = MarkerLeadMask(t, base); mask != 0; mask &= mask - 1) {
+      size_t i = base + static_cast<size_t>(__builtin_ctz(mask));
+      char c = static_cast<char>(t[i] | 0x20);
+      MarkerWord word = MarkerWord::kNone;
+      if (c == 'm') {
+        word = LetterWordAt(t, i, "messag") ? MarkerWord::kMessag
+               : LetterWordAt(t, i, "mail") ? MarkerWord::kMail
+                                            : MarkerWord::kNone;
+      } else if (c == 'o') {
+        if (LetterWordAt(t, i, "original")) word = MarkerWord::kOriginal;
+      } else if (LetterWordAt(t, i, "copy")) {
+        word = MarkerWord::kCopy;
+      }
+      if (word == MarkerWord::kNone) continue;
+      for (const MarkerPhrase& p : kMarkerPhrases) {
+        if (p.word != word || p.offset > i) continue;
+        std::string_view at = t.substr(i - p.offset);
+        if (at.size() >= p.phrase.size() &&
+            EqualsNoCaseSameSize(at.substr(0, p.phrase.size()), p.phrase))
+          return true;
+      }
     }
   }
   return false;
