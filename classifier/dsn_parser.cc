@@ -579,6 +579,25 @@ constexpr size_t kMaxReasonBytes = 4 * kMaxDiagnosticBytes;
 // Reasons longer than this are not remembered (rare, and costly to key).
 constexpr size_t kMaxRememberedReason = 2048;
 
+// RuleSet::RecipientDomain(recipient) (the domain of the sanitised, normalised address). A
+// recipient that is already plain (printable ASCII without spaces or angle brackets, not led
+// by "rfc822;", not ending in '.', short) is one NormalizeAddress and Sanitize leave as it is
+// but for the domain's case: its domain is lowered straight from it.
+std::string RecipientDomainOf(std::string_view recipient) {
+  bool plain = recipient.size() <= 320 && !recipient.empty() && recipient.back() != '.' &&
+               !StartsWithNoCase(recipient, "rfc822;");
+  for (size_t i = 0; plain && i < recipient.size(); ++i) {
+    char c = recipient[i];
+    plain = c > ' ' && c < 0x7F && c != '<' && c != '>';
+  }
+  if (!plain) return RuleSet::RecipientDomain(recipient);
+  size_t at = recipient.rfind('@');
+  if (at == std::string_view::npos) return {};
+  std::string domain(recipient.substr(at + 1));
+  for (char& c : domain) c = AsciiLower(c);
+  return domain;
+}
+
 // Classify below, whole, for a finding: what it returns depends on the finding's texts and on
 // the recipient's domain, not on the local part, which only fills recipient and
 // original_recipient. Bounces repeat (one reply for many recipients of a domain, the same
@@ -586,7 +605,7 @@ constexpr size_t kMaxRememberedReason = 2048;
 bool RecallFinding(const Finding& f, const RuleSet& rules, std::string& key, Result* r) {
   key.assign("dsn");
   key.push_back('\0');
-  std::string domain = RuleSet::RecipientDomain(f.recipient);
+  std::string domain = RecipientDomainOf(f.recipient);
   for (std::string_view part :
        {std::string_view(f.diagnostic), std::string_view(f.status), std::string_view(f.reply_code),
         std::string_view(f.stage), std::string_view(domain), std::string_view(f.remote_mta),
