@@ -446,15 +446,22 @@ bool MayHoldCode(std::string_view t) {
 #if defined(__SSE2__)
   // Sixteen positions at a time find the 2, 4 and 5 (few in prose); each is then checked.
   const __m128i d2 = _mm_set1_epi8('2'), d4 = _mm_set1_epi8('4'), d5 = _mm_set1_epi8('5');
-  for (; i + 18 <= t.size(); i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data() + i));
+  auto block_at = [&](size_t at) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data() + at));
     __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, d2), _mm_cmpeq_epi8(v, d4)),
                                _mm_cmpeq_epi8(v, d5));
     for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit)); mask != 0;
          mask &= mask - 1) {
-      if (code_at(i + static_cast<size_t>(__builtin_ctz(mask)))) return true;
+      if (code_at(at + static_cast<size_t>(__builtin_ctz(mask)))) return true;
     }
+    return false;
+  };
+  for (; i + 18 <= t.size(); i += 16) {
+    if (block_at(i)) return true;
   }
+  // The rest as one more block ending where the scan ends (positions up to size - 3): it
+  // overlaps positions already checked, which cannot change the answer.
+  if (t.size() >= 18) return i + 2 < t.size() && block_at(t.size() - 18);
 #endif
   for (; i + 2 < t.size(); ++i) {
     char c = t[i];
