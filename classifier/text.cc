@@ -266,16 +266,28 @@ size_t FindFiltered(std::string_view hay, std::string_view needle, size_t from =
   const __m128i v1 = _mm_set1_epi8(first), v2 = _mm_set1_epi8(last);
   const __m128i f1 = _mm_set1_epi8(kFold && IsAlpha(first) ? 0x20 : 0);
   const __m128i f2 = _mm_set1_epi8(kFold && IsAlpha(last) ? 0x20 : 0);
-  for (; i + n - 1 + 16 <= hay.size(); i += 16) {
-    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + n - 1));
+  auto block_mask = [&](size_t at) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + at));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + at + n - 1));
     __m128i hit = _mm_and_si128(_mm_cmpeq_epi8(_mm_or_si128(a, f1), v1),
                                 _mm_cmpeq_epi8(_mm_or_si128(b, f2), v2));
-    for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit)); mask != 0;
-         mask &= mask - 1) {
+    return static_cast<unsigned>(_mm_movemask_epi8(hit));
+  };
+  for (; i + n - 1 + 16 <= hay.size(); i += 16) {
+    for (unsigned mask = block_mask(i); mask != 0; mask &= mask - 1) {
       size_t at = i + static_cast<size_t>(__builtin_ctz(mask));
       if (matches_at(at)) return at;
     }
+  }
+  // The last positions (up to size - n) as one more block ending there; it overlaps positions
+  // already checked, which are masked off so that the first match is still the one returned.
+  if (i + n <= hay.size() && hay.size() >= n - 1 + 16) {
+    size_t last = hay.size() - (n - 1) - 16;  // i - last is 1 to 15 here
+    for (unsigned mask = block_mask(last) & (~0u << (i - last)); mask != 0; mask &= mask - 1) {
+      size_t at = last + static_cast<size_t>(__builtin_ctz(mask));
+      if (matches_at(at)) return at;
+    }
+    return std::string_view::npos;
   }
 #endif
   for (; i + n <= hay.size(); ++i) {
