@@ -312,18 +312,29 @@ uint64_t AsciiLower8(uint64_t x) {
   return x | (upper >> 2);
 }
 
+// AsciiLower on p[0, n) in place, eight bytes at a time; a last partial word is done as the
+// word ending at p + n (lowering a byte twice changes nothing).
+void LowerInPlace(char* p, size_t n) {
+  auto lower_word = [p](size_t at) {
+    uint64_t x = 0;
+    std::memcpy(&x, p + at, 8);
+    x = AsciiLower8(x);
+    std::memcpy(p + at, &x, 8);
+  };
+  if (n < 8) {
+    for (size_t i = 0; i < n; ++i) p[i] = AsciiLower(p[i]);
+    return;
+  }
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) lower_word(i);
+  if (i < n) lower_word(n - 8);
+}
+
 }  // namespace
 
 std::string AsciiLowerCopy(std::string_view s) {
   std::string out(s);
-  size_t i = 0;
-  for (; i + 8 <= out.size(); i += 8) {
-    uint64_t x = 0;
-    std::memcpy(&x, out.data() + i, 8);
-    x = AsciiLower8(x);
-    std::memcpy(out.data() + i, &x, 8);
-  }
-  for (; i < out.size(); ++i) out[i] = AsciiLower(out[i]);
+  LowerInPlace(out.data(), out.size());
   return out;
 }
 
@@ -335,6 +346,14 @@ bool EqualsNoCaseSameSize(std::string_view a, std::string_view b) {
     std::memcpy(&x, a.data() + i, 8);
     std::memcpy(&y, b.data() + i, 8);
     if (x != y && AsciiLower8(x) != AsciiLower8(y)) return false;
+  }
+  if (i < a.size() && a.size() >= 8) {
+    // The last partial word as the word ending at the end (its first bytes compared again).
+    uint64_t x = 0;
+    uint64_t y = 0;
+    std::memcpy(&x, a.data() + a.size() - 8, 8);
+    std::memcpy(&y, b.data() + a.size() - 8, 8);
+    return x == y || AsciiLower8(x) == AsciiLower8(y);
   }
   for (; i < a.size(); ++i) {
     if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
@@ -549,7 +568,7 @@ std::string NormalizeAddress(std::string_view address) {
   // The local part, '@' and domain are one piece of `a`: copied at once, the domain then
   // lowered in place.
   std::string out(a.substr(0, at + 1 + domain.size()));
-  for (size_t i = at + 1; i < out.size(); ++i) out[i] = AsciiLower(out[i]);
+  LowerInPlace(out.data() + at + 1, domain.size());
   return out;
 }
 
@@ -558,7 +577,7 @@ std::string DomainOf(std::string_view address) {
   size_t at = 0;
   std::string_view domain = DomainPart(AddressPart(address), &at);
   std::string out(domain);
-  for (char& c : out) c = AsciiLower(c);
+  LowerInPlace(out.data(), out.size());
   return out;
 }
 
