@@ -593,9 +593,7 @@ std::string RecipientDomainOf(std::string_view recipient) {
   if (!plain) return RuleSet::RecipientDomain(recipient);
   size_t at = recipient.rfind('@');
   if (at == std::string_view::npos) return {};
-  std::string domain(recipient.substr(at + 1));
-  for (char& c : domain) c = AsciiLower(c);
-  return domain;
+  return AsciiLowerCopy(recipient.substr(at + 1));
 }
 
 // Classify below, whole, for a finding: what it returns depends on the finding's texts and on
