@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <array>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "classifier/dsn_fields.h"
 #include "classifier/dsn_mime.h"
 #include "classifier/dsn_ses.h"
@@ -303,15 +307,34 @@ struct ReplyPair {
   std::string status;
 };
 
+// The first position in [from, limit) holding an ASCII digit, or `limit` (at most
+// text.size()); sixteen positions at a time: reason texts are mostly letters.
+size_t NextDigit(std::string_view text, size_t from, size_t limit) {
+  const char* p = text.data();
+  size_t i = from;
+#if defined(__SSE2__)
+  const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1);
+  for (; i + 16 <= limit; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    int mask = _mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above)));
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  for (; i < limit; ++i) {
+    if (static_cast<unsigned char>(p[i] - '0') <= 9) return i;
+  }
+  return limit;
+}
+
 // Calls pair(code, status) for each such pair in `text`, in order, at most 16, until it
 // returns false. The views point into `text`; nothing is allocated.
 template <typename Pair>
 void ForEachReplyPair(std::string_view text, Pair&& pair) {
   auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
   int found = 0;
-  for (size_t i = 0; i + 8 < text.size() && found < 16; ++i) {
-    // Most bytes are not digits: one test, no bounds check (i is in range here).
-    if (static_cast<unsigned char>(text[i] - '0') > 9) continue;
+  size_t limit = text.size() >= 9 ? text.size() - 8 : 0;  // positions i with i + 8 < size
+  for (size_t i = NextDigit(text, 0, limit); i < limit && found < 16;
+       i = NextDigit(text, i + 1, limit)) {
     if (!digit(i + 1) || !digit(i + 2) || digit(i + 3)) continue;
     if (i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.'))
       continue;
@@ -556,6 +579,23 @@ constexpr size_t kMaxReasonBytes = 4 * kMaxDiagnosticBytes;
 // Reasons longer than this are not remembered (rare, and costly to key).
 constexpr size_t kMaxRememberedReason = 2048;
 
+// RuleSet::RecipientDomain(recipient) (the domain of the sanitised, normalised address). A
+// recipient that is already plain (printable ASCII without spaces or angle brackets, not led
+// by "rfc822;", not ending in '.', short) is one NormalizeAddress and Sanitize leave as it is
+// but for the domain's case: its domain is lowered straight from it.
+std::string RecipientDomainOf(std::string_view recipient) {
+  bool plain = recipient.size() <= 320 && !recipient.empty() && recipient.back() != '.' &&
+               !StartsWithNoCase(recipient, "rfc822;");
+  for (size_t i = 0; plain && i < recipient.size(); ++i) {
+    char c = recipient[i];
+    plain = c > ' ' && c < 0x7F && c != '<' && c != '>';
+  }
+  if (!plain) return RuleSet::RecipientDomain(recipient);
+  size_t at = recipient.rfind('@');
+  if (at == std::string_view::npos) return {};
+  return AsciiLowerCopy(recipient.substr(at + 1));
+}
+
 // Classify below, whole, for a finding: what it returns depends on the finding's texts and on
 // the recipient's domain, not on the local part, which only fills recipient and
 // original_recipient. Bounces repeat (one reply for many recipients of a domain, the same
@@ -563,7 +603,7 @@ constexpr size_t kMaxRememberedReason = 2048;
 bool RecallFinding(const Finding& f, const RuleSet& rules, std::string& key, Result* r) {
   key.assign("dsn");
   key.push_back('\0');
-  std::string domain = RuleSet::RecipientDomain(f.recipient);
+  std::string domain = RecipientDomainOf(f.recipient);
   for (std::string_view part :
        {std::string_view(f.diagnostic), std::string_view(f.status), std::string_view(f.reply_code),
         std::string_view(f.stage), std::string_view(domain), std::string_view(f.remote_mta),

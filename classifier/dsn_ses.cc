@@ -3,33 +3,73 @@
 
 #include <nlohmann/json.hpp>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "classifier/dsn_fields.h"
 #include "classifier/text.h"
 
 namespace bounced::dsn {
 namespace {
 
-// Mail transports wrap long lines, even inside JSON strings: drop line breaks within strings.
+// Where the next byte that matters inside a JSON string ('"', '\\', '\n', '\r') is, from
+// `from`, or text.size(); sixteen bytes at a time.
+size_t NextInString(std::string_view text, size_t from) {
+  const char* p = text.data();
+  size_t n = text.size(), i = from;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'),
+                lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                               _mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)));
+    int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  for (; i < n; ++i) {
+    char c = p[i];
+    if (c == '"' || c == '\\' || c == '\n' || c == '\r') return i;
+  }
+  return n;
+}
+
+// Mail transports wrap long lines, even inside JSON strings: drop line breaks within strings
+// (not an escaped one). Text is copied in runs between the bytes that matter.
 std::string UnwrapJson(std::string_view text) {
   std::string out;
   out.reserve(text.size());
+  size_t i = 0;
   bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      } else if (c == '\n' || c == '\r') {
-        continue;
+  while (i < text.size()) {
+    if (!in_string) {
+      size_t quote = text.find('"', i);
+      if (quote == std::string_view::npos) {
+        out.append(text.substr(i));
+        break;
       }
-    } else if (c == '"') {
+      out.append(text.substr(i, quote + 1 - i));
       in_string = true;
+      i = quote + 1;
+      continue;
     }
-    out.push_back(c);
+    size_t at = NextInString(text, i);
+    out.append(text.substr(i, at - i));
+    if (at == text.size()) break;
+    char c = text[at];
+    if (c == '\\') {
+      // The escaped byte is kept whatever it is.
+      out.append(text.substr(at, 2));
+      i = at + 2;
+    } else if (c == '"') {
+      out.push_back(c);
+      in_string = false;
+      i = at + 1;
+    } else {
+      i = at + 1;  // a line break inside a string
+    }
   }
   return out;
 }

@@ -68,13 +68,30 @@ void ForEachAddressSpan(std::string_view line, Span&& span) {
 // changes only the case of its domain: two spans (or a span and a normalised address) name the
 // same recipient when they are equal without case, and a span's lower-case copy is its key.
 
+// Where the first '\n' at or after `from` is, or text.size(); sixteen bytes at a time (a memchr
+// call per line cost more than the short lines it scanned).
+size_t NextNewline(std::string_view text, size_t from) {
+  const char* p = text.data();
+  size_t n = text.size(), i = from;
+#if defined(__SSE2__)
+  const __m128i nl = _mm_set1_epi8('\n');
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  for (; i < n; ++i) {
+    if (p[i] == '\n') return i;
+  }
+  return n;
+}
+
 std::vector<std::string_view> SplitLines(std::string_view text) {
   std::vector<std::string_view> lines;
-  lines.reserve(16);
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
+  lines.reserve(text.size() / 32 + 8);
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = NextNewline(text, pos);
     lines.push_back(text.substr(pos, end - pos));
     pos = end + 1;
   }
@@ -84,10 +101,15 @@ std::vector<std::string_view> SplitLines(std::string_view text) {
 bool IsBlank(std::string_view line) { return TrimSpace(line).empty(); }
 
 // "-----", "=====", "*****" rules and "----- Transcript of session follows -----" headings.
+// Only the leading whitespace is skipped: a rule's three characters are not whitespace, so
+// trimming the end could not change the answer.
 bool IsSeparator(std::string_view line) {
-  std::string_view t = TrimSpace(line);
-  return t.size() >= 3 && (t.starts_with("---") || t.starts_with("===") || t.starts_with("***") ||
-                           t.starts_with("___"));
+  size_t b = 0;
+  while (b < line.size() && (line[b] == ' ' || static_cast<unsigned char>(line[b] - '\t') <= 4))
+    ++b;
+  if (line.size() - b < 3) return false;
+  char c = line[b];
+  return (c == '-' || c == '=' || c == '*' || c == '_') && line[b + 1] == c && line[b + 2] == c;
 }
 
 // Whether the `word.size()` bytes at t[i] are `word` (lower-case ASCII letters) in any case:
@@ -138,27 +160,50 @@ constexpr MarkerPhrase kMarkerPhrases[] = {
 // Whether `t` contains one of kMarkerPhrases in any case. One pass over `t` (this runs on most
 // lines of every explanation) stopping only at the marker words; a phrase is compared in full
 // only around its own word.
+// Bit k set: t[base + k] may start a marker word (m, o or c in either case); k < 16 and
+// base + k < t.size().
+unsigned MarkerLeadMask(std::string_view t, size_t base) {
+#if defined(__SSE2__)
+  if (base + 16 <= t.size()) {
+    // OR-ing 0x20 maps exactly 'M', 'O' and 'C' onto 'm', 'o' and 'c'.
+    __m128i v = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data() + base)),
+                             _mm_set1_epi8(0x20));
+    __m128i hit = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('m')), _mm_cmpeq_epi8(v, _mm_set1_epi8('o'))),
+        _mm_cmpeq_epi8(v, _mm_set1_epi8('c')));
+    return static_cast<unsigned>(_mm_movemask_epi8(hit));
+  }
+#endif
+  unsigned mask = 0;
+  for (size_t k = base; k < t.size() && k < base + 16; ++k) {
+    if (kByteClass[static_cast<uint8_t>(t[k])] & kMarkerLead) mask |= 1u << (k - base);
+  }
+  return mask;
+}
+
 bool HasMarkerPhrase(std::string_view t) {
-  for (size_t i = 0; i < t.size(); ++i) {
-    if (!(kByteClass[static_cast<uint8_t>(t[i])] & kMarkerLead)) continue;
-    char c = static_cast<char>(t[i] | 0x20);
-    MarkerWord word = MarkerWord::kNone;
-    if (c == 'm') {
-      word = LetterWordAt(t, i, "messag") ? MarkerWord::kMessag
-             : LetterWordAt(t, i, "mail") ? MarkerWord::kMail
-                                          : MarkerWord::kNone;
-    } else if (c == 'o') {
-      if (LetterWordAt(t, i, "original")) word = MarkerWord::kOriginal;
-    } else if (LetterWordAt(t, i, "copy")) {
-      word = MarkerWord::kCopy;
-    }
-    if (word == MarkerWord::kNone) continue;
-    for (const MarkerPhrase& p : kMarkerPhrases) {
-      if (p.word != word || p.offset > i) continue;
-      std::string_view at = t.substr(i - p.offset);
-      if (at.size() >= p.phrase.size() &&
-          EqualsNoCaseSameSize(at.substr(0, p.phrase.size()), p.phrase))
-        return true;
+  for (size_t base = 0; base < t.size(); base += 16) {
+    for (unsigned mask = MarkerLeadMask(t, base); mask != 0; mask &= mask - 1) {
+      size_t i = base + static_cast<size_t>(__builtin_ctz(mask));
+      char c = static_cast<char>(t[i] | 0x20);
+      MarkerWord word = MarkerWord::kNone;
+      if (c == 'm') {
+        word = LetterWordAt(t, i, "messag") ? MarkerWord::kMessag
+               : LetterWordAt(t, i, "mail") ? MarkerWord::kMail
+                                            : MarkerWord::kNone;
+      } else if (c == 'o') {
+        if (LetterWordAt(t, i, "original")) word = MarkerWord::kOriginal;
+      } else if (LetterWordAt(t, i, "copy")) {
+        word = MarkerWord::kCopy;
+      }
+      if (word == MarkerWord::kNone) continue;
+      for (const MarkerPhrase& p : kMarkerPhrases) {
+        if (p.word != word || p.offset > i) continue;
+        std::string_view at = t.substr(i - p.offset);
+        if (at.size() >= p.phrase.size() &&
+            EqualsNoCaseSameSize(at.substr(0, p.phrase.size()), p.phrase))
+          return true;
+      }
     }
   }
   return false;
@@ -166,12 +211,24 @@ bool HasMarkerPhrase(std::string_view t) {
 
 // Where an explanation ends and the returned message (or its headers) begins.
 bool IsReturnedMessageMarker(std::string_view line) {
-  std::string_view t = TrimSpace(line);
-  if (t.size() < 8 || t.size() > 100) return false;
   // "The original message was received at ..." (Sendmail) and prose sentences mentioning the
   // original message are explanation, not markers: a marker is a heading, led by a rule or
-  // bracket character or by its own words. Tested first: most lines fail it at once.
-  char first = t[0];
+  // bracket character or by its own words. Its first character is tested first (before the
+  // line is trimmed at its end): most lines fail it at once.
+  size_t lead_space = 0;
+  // TrimSpace's whitespace: ' ' and '\t' to '\r'.
+  while (lead_space < line.size() &&
+         (line[lead_space] == ' ' || static_cast<unsigned char>(line[lead_space] - '\t') <= 4))
+    ++lead_space;
+  if (lead_space == line.size()) return false;
+  char first = line[lead_space];
+  if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
+        first == '<' || first == '|')) {
+    char lead = AsciiLower(first);
+    if (lead != 'o' && lead != 'm' && lead != 'b' && lead != 'r' && lead != 'u') return false;
+  }
+  std::string_view t = TrimSpace(line);
+  if (t.size() < 8 || t.size() > 100) return false;
   if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
         first == '<' || first == '|')) {
     static constexpr std::string_view kLeads[] = {
@@ -179,8 +236,6 @@ bool IsReturnedMessageMarker(std::string_view line) {
         "unsent message",   "original mail",   "rejected message", "message text",
         "returned message", "original email",
     };
-    char lead = AsciiLower(first);
-    if (lead != 'o' && lead != 'm' && lead != 'b' && lead != 'r' && lead != 'u') return false;
     bool heading = false;
     for (std::string_view l : kLeads) {
       if (StartsWithNoCase(t, l)) {
@@ -193,9 +248,10 @@ bool IsReturnedMessageMarker(std::string_view line) {
   return HasMarkerPhrase(t);
 }
 
-// A quoted header block of the returned message, when no marker announced it.
-bool StartsHeaderBlock(const std::vector<std::string_view>& lines, size_t i) {
-  std::string_view l = lines[i];
+// A quoted header block of the returned message, when no marker announced it. `line` is the
+// candidate line, `rest` the text after its '\n' (its next lines are read from there: the
+// explanation's lines are split only as far as it goes).
+bool StartsHeaderBlock(std::string_view l, std::string_view rest) {
   if (l.empty()) return false;
   char c0 = static_cast<char>(l[0] | 0x20);
   if (c0 != 'r' && c0 != 'd') return false;
@@ -203,25 +259,47 @@ bool StartsHeaderBlock(const std::vector<std::string_view>& lines, size_t i) {
         StartsWithNoCase(l, "DKIM-Signature: ")))
     return false;
   int headerish = 0;
-  for (size_t j = i + 1; j < lines.size() && j < i + 6; ++j) {
-    std::string_view n = lines[j];
+  size_t pos = 0;
+  for (int j = 0; j < 5 && pos < rest.size(); ++j) {
+    size_t end = rest.find('\n', pos);
+    if (end == std::string_view::npos) end = rest.size();
+    std::string_view n = rest.substr(pos, end - pos);
     if (n.empty()) break;
     if (n[0] == ' ' || n[0] == '\t' || n.find(": ") != std::string_view::npos) ++headerish;
+    pos = end + 1;
   }
   return headerish >= 2;
+}
+
+// Where the first '<' or '&' at or after `from` is, or html.size(): the text between tags is
+// copied in runs up to there (HTML-only bounces are large; a byte at a time dominated them).
+size_t NextTagOrEntity(std::string_view html, size_t from) {
+  const char* p = html.data();
+  size_t n = html.size(), i = from;
+#if defined(__SSE2__)
+  const __m128i lt = _mm_set1_epi8('<'), amp = _mm_set1_epi8('&');
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lt), _mm_cmpeq_epi8(v, amp)));
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  for (; i < n; ++i) {
+    if (p[i] == '<' || p[i] == '&') return i;
+  }
+  return n;
 }
 
 std::string StripHtml(std::string_view html) {
   std::string out;
   out.reserve(html.size());
-  bool in_tag = false;
-  for (size_t i = 0; i < html.size(); ++i) {
-    char c = html[i];
-    if (in_tag) {
-      if (c == '>') in_tag = false;
-      continue;
-    }
-    if (c == '<') {
+  size_t i = 0;
+  while (i < html.size()) {
+    size_t stop = NextTagOrEntity(html, i);
+    out.append(html.substr(i, stop - i));
+    if (stop == html.size()) break;
+    i = stop;
+    if (html[i] == '<') {
       // Block elements end a line so reason blocks keep their shape.
       std::string_view rest = html.substr(i + 1, 4);
       if (StartsWithNoCase(rest, "br") || StartsWithNoCase(rest, "p") ||
@@ -229,25 +307,26 @@ std::string StripHtml(std::string_view html) {
           StartsWithNoCase(rest, "/div") || StartsWithNoCase(rest, "tr") ||
           StartsWithNoCase(rest, "li"))
         out.push_back('\n');
-      in_tag = true;
+      // The tag, up to and with its '>', is dropped; an unclosed tag runs to the end.
+      size_t gt = html.find('>', i + 1);
+      if (gt == std::string_view::npos) break;
+      i = gt + 1;
       continue;
     }
-    if (c == '&') {
-      static constexpr std::pair<std::string_view, char> kEntities[] = {
-          {"&lt;", '<'},   {"&gt;", '>'},   {"&amp;", '&'},
-          {"&quot;", '"'}, {"&nbsp;", ' '}, {"&#39;", '\''}};
-      bool done = false;
-      for (auto [name, ch] : kEntities) {
-        if (html.substr(i, name.size()) == name) {
-          out.push_back(ch);
-          i += name.size() - 1;
-          done = true;
-          break;
-        }
+    static constexpr std::pair<std::string_view, char> kEntities[] = {
+        {"&lt;", '<'},   {"&gt;", '>'},   {"&amp;", '&'},
+        {"&quot;", '"'}, {"&nbsp;", ' '}, {"&#39;", '\''}};
+    char ch = '&';
+    size_t len = 1;
+    for (auto [name, replacement] : kEntities) {
+      if (html.substr(i, name.size()) == name) {
+        ch = replacement;
+        len = name.size();
+        break;
       }
-      if (done) continue;
     }
-    out.push_back(c);
+    out.push_back(ch);
+    i += len;
   }
   return out;
 }
@@ -256,16 +335,24 @@ std::string StripHtml(std::string_view html) {
 // list markers, quotes or angle brackets), or follows wording that introduces recipients.
 bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
   std::string_view before = line.substr(0, begin);
-  std::string lead;
+  // The text before the address without list markers, quotes and punctuation, lower-case: only
+  // its first bytes are kept (no label is longer), its length and whether it is all digits.
+  constexpr size_t kMaxLead = 24;
+  char lead_bytes[kMaxLead];
+  size_t lead_size = 0;
+  bool lead_digits = true;
   for (char c : before) {
     if (c == ' ' || c == '\t' || c == '<' || c == '"' || c == '\'' || c == '>' || c == '-' ||
         c == '*' || c == '(' || c == '[' || c == ':' || c == '.')
       continue;
-    lead.push_back(AsciiLower(c));
+    if (lead_size < kMaxLead) lead_bytes[lead_size] = AsciiLower(c);
+    ++lead_size;
+    lead_digits = lead_digits && c >= '0' && c <= '9';
   }
-  if (lead.empty()) return true;
+  if (lead_size == 0) return true;
   // Sendmail's transcript summary: "554 <a@b>... 550 Host unknown", "550 5.1.1 <a@b>...".
-  if (lead.find_first_not_of("0123456789") == std::string::npos && lead.size() <= 8) return true;
+  if (lead_digits && lead_size <= 8) return true;
+  std::string_view lead(lead_bytes, std::min(lead_size, kMaxLead));
   // "User mailbox exceeds allowed size: a@b" (iMail and others put the reason first).
   std::string_view after = TrimSpace(line.substr(end));
   std::string_view tb = TrimSpace(before);
@@ -277,8 +364,15 @@ bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
       "to",     "rcptto", "recipient",         "recipients",     "unknownuser", "addressee",
       "failed", "user",   "originalrecipient", "finalrecipient", "mailbox",     "address",
   };
+  // Every label is shorter than kMaxLead, so a lead of its size is held whole.
+  static_assert([] {
+    for (std::string_view l : kLabels) {
+      if (l.size() >= kMaxLead) return false;
+    }
+    return true;
+  }());
   for (std::string_view l : kLabels) {
-    if (lead == l) return true;
+    if (lead_size == l.size() && lead == l) return true;
   }
   // Introductions by a word each of them contains: a line without the word skips its group.
   static constexpr std::string_view kDeliver[] = {
@@ -352,15 +446,22 @@ bool MayHoldCode(std::string_view t) {
 #if defined(__SSE2__)
   // Sixteen positions at a time find the 2, 4 and 5 (few in prose); each is then checked.
   const __m128i d2 = _mm_set1_epi8('2'), d4 = _mm_set1_epi8('4'), d5 = _mm_set1_epi8('5');
-  for (; i + 18 <= t.size(); i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data() + i));
+  auto block_at = [&](size_t at) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data() + at));
     __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, d2), _mm_cmpeq_epi8(v, d4)),
                                _mm_cmpeq_epi8(v, d5));
     for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit)); mask != 0;
          mask &= mask - 1) {
-      if (code_at(i + static_cast<size_t>(__builtin_ctz(mask)))) return true;
+      if (code_at(at + static_cast<size_t>(__builtin_ctz(mask)))) return true;
     }
+    return false;
+  };
+  for (; i + 18 <= t.size(); i += 16) {
+    if (block_at(i)) return true;
   }
+  // The rest as one more block ending where the scan ends (positions up to size - 3): it
+  // overlaps positions already checked, which cannot change the answer.
+  if (t.size() >= 18) return i + 2 < t.size() && block_at(t.size() - 18);
 #endif
   for (; i + 2 < t.size(); ++i) {
     char c = t[i];
@@ -394,18 +495,41 @@ std::string CodeLines(const std::vector<std::string_view>& lines) {
 
 bool IsAsciiAlpha(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
 
+// ASCII letters in s[from, to), and with `high` bytes >= 0x80 too; sixteen bytes at a time.
+size_t CountLetters(std::string_view s, size_t from, size_t to, bool high) {
+  size_t letters = 0;
+  size_t i = from;
+#if defined(__SSE2__)
+  // OR-ing 0x20 maps exactly the upper-case letters onto the lower-case ones; signed compares
+  // leave bytes >= 0x80 (negative) out of the letter range.
+  const __m128i fold = _mm_set1_epi8(0x20), below_a = _mm_set1_epi8('a' - 1),
+                above_z = _mm_set1_epi8('z' + 1), zero = _mm_setzero_si128();
+  const __m128i high_mask = high ? _mm_set1_epi8(-1) : zero;
+  for (; i + 16 <= to; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    __m128i x = _mm_or_si128(v, fold);
+    __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(x, below_a), _mm_cmplt_epi8(x, above_z));
+    __m128i counted = _mm_or_si128(alpha, _mm_and_si128(_mm_cmplt_epi8(v, zero), high_mask));
+    letters +=
+        static_cast<size_t>(__builtin_popcount(static_cast<unsigned>(_mm_movemask_epi8(counted))));
+  }
+#endif
+  for (; i < to; ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    letters += (IsAsciiAlpha(c) || (high && c >= 0x80)) ? 1 : 0;
+  }
+  return letters;
+}
+
 // Letters in one line outside its addresses (bytes >= 0x80 count after the last address).
 size_t ReasonLetters(std::string_view line) {
   size_t letters = 0;
   size_t pos = 0;
   ForEachAddressSpan(line, [&](size_t b, size_t e) {
-    for (size_t i = pos; i < b; ++i) letters += IsAsciiAlpha(static_cast<unsigned char>(line[i]));
+    if (pos < b) letters += CountLetters(line, pos, b, false);
     pos = e;
   });
-  for (size_t i = pos; i < line.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(line[i]);
-    letters += (IsAsciiAlpha(c) || c >= 0x80) ? 1 : 0;
-  }
+  if (pos < line.size()) letters += CountLetters(line, pos, line.size(), true);
   return letters;
 }
 
@@ -532,24 +656,30 @@ Explanation::Explanation(const MimeView& view) {
     if (owned_.size() > kMaxExplanationBytes) owned_.resize(kMaxExplanationBytes);
     text_ = owned_;
   }
-  lines_ = SplitLines(text_);
+  // Lines are split as the loop reaches them: the text often goes on with the returned
+  // message, which no scan reads.
+  lines_.reserve(16);
   size_t offset = 0;
   // Reason letters in the lines before the current one, counted as far as a marker needed
   // them (HasReasonText of the text above the marker, without reading it again each time).
   size_t letters = 0;
   size_t counted = 0;
-  for (size_t i = 0; i < lines_.size(); ++i) {
+  while (offset < text_.size()) {
+    size_t end = NextNewline(text_, offset);
+    std::string_view line = text_.substr(offset, end - offset);
+    size_t i = lines_.size();
     // A marker in the first lines is a heading over the explanation (Notes, ezweb): skip it.
-    if (offset > 0 && (IsReturnedMessageMarker(lines_[i]) || StartsHeaderBlock(lines_, i))) {
+    if (offset > 0 && (IsReturnedMessageMarker(line) ||
+                       StartsHeaderBlock(line, text_.substr(std::min(end + 1, text_.size()))))) {
       for (; counted < i && letters < 12; ++counted) letters += ReasonLetters(lines_[counted]);
       if (EnoughReason(letters, text_.substr(0, offset))) {
         // The explanation ends with line i - 1 and its '\n'.
         text_ = text_.substr(0, offset);
-        lines_.resize(i);
         break;
       }
     }
-    offset += lines_[i].size() + 1;
+    lines_.push_back(line);
+    offset = end + 1;
   }
 }
 
@@ -611,8 +741,15 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     }
     return false;
   };
-  for (size_t i = 0; i < lines.size(); ++i) {
+  // Only lines with an '@' can name an address: the text is searched for them once, and the
+  // lines between are passed over (lines are consecutive views into the text).
+  std::string_view text = explanation.text();
+  size_t at = text.find('@');
+  for (size_t i = 0; i < lines.size() && at != std::string_view::npos; ++i) {
     std::string_view line = lines[i];
+    size_t line_end = static_cast<size_t>(line.data() - text.data()) + line.size();
+    if (line_end < at) continue;
+    at = line_end < text.size() ? text.find('@', line_end) : std::string_view::npos;
     ForEachAddressSpan(line, [&](size_t b, size_t e) {
       std::string_view address = line.substr(b, e - b);
       if (!hint_norm.empty()) {
@@ -746,6 +883,8 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
       last_end = j;
       if (diag.size() > 8192) break;
     }
+    // A report's recipient the text never names gets an empty block (diag is still empty).
+    if (blocks_only && !named) continue;
     if (!HasCode(diag)) {
       if (!code_lines_done) {
         code_lines = CodeLines(lines);
@@ -753,7 +892,6 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
       }
       diag += code_lines;
     }
-    if (blocks_only && !named) diag.clear();
   }
   return result;
 }

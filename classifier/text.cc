@@ -4,8 +4,10 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#include <tmmintrin.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -77,6 +79,29 @@ bool FollowsReplyCode(std::string_view s, size_t i) {
   if (spaces == 0 || j < 3) return false;
   if (!IsReplyCodeAt(s, j - 3)) return false;
   return j - 3 == 0 || !IsAlnum(s[j - 4]);
+}
+
+// The first position in [from, limit) whose byte is '2', '4' or '5' (the classes a reply code
+// and an enhanced status start with), or `limit`; sixteen positions at a time, since prose has
+// few of them. `limit` is at most s.size().
+size_t NextClassDigit(std::string_view s, size_t from, size_t limit) {
+  const char* p = s.data();
+  size_t i = from;
+#if defined(__SSE2__)
+  const __m128i d2 = _mm_set1_epi8('2'), d4 = _mm_set1_epi8('4'), d5 = _mm_set1_epi8('5');
+  for (; i + 16 <= limit; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, d2), _mm_cmpeq_epi8(v, d4)),
+                               _mm_cmpeq_epi8(v, d5));
+    int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  for (; i < limit; ++i) {
+    char c = p[i];
+    if (c == '2' || c == '4' || c == '5') return i;
+  }
+  return limit;
 }
 
 // Appends one code point as UTF-8.
@@ -241,16 +266,28 @@ size_t FindFiltered(std::string_view hay, std::string_view needle, size_t from =
   const __m128i v1 = _mm_set1_epi8(first), v2 = _mm_set1_epi8(last);
   const __m128i f1 = _mm_set1_epi8(kFold && IsAlpha(first) ? 0x20 : 0);
   const __m128i f2 = _mm_set1_epi8(kFold && IsAlpha(last) ? 0x20 : 0);
-  for (; i + n - 1 + 16 <= hay.size(); i += 16) {
-    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + n - 1));
+  auto block_mask = [&](size_t at) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + at));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + at + n - 1));
     __m128i hit = _mm_and_si128(_mm_cmpeq_epi8(_mm_or_si128(a, f1), v1),
                                 _mm_cmpeq_epi8(_mm_or_si128(b, f2), v2));
-    for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit)); mask != 0;
-         mask &= mask - 1) {
+    return static_cast<unsigned>(_mm_movemask_epi8(hit));
+  };
+  for (; i + n - 1 + 16 <= hay.size(); i += 16) {
+    for (unsigned mask = block_mask(i); mask != 0; mask &= mask - 1) {
       size_t at = i + static_cast<size_t>(__builtin_ctz(mask));
       if (matches_at(at)) return at;
     }
+  }
+  // The last positions (up to size - n) as one more block ending there; it overlaps positions
+  // already checked, which are masked off so that the first match is still the one returned.
+  if (i + n <= hay.size() && hay.size() >= n - 1 + 16) {
+    size_t last = hay.size() - (n - 1) - 16;  // i - last is 1 to 15 here
+    for (unsigned mask = block_mask(last) & (~0u << (i - last)); mask != 0; mask &= mask - 1) {
+      size_t at = last + static_cast<size_t>(__builtin_ctz(mask));
+      if (matches_at(at)) return at;
+    }
+    return std::string_view::npos;
   }
 #endif
   for (; i + n <= hay.size(); ++i) {
@@ -260,12 +297,6 @@ size_t FindFiltered(std::string_view hay, std::string_view needle, size_t from =
 }
 
 }  // namespace
-
-std::string AsciiLowerCopy(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = AsciiLower(c);
-  return out;
-}
 
 namespace {
 
@@ -281,7 +312,31 @@ uint64_t AsciiLower8(uint64_t x) {
   return x | (upper >> 2);
 }
 
+// AsciiLower on p[0, n) in place, eight bytes at a time; a last partial word is done as the
+// word ending at p + n (lowering a byte twice changes nothing).
+void LowerInPlace(char* p, size_t n) {
+  auto lower_word = [p](size_t at) {
+    uint64_t x = 0;
+    std::memcpy(&x, p + at, 8);
+    x = AsciiLower8(x);
+    std::memcpy(p + at, &x, 8);
+  };
+  if (n < 8) {
+    for (size_t i = 0; i < n; ++i) p[i] = AsciiLower(p[i]);
+    return;
+  }
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) lower_word(i);
+  if (i < n) lower_word(n - 8);
+}
+
 }  // namespace
+
+std::string AsciiLowerCopy(std::string_view s) {
+  std::string out(s);
+  LowerInPlace(out.data(), out.size());
+  return out;
+}
 
 bool EqualsNoCaseSameSize(std::string_view a, std::string_view b) {
   size_t i = 0;
@@ -292,14 +347,18 @@ bool EqualsNoCaseSameSize(std::string_view a, std::string_view b) {
     std::memcpy(&y, b.data() + i, 8);
     if (x != y && AsciiLower8(x) != AsciiLower8(y)) return false;
   }
+  if (i < a.size() && a.size() >= 8) {
+    // The last partial word as the word ending at the end (its first bytes compared again).
+    uint64_t x = 0;
+    uint64_t y = 0;
+    std::memcpy(&x, a.data() + a.size() - 8, 8);
+    std::memcpy(&y, b.data() + a.size() - 8, 8);
+    return x == y || AsciiLower8(x) == AsciiLower8(y);
+  }
   for (; i < a.size(); ++i) {
     if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
   }
   return true;
-}
-
-bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && EqualsNoCase(s.substr(0, prefix.size()), prefix);
 }
 
 size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from) {
@@ -408,9 +467,9 @@ std::string Sanitize(std::string_view s, size_t max_bytes) {
 }
 
 bool HasEnhancedStatus(std::string_view text) {
-  for (size_t i = 0; i + 5 <= text.size(); ++i) {
-    char c = text[i];
-    if (c != '2' && c != '4' && c != '5') continue;
+  size_t limit = text.size() >= 5 ? text.size() - 4 : 0;  // positions i with i + 5 <= size
+  for (size_t i = NextClassDigit(text, 0, limit); i < limit;
+       i = NextClassDigit(text, i + 1, limit)) {
     if (EnhancedStatusAt(text, i) != 0) return true;
   }
   return false;
@@ -418,9 +477,9 @@ bool HasEnhancedStatus(std::string_view text) {
 
 std::string ExtractEnhancedStatus(std::string_view text) {
   std::string_view first;
-  for (size_t i = 0; i + 5 <= text.size(); ++i) {
-    char c = text[i];
-    if (c != '2' && c != '4' && c != '5') continue;
+  size_t limit = text.size() >= 5 ? text.size() - 4 : 0;
+  for (size_t i = NextClassDigit(text, 0, limit); i < limit;
+       i = NextClassDigit(text, i + 1, limit)) {
     size_t len = EnhancedStatusAt(text, i);
     if (len == 0) continue;
     if (FollowsReplyCode(text, i)) return std::string(text.substr(i, len));
@@ -439,9 +498,9 @@ size_t ReplyCodePos(std::string_view text) {
     ++start;
   }
   if (IsReplyCodeAt(text, start)) return start;
-  for (size_t i = start + 1; i + 3 <= text.size(); ++i) {
-    char c = text[i];
-    if (c != '2' && c != '4' && c != '5') continue;  // most bytes: no call
+  size_t limit = text.size() >= 3 ? text.size() - 2 : 0;  // positions i with i + 3 <= size
+  for (size_t i = NextClassDigit(text, std::min(start + 1, limit), limit); i < limit;
+       i = NextClassDigit(text, i + 1, limit)) {
     if (!IsReplyCodeAt(text, i)) continue;
     // Look back over spaces and tabs for what introduces the code.
     size_t j = i;
@@ -506,10 +565,10 @@ std::string NormalizeAddress(std::string_view address) {
   size_t at = 0;
   std::string_view domain = DomainPart(a, &at);
   if (at == std::string_view::npos) return std::string(a);
-  std::string out;
-  out.reserve(at + 1 + domain.size());
-  out.append(a.substr(0, at + 1));
-  for (char c : domain) out.push_back(AsciiLower(c));
+  // The local part, '@' and domain are one piece of `a`: copied at once, the domain then
+  // lowered in place.
+  std::string out(a.substr(0, at + 1 + domain.size()));
+  LowerInPlace(out.data() + at + 1, domain.size());
   return out;
 }
 
@@ -517,9 +576,8 @@ std::string DomainOf(std::string_view address) {
   // What NormalizeAddress(address) has after its last '@', without building the address.
   size_t at = 0;
   std::string_view domain = DomainPart(AddressPart(address), &at);
-  std::string out;
-  out.reserve(domain.size());
-  for (char c : domain) out.push_back(AsciiLower(c));
+  std::string out(domain);
+  LowerInPlace(out.data(), out.size());
   return out;
 }
 
@@ -569,14 +627,32 @@ constexpr bool KeysCoverPhrases() {
 }
 static_assert(KeysCoverPhrases(), "every stage phrase needs its key in kPhraseKeys");
 
-// The key of the phrases that could start at p[0..3], or -1. Keys differ, so at most one fits.
-int KeyAt(const char* p) {
-  char b0 = AsciiLower(p[0]), b2 = AsciiLower(p[2]), b3 = AsciiLower(p[3]);
+// Per byte value, the keys (one bit each) that have it at offset 0, 2 or 3 in either case.
+struct KeyBits {
+  std::array<uint16_t, 256> b0{}, b2{}, b3{};
+};
+constexpr KeyBits kKeyBits = [] {
+  static_assert(kPhraseKeys.size() <= 16, "one bit per key in a uint16_t");
+  KeyBits t;
+  auto upper = [](char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c; };
   for (size_t k = 0; k < kPhraseKeys.size(); ++k) {
-    if (b0 == kPhraseKeys[k].b0 && b2 == kPhraseKeys[k].b2 && b3 == kPhraseKeys[k].b3)
-      return static_cast<int>(k);
+    auto bit = static_cast<uint16_t>(1u << k);
+    for (char c : {kPhraseKeys[k].b0, upper(kPhraseKeys[k].b0)})
+      t.b0[static_cast<uint8_t>(c)] |= bit;
+    for (char c : {kPhraseKeys[k].b2, upper(kPhraseKeys[k].b2)})
+      t.b2[static_cast<uint8_t>(c)] |= bit;
+    for (char c : {kPhraseKeys[k].b3, upper(kPhraseKeys[k].b3)})
+      t.b3[static_cast<uint8_t>(c)] |= bit;
   }
-  return -1;
+  return t;
+}();
+
+// The key of the phrases that could start at p[0..3], or -1. Keys differ, so at most one fits:
+// three table loads instead of a comparison per key.
+int KeyAt(const char* p) {
+  unsigned bits = kKeyBits.b0[static_cast<uint8_t>(p[0])] &
+                  kKeyBits.b2[static_cast<uint8_t>(p[2])] & kKeyBits.b3[static_cast<uint8_t>(p[3])];
+  return bits == 0 ? -1 : __builtin_ctz(bits);
 }
 
 // Per key, the phrases that have it, each list in its table's order: two phrases that both
@@ -608,28 +684,10 @@ const StagePhrase* PhraseAt(std::string_view text, size_t pos,
   return nullptr;
 }
 
-}  // namespace
-
-std::string_view StageFromText(std::string_view text) {
-  // One pass over the text. The earliest specific phrase wins (a reply can quote other
-  // commands after it); failing that, a Sendmail-style transcript; failing that, the earliest
-  // generic phrase. Candidate positions come from a filter on three bytes of every phrase,
-  // sixteen positions at a time (OR-ing 0x20 folds exactly the upper-case letters onto the
-  // lower-case ones; it also folds a few control bytes onto ' ' and '-', which the full
-  // comparison then rejects).
-  const char* h = text.data();
-  size_t n = text.size();
-  const StagePhrase* generic = nullptr;
-  const PhrasesByKey& by_key = PhrasesFor();
-  auto check = [&](size_t pos) -> const StagePhrase* {
-    int key = KeyAt(h + pos);
-    if (key < 0) return nullptr;  // a control byte folded onto ' ' or '-'
-    if (const StagePhrase* p = PhraseAt(text, pos, by_key.specific[key])) return p;
-    if (generic == nullptr) generic = PhraseAt(text, pos, by_key.generic[key]);
-    return nullptr;
-  };
-  size_t i = 0;
 #if defined(__SSE2__)
+// Bit k set: a key may start at p + k (k < 16). Reads p[0..18]. Exact: sixteen keys of three
+// byte comparisons each.
+unsigned StageCandidatesSse2(const char* p) {
   // The keys' bytes, each repeated sixteen times, built once.
   struct alignas(16) KeyVectors {
     __m128i b0[kPhraseKeys.size()], b2[kPhraseKeys.size()], b3[kPhraseKeys.size()];
@@ -644,18 +702,100 @@ std::string_view StageFromText(std::string_view text) {
     return v;
   }();
   const __m128i fold = _mm_set1_epi8(0x20);
-  for (; i + 3 + 16 <= n; i += 16) {
-    __m128i a = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i)), fold);
-    __m128i c = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + 2)), fold);
-    __m128i d = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i + 3)), fold);
-    __m128i hit = _mm_setzero_si128();
-    for (size_t k = 0; k < kPhraseKeys.size(); ++k) {
-      hit = _mm_or_si128(hit, _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(a, keys.b0[k]),
-                                                          _mm_cmpeq_epi8(c, keys.b2[k])),
-                                            _mm_cmpeq_epi8(d, keys.b3[k])));
+  __m128i a = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), fold);
+  __m128i c = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)), fold);
+  __m128i d = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 3)), fold);
+  __m128i hit = _mm_setzero_si128();
+  for (size_t k = 0; k < kPhraseKeys.size(); ++k) {
+    hit = _mm_or_si128(hit, _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(a, keys.b0[k]),
+                                                        _mm_cmpeq_epi8(c, keys.b2[k])),
+                                          _mm_cmpeq_epi8(d, keys.b3[k])));
+  }
+  return static_cast<unsigned>(_mm_movemask_epi8(hit));
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The keys a byte may belong to at offsets 0, 2 and 3, by its low and by its high nibble, keys
+// 0-7 and 8-15 in separate tables: a byte's entry in kKeyBits is within the AND of its two
+// nibbles' entries. Looked up sixteen bytes at a time with PSHUFB (Hyperscan's "Teddy").
+struct NibbleTables {
+  alignas(16) uint8_t lo[3][2][16];
+  alignas(16) uint8_t hi[3][2][16];
+};
+constexpr NibbleTables kNibbles = [] {
+  NibbleTables t{};
+  const std::array<uint16_t, 256>* bits[3] = {&kKeyBits.b0, &kKeyBits.b2, &kKeyBits.b3};
+  for (int o = 0; o < 3; ++o) {
+    for (int c = 0; c < 256; ++c) {
+      uint16_t b = (*bits[o])[c];
+      for (int half = 0; half < 2; ++half) {
+        auto byte = static_cast<uint8_t>(b >> (8 * half));
+        t.lo[o][half][c & 15] |= byte;
+        t.hi[o][half][c >> 4] |= byte;
+      }
     }
-    for (unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit)); mask != 0;
-         mask &= mask - 1) {
+  }
+  return t;
+}();
+
+// StageCandidatesSse2's superset (every key position, and a few more that KeyAt then turns
+// down), in about a third of the instructions.
+__attribute__((target("ssse3"))) unsigned StageCandidatesSsse3(const char* p) {
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  __m128i keys_low = _mm_set1_epi8(-1), keys_high = _mm_set1_epi8(-1);
+  static constexpr int kOffsets[3] = {0, 2, 3};
+  for (int o = 0; o < 3; ++o) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kOffsets[o]));
+    __m128i lo = _mm_and_si128(v, low4);
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), low4);
+    auto table = [](const uint8_t* t) {
+      return _mm_load_si128(reinterpret_cast<const __m128i*>(t));
+    };
+    keys_low =
+        _mm_and_si128(keys_low, _mm_and_si128(_mm_shuffle_epi8(table(kNibbles.lo[o][0]), lo),
+                                              _mm_shuffle_epi8(table(kNibbles.hi[o][0]), hi)));
+    keys_high =
+        _mm_and_si128(keys_high, _mm_and_si128(_mm_shuffle_epi8(table(kNibbles.lo[o][1]), lo),
+                                               _mm_shuffle_epi8(table(kNibbles.hi[o][1]), hi)));
+  }
+  __m128i none = _mm_cmpeq_epi8(_mm_or_si128(keys_low, keys_high), _mm_setzero_si128());
+  return ~static_cast<unsigned>(_mm_movemask_epi8(none)) & 0xFFFFu;
+}
+#endif
+
+using StageCandidatesFn = unsigned (*)(const char*);
+StageCandidatesFn PickStageCandidates() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("ssse3")) return StageCandidatesSsse3;
+#endif
+  return StageCandidatesSse2;
+}
+#endif
+
+}  // namespace
+
+std::string_view StageFromText(std::string_view text) {
+  // One pass over the text. The earliest specific phrase wins (a reply can quote other
+  // commands after it); failing that, a Sendmail-style transcript; failing that, the earliest
+  // generic phrase. Candidate positions come from a filter on three bytes of every phrase,
+  // sixteen positions at a time; KeyAt then checks each candidate's three bytes exactly.
+  const char* h = text.data();
+  size_t n = text.size();
+  const StagePhrase* generic = nullptr;
+  const PhrasesByKey& by_key = PhrasesFor();
+  auto check = [&](size_t pos) -> const StagePhrase* {
+    int key = KeyAt(h + pos);
+    if (key < 0) return nullptr;  // a filter's false positive
+    if (const StagePhrase* p = PhraseAt(text, pos, by_key.specific[key])) return p;
+    if (generic == nullptr) generic = PhraseAt(text, pos, by_key.generic[key]);
+    return nullptr;
+  };
+  size_t i = 0;
+#if defined(__SSE2__)
+  static const StageCandidatesFn candidates = PickStageCandidates();
+  for (; i + 3 + 16 <= n; i += 16) {
+    for (unsigned mask = candidates(h + i); mask != 0; mask &= mask - 1) {
       if (const StagePhrase* p = check(i + static_cast<size_t>(__builtin_ctz(mask))))
         return p->stage;
     }

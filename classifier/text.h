@@ -20,7 +20,14 @@ bool EqualsNoCaseSameSize(std::string_view a, std::string_view b);
 inline bool EqualsNoCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && EqualsNoCaseSameSize(a, b);
 }
-bool StartsWithNoCase(std::string_view s, std::string_view prefix);
+// Inline, with the first byte compared here: most callers test many prefixes against a line
+// that starts with none of them.
+inline bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  if (prefix.empty()) return true;
+  return AsciiLower(s[0]) == AsciiLower(prefix[0]) &&
+         EqualsNoCaseSameSize(s.substr(0, prefix.size()), prefix);
+}
 // Position of the first case-insensitive occurrence of `needle` at or after `from`, or npos.
 size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from = 0);
 inline bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
@@ -39,9 +46,8 @@ inline bool ContainsAnyOf(std::string_view s, std::string_view set) {
 // Removes leading and trailing ASCII whitespace (space, tab, CR, LF, VT, FF). Inline: the
 // scanners call it on every line.
 inline std::string_view TrimSpace(std::string_view s) {
-  auto space = [](char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-  };
+  // '\t', '\n', '\v', '\f' and '\r' are 9 to 13: one range test instead of five compares.
+  auto space = [](char c) { return c == ' ' || static_cast<unsigned char>(c - '\t') <= 4; };
   size_t b = 0, e = s.size();
   while (b < e && space(s[b])) ++b;
   while (e > b && space(s[e - 1])) --e;
