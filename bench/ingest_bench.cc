@@ -15,7 +15,7 @@
 // Reads nothing from /work/shared; writes its databases under --dir (default /var/tmp) and
 // removes them. Usage:
 //   ingest_bench [--dir DIR] [--events N] [--naive N] [--suppressions N] [--part all|ingest|view]
-//                [--dsn-copies F]
+//                [--dsn-copies F] [--group-events N]
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/resource.h>
@@ -107,9 +107,13 @@ Event MakeEvent(uint64_t i) {
   return e;
 }
 
+// --group-events: the writer's events per group-commit transaction (StoreOptions default when 0).
+size_t g_group_events = 0;
+
 std::unique_ptr<Store> Open(const std::string& path) {
   StoreOptions o;
   o.path = path;
+  if (g_group_events != 0) o.max_batch_events = g_group_events;
   auto s = Store::Open(o);
   if (!s.ok()) {
     std::fprintf(stderr, "open %s: %s\n", path.c_str(), s.error().c_str());
@@ -308,6 +312,7 @@ int main(int argc, char** argv) {
   const uint64_t n_events = Arg(argc, argv, "--events", 500000);
   const uint64_t n_naive = Arg(argc, argv, "--naive", 5000);
   const uint64_t n_supp = Arg(argc, argv, "--suppressions", 1000000);
+  g_group_events = Arg(argc, argv, "--group-events", 0);
   double dsn_copies = 0;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--dsn-copies") == 0) dsn_copies = std::strtod(argv[i + 1], nullptr);

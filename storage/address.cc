@@ -31,7 +31,9 @@ bool NormalizeAddressInto(std::string_view a, std::string_view delimiters, std::
     if (u < 0x20 || u == 0x7f) return false;
   }
   if (!delimiters.empty()) {
-    size_t cut = local.find_first_of(delimiters);
+    // One delimiter (the usual "+"): one memchr instead of one per character of the local part.
+    size_t cut =
+        delimiters.size() == 1 ? local.find(delimiters.front()) : local.find_first_of(delimiters);
     if (cut != std::string_view::npos && cut > 0) local = local.substr(0, cut);
   }
   // ASCII only, as Postfix's lowercase(): no locale, and UTF-8 bytes pass unchanged.

@@ -17,10 +17,19 @@
 //   9999) it answers true: the SELECT decides.
 // - False positives are fine (fingerprint collisions, rows of a rolled-back transaction, older
 //   entries still held): each costs the SELECT that would have run anyway.
+// - Exact hits: Lookup() answers kYes only when a counted dsn/milter bounce of that queue id and
+//   key with a time in the window is stored (or written by the running transaction), so the
+//   writer can skip the SELECT. That needs (a) the pair itself, not just a fingerprint: each
+//   entry also keeps a second, independent 64-bit hash of the pair, and a fingerprint added for
+//   two different pairs is marked ambiguous (kMaybe from then on); so a wrong kYes needs both
+//   64-bit hashes of two pairs to collide; (b) the row committed: the writer calls Commit()
+//   after each COMMIT and Rollback() after a rollback, which marks the fingerprints added since
+//   the last Commit() as tainted (kMaybe while they are held); (c) rows are never deleted or
+//   changed behind the writer's back while it runs (Store::Open rebuilds the index).
 // - Bounded: entries older than the newest added time minus window and slack are dropped, and
 //   at most max_entries are held; dropping an entry raises covered_from() past its time.
-//   56-64 bytes per entry: hash node 32 (malloc chunk), bucket pointer 8-16 (load factor
-//   0.5-1), age queue 16.
+//   64-72 bytes per entry: hash node 32 + 8 for the check (malloc chunk), bucket pointer 8-16
+//   (load factor 0.5-1), age queue 16.
 // - Not thread-safe: the writer thread alone uses it.
 #pragma once
 
@@ -30,6 +39,8 @@
 #include <limits>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 namespace bounced {
 
@@ -50,8 +61,17 @@ class SameBounceIndex {
   void Add(std::string_view queue_id, std::string_view recipient_key, int64_t time, int64_t now);
 
   // Whether a counted dsn/milter bounce of (queue_id, recipient_key) within the window around
-  // `time` may be stored (see the contract above).
-  bool MayMatch(std::string_view queue_id, std::string_view recipient_key, int64_t time) const;
+  // `time` is stored: kNo and kYes are certain, kMaybe asks SQLite (see the contract above).
+  enum class Match { kNo, kMaybe, kYes };
+  Match Lookup(std::string_view queue_id, std::string_view recipient_key, int64_t time) const;
+  bool MayMatch(std::string_view queue_id, std::string_view recipient_key, int64_t time) const {
+    return Lookup(queue_id, recipient_key, time) != Match::kNo;
+  }
+
+  // The writer's transaction ended: Commit() makes what was added since the last Commit() or
+  // Rollback() count for kYes; Rollback() taints it (never kYes while held). Reset() commits.
+  void Commit() { txn_added_.clear(); }
+  void Rollback();
 
   int64_t covered_from() const { return covered_from_; }
   size_t size() const { return newest_by_key_.size(); }
@@ -59,6 +79,8 @@ class SameBounceIndex {
 
  private:
   static uint64_t Fingerprint(std::string_view queue_id, std::string_view recipient_key);
+  // An independent hash of the pair (FNV-1a); never 0, which marks an ambiguous entry.
+  static uint64_t Check(std::string_view queue_id, std::string_view recipient_key);
   void DropOldest();
 
   const int64_t window_;
@@ -66,11 +88,20 @@ class SameBounceIndex {
   const size_t max_entries_;
   int64_t covered_from_ = kEverything;
   int64_t newest_ = std::numeric_limits<int64_t>::min();
-  // Fingerprint -> newest time added with it. The fingerprint is already a hash: identity.
+  // Fingerprint -> newest time added with it, and the pair's Check() (0: ambiguous). The
+  // fingerprint is already a hash: identity.
   struct Identity {
     size_t operator()(uint64_t v) const { return static_cast<size_t>(v); }
   };
-  std::unordered_map<uint64_t, int64_t, Identity> newest_by_key_;
+  struct Entry {
+    int64_t newest;
+    uint64_t check;
+  };
+  std::unordered_map<uint64_t, Entry, Identity> newest_by_key_;
+  // Fingerprints added since the last Commit(); fingerprints added by rolled-back transactions
+  // (dropped with their entry).
+  std::vector<uint64_t> txn_added_;
+  std::unordered_set<uint64_t, Identity> tainted_;
   // (time, fingerprint) in the order added: what to drop first.
   struct Added {
     int64_t time;

@@ -111,6 +111,24 @@ Status Stmt::Run() {
   return Status::Ok();
 }
 
+Status Stmt::RunKeepBindings() {
+  for (;;) {
+    auto r = Step();
+    if (!r) {
+      Reset();
+      return r.status();
+    }
+    if (!*r) break;
+  }
+  sqlite3_reset(st_);
+  return Status::Ok();
+}
+
+Stmt& Stmt::BindNull(int i) {
+  sqlite3_bind_null(st_, i);
+  return *this;
+}
+
 void Stmt::Reset() {
   sqlite3_reset(st_);
   sqlite3_clear_bindings(st_);

@@ -58,7 +58,12 @@ class Stmt {
   Expected<bool> Step();
   // Steps until done, for statements without results; then resets.
   Status Run();
+  // Run, then reset keeping the bindings (cleared only on error): for a hot statement whose
+  // caller rebinds, or binds NULL to, every parameter it bound before the next run. A
+  // BindRef'd text may be gone by then; SQLite does not read it until the next step.
+  Status RunKeepBindings();
   void Reset();  // reset and clear bindings, ready to reuse
+  Stmt& BindNull(int i);
 
   int64_t Int(int col) const { return sqlite3_column_int64(st_, col); }
   std::string Text(int col) const;

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <ctime>
 #include <deque>
 #include <iterator>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -205,9 +207,30 @@ struct PolicyRow {
   }
 };
 
-// day, domain, provider, category, provider code, log status joined by kCounterSeparator.
-using Counters = std::unordered_map<std::string, int64_t>;
-constexpr char kCounterSeparator = '\x1f';
+// A daily counter increment by (day number, event kind, domain): the kind fixes the provider,
+// category, provider code and log status of the counter row (kinds with the same four add up in
+// the row's upsert), so an event's key is two integers and its domain, built without strings.
+struct CounterKey {
+  int64_t day = 0;  // days since the epoch
+  int64_t kind = 0;
+  std::string domain;
+  bool operator==(const CounterKey& o) const {
+    return day == o.day && kind == o.kind && domain == o.domain;
+  }
+};
+struct CounterKeyHash {
+  size_t operator()(const CounterKey& k) const {
+    uint64_t h = static_cast<uint64_t>(k.day) * 0x9e3779b97f4a7c15ULL ^
+                 static_cast<uint64_t>(k.kind) * 0xc2b2ae3d27d4eb4fULL;
+    return static_cast<size_t>(h ^ std::hash<std::string_view>{}(k.domain));
+  }
+};
+using Counters = std::unordered_map<CounterKey, int64_t, CounterKeyHash>;
+
+// What a daily counter row needs of an event kind.
+struct KindCounterFields {
+  std::string provider, category, provider_code, log_status;
+};
 
 class StoreImpl final : public Store {
  public:
@@ -307,7 +330,7 @@ class StoreImpl final : public Store {
   SuppressionPolicy txn_policy_;  // the writer's copy for the current transaction
   int64_t txn_now_ = 0;
   // DayOf(t) for the last day seen: most events of a batch fall on the same day.
-  int64_t cached_day_number_ = -1;
+  int64_t cached_day_number_ = std::numeric_limits<int64_t>::min();
   std::string cached_day_;
   const std::string& DayCached(int64_t t) {
     int64_t n = t >= 0 ? t / 86400 : (t - 86399) / 86400;
@@ -318,8 +341,8 @@ class StoreImpl final : public Store {
     return cached_day_;
   }
   std::vector<ViewChange>* pending_ = nullptr;  // the running job's view changes
-  std::string counter_key_;  // ApplyEvent's scratch buffer for daily counter keys
-  std::string key_;          // ApplyEvent's scratch buffer for the recipient key
+  CounterKey counter_key_;                      // ApplyEvent's scratch key for daily counters
+  std::string key_;                             // ApplyEvent's scratch buffer for the recipient key
   // Whether the running transaction changed the allowlist (the view does not show it yet).
   bool txn_allowlist_changed_ = false;
   // Keys given a suppression row in the running transaction (not in the view yet).
@@ -330,10 +353,23 @@ class StoreImpl final : public Store {
   std::unordered_map<std::string, PolicyRow> policy_rows_;
   std::unordered_map<std::string, std::optional<PolicyRow>> policy_before_;
   RecipientState scratch_state_;  // ApplyEvent's policy input/output, reused
-  // event_kinds ids by the kind's fields (KindKey). Ids inserted by the running transaction are
-  // listed in txn_new_kinds_ and dropped from the cache if it rolls back.
-  std::unordered_map<std::string, int64_t> kind_ids_;
-  std::vector<std::string> txn_new_kinds_;
+  // event_kinds ids by a 64-bit hash of the kind's fields (see KindW), with the fields as a
+  // length-prefixed key to confirm a hit (a kind whose hash another kind holds is looked up in
+  // SQL each time). Hashes inserted by the running transaction are listed in txn_new_kinds_
+  // and dropped from the cache if it rolls back.
+  struct CachedKind {
+    std::string key;
+    int64_t id;
+  };
+  struct IdentityHash {
+    size_t operator()(uint64_t v) const { return static_cast<size_t>(v); }
+  };
+  std::unordered_map<uint64_t, CachedKind, IdentityHash> kind_ids_;
+  std::vector<uint64_t> txn_new_kinds_;
+  std::vector<int64_t> txn_new_kind_ids_;  // every id the running transaction inserted
+  // The counter fields of every kind KindW returned since the cache was last cleared.
+  std::unordered_map<int64_t, KindCounterFields> kind_counter_fields_;
+  std::string kind_key_;  // KindW's scratch buffer (only its first bytes are the key)
   // Whether a bounced/expired event from the log family (log, journal) or the DSN family (dsn,
   // milter) may be stored. The same-bounce lookup for a permanent failure looks for one from
   // the other family; while there can be none (a log-only installation) it is skipped. Set from
@@ -342,11 +378,10 @@ class StoreImpl final : public Store {
   bool bounces_from_log_ = true;
   bool bounces_from_dsn_ = true;
   // The counted dsn/milter bounces of the last days, so a log bounce runs the same-bounce
-  // SELECT only when a DSN copy may be stored (see same_bounce_index.h). Rows of a rolled-back
-  // transaction stay in it: they only cost the SELECT that finds nothing.
+  // SELECT only when the index cannot tell (see same_bounce_index.h). Rows of a rolled-back
+  // transaction stay in it, tainted: they only cost the SELECT that finds nothing.
   SameBounceIndex dsn_bounces_{kSameBounceWindowSeconds, kSameBounceSlackSeconds,
                                kSameBounceIndexMaxEntries};
-  std::string kind_key_;  // KindW's scratch buffer
   // First and last event id per day written by the running transaction (usually one day).
   struct DayRange {
     std::string day;
@@ -357,10 +392,14 @@ class StoreImpl final : public Store {
   // (one upsert per key and transaction instead of per key and batch: the milter submits one
   // DSN per batch).
   Counters txn_counters_;
+  std::unordered_map<int64_t, std::string> txn_day_texts_;  // day number -> "YYYY-MM-DD"
 
   sql::Db wdb_;
+  // Which text parameters (bit i: ?i) of w_.insert_event hold a text from its last run: its
+  // bindings are kept between events, so ApplyEvent binds NULL only there.
+  uint32_t insert_texts_bound_ = 0;
   struct WriterStatements {
-    sql::Stmt insert_event, dsn_seen, same_bounce, get_kind, put_kind, put_day, has_events,
+    sql::Stmt insert_event, dsn_lookup, same_bounce, get_kind, put_kind, put_day, has_events,
         put_policy, delete_policy, get_suppression, put_suppression, delete_suppression,
         touch_suppression, delivered_after, log_suppression, allowed, counter, position, audit;
   } w_;
@@ -563,6 +602,7 @@ Status StoreImpl::LoadDsnBounceIndex() {
     if (!*row) break;
     dsn_bounces_.Add(st.TextView(1), st.TextView(2), st.Int(0), now);
   }
+  dsn_bounces_.Commit();  // committed rows
   return Status::Ok();
 }
 
@@ -577,10 +617,15 @@ Status StoreImpl::PrepareWriter() {
        "original_recipient, bounce_queue_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
        "?11, ?12, ?13, ?14, ?15, ?16)"},
       // A DSN is recorded once per (Message-ID, recipient), whichever of dsn/milter saw it.
-      {&w_.dsn_seen,
-       "SELECT 1 FROM event_rows e JOIN event_kinds k ON k.id = e.kind "
-       "WHERE e.recipient_key = ?1 AND e.source_ref = ?2 AND k.source IN ('dsn', 'milter') "
-       "LIMIT 1"},
+      // A DSN event's two questions (recorded before? the copy of a counted log bounce?) in one
+      // pass over the recipient's rows: only matching rows come back, usually none. ?3 (the
+      // queue id) stays NULL when the event cannot repeat a log bounce.
+      {&w_.dsn_lookup,
+       "SELECT e.source_ref = ?2 AND k.source IN ('dsn', 'milter') FROM event_rows e "
+       "JOIN event_kinds k ON k.id = e.kind WHERE e.recipient_key = ?1 AND "
+       "((e.source_ref = ?2 AND k.source IN ('dsn', 'milter')) OR (e.queue_id = ?3 AND "
+       "e.time BETWEEN ?4 AND ?5 AND e.counted = 1 AND k.log_status IN ('bounced', 'expired') "
+       "AND k.source IN ('log', 'journal')))"},
       {&w_.same_bounce,
        "SELECT 1 FROM event_rows e JOIN event_kinds k ON k.id = e.kind "
        "WHERE e.recipient_key = ?2 AND e.time BETWEEN ?5 AND ?6 AND e.queue_id = ?1 "
@@ -842,9 +887,15 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
   txn_allowlist_changed_ = false;
   policy_before_.clear();
   txn_new_kinds_.clear();
+  txn_new_kind_ids_.clear();
   txn_days_.clear();
   txn_counters_.clear();
-  if (kind_ids_.size() >= kKindCacheSize) kind_ids_.clear();
+  txn_day_texts_.clear();
+  if (kind_ids_.size() >= kKindCacheSize || kind_counter_fields_.size() >= kKindCacheSize) {
+    // Together: every cached kind has its counter fields.
+    kind_ids_.clear();
+    kind_counter_fields_.clear();
+  }
   if (Status s = wdb_.Exec("BEGIN IMMEDIATE"); !s) return s;
   for (size_t i : jobs) {
     Job& job = *group[i];
@@ -866,6 +917,7 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
     discard();
     return s;
   }
+  dsn_bounces_.Commit();
   return Status::Ok();
 }
 
@@ -956,25 +1008,47 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   std::string_view stored_key = key.empty() ? std::string_view(r.recipient) : key;
   std::string_view domain = key.empty() ? std::string_view() : DomainOf(key);
   const std::string& day = DayCached(t);
+  const int64_t day_number = cached_day_number_;
 
-  if ((ev.source == EventSource::kDsn || ev.source == EventSource::kMilter) &&
-      !ev.source_ref.empty()) {
-    // This DSN recipient was recorded before (Postfix retrying the milter, the DSN fed twice).
-    w_.dsn_seen.BindRef(1, stored_key).BindRef(2, ev.source_ref);
-    auto found = w_.dsn_seen.Step();
-    bool seen = found && *found;
-    w_.dsn_seen.Reset();
-    if (!found) return found.status();
-    if (seen) return Status::Ok();
+  const bool log = IsLogFamily(ev.source);
+  const bool dsn = ev.source == EventSource::kDsn || ev.source == EventSource::kMilter;
+  // Whether this permanent failure may repeat one of the other family (Postfix logs a bounce and
+  // also sends its DSN, which the milter sees: one incident). A log bounce asks the index of
+  // DSN bounces first: most have no DSN copy (yet).
+  // An exact hit of that index is the answer; only its kMaybe runs the SELECT.
+  using Match = SameBounceIndex::Match;
+  Match copy = Match::kNo;
+  if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty()) {
+    if (log) {
+      if (bounces_from_dsn_) copy = dsn_bounces_.Lookup(ev.queue_id, key, t);
+    } else if (bounces_from_log_) {
+      copy = Match::kMaybe;
+    }
   }
-
+  const bool may_repeat = copy != Match::kNo;
   bool counted = true;
-  bool log = IsLogFamily(ev.source);
-  // A log bounce asks the index of DSN bounces first: most have no DSN copy (yet).
-  if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty() &&
-      (log ? bounces_from_dsn_ && dsn_bounces_.MayMatch(ev.queue_id, key, t) : bounces_from_log_)) {
-    // Postfix logs a bounce and also sends its DSN (which the milter sees): one incident.
-    // BindRef: the texts outlive the statement's use (it is reset below), so no copies.
+  if (dsn && !ev.source_ref.empty()) {
+    // Recorded before (Postfix retrying the milter, the DSN fed twice), or the copy of a log
+    // bounce: one SELECT for both. BindRef: the texts outlive the statement's use (reset below).
+    sql::Stmt& q = w_.dsn_lookup;
+    q.BindRef(1, stored_key).BindRef(2, ev.source_ref);
+    if (may_repeat) {
+      q.BindRef(3, ev.queue_id)
+          .Bind(4, t - kSameBounceWindowSeconds)
+          .Bind(5, t + kSameBounceWindowSeconds);
+    }
+    bool seen = false, dup = false;
+    Expected<bool> row = true;
+    while (!seen && (row = q.Step()) && *row) {
+      (q.Int(0) != 0 ? seen : dup) = true;
+    }
+    q.Reset();
+    if (!row) return row.status();
+    if (seen) return Status::Ok();
+    counted = !dup;
+  } else if (copy == Match::kYes) {
+    counted = false;
+  } else if (may_repeat) {
     w_.same_bounce.BindRef(1, ev.queue_id)
         .BindRef(2, key)
         .BindRef(3, log ? "dsn" : "log")
@@ -1001,19 +1075,35 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   }
   sql::Stmt& in = w_.insert_event;
   in.Bind(1, t).Bind(2, *kind).Bind(3, int64_t{counted}).BindRef(4, stored_key).BindRef(5, domain);
-  // Empty texts stay unbound, i.e. NULL (the statement's bindings are cleared after each run):
-  // most events lack half of them, and each bind costs SQLite ~190 instructions.
+  // Empty texts are NULL. The bindings are kept from one event to the next (clearing all 16
+  // costs ~300 instructions an event, and each bind ~190): a text is bound when present, and
+  // NULL is bound only where the previous event had a text.
   const std::pair<int, std::string_view> texts[] = {
-      {6, ev.queue_id},        {7, ev.source_ref}, {9, ev.message_id},
-      {10, ev.sender},         {11, ev.relay},     {12, r.diagnostic},
-      {13, r.remote_mta},      {14, ev.time_text}, {15, r.original_recipient},
+      {6, ev.queue_id},
+      {7, ev.source_ref},
+      // NULL in the usual case, where the display form is the key.
+      {8, r.recipient != stored_key ? std::string_view(r.recipient) : std::string_view()},
+      {9, ev.message_id},
+      {10, ev.sender},
+      {11, ev.relay},
+      {12, r.diagnostic},
+      {13, r.remote_mta},
+      {14, ev.time_text},
+      {15, r.original_recipient},
       {16, ev.bounce_queue_id}};
+  uint32_t bound = 0;
   for (const auto& [i, text] : texts) {
-    if (!text.empty()) in.BindRef(i, text);
+    if (!text.empty()) {
+      in.BindRef(i, text);
+      bound |= uint32_t{1} << i;
+    } else if (insert_texts_bound_ & (uint32_t{1} << i)) {
+      in.BindNull(i);
+    }
   }
-  // NULL in the usual case, where the display form is the key.
-  if (r.recipient != stored_key) in.BindRef(8, r.recipient);
-  if (Status s = in.Run(); !s) return s;
+  // Until the run succeeds the bindings are unknown (an error clears them).
+  insert_texts_bound_ = 0;
+  if (Status s = in.RunKeepBindings(); !s) return s;
+  insert_texts_bound_ = bound;
   const int64_t id = sqlite3_last_insert_rowid(wdb_.get());
   if (txn_days_.empty() || txn_days_.back().day != day) {
     auto it = std::find_if(txn_days_.begin(), txn_days_.end(),
@@ -1027,16 +1117,17 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   txn_days_.back().last_id = id;  // ids only grow within a transaction
 
   if (!counted) return Status::Ok();
-  // Built in a reused buffer: the map copies the key only for a combination new in this batch.
-  std::string& ck = counter_key_;
-  ck.assign(day);
-  for (std::string_view part :
-       {domain, std::string_view(r.provider), info.name, std::string_view(r.provider_code),
-        std::string_view(ev.log_status)}) {
-    ck.push_back(kCounterSeparator);
-    ck.append(part);
+  // A reused key: the map copies the domain only for a combination new in this transaction.
+  CounterKey& ck = counter_key_;
+  ck.day = day_number;
+  ck.kind = *kind;
+  ck.domain.assign(domain);
+  if (auto it = counters.find(ck); it != counters.end()) {
+    ++it->second;
+  } else {
+    counters.emplace(ck, 1);
+    txn_day_texts_.try_emplace(day_number, day);  // DayOf(t) as the counter row's day
   }
-  counters[ck]++;
   if (key.empty()) return Status::Ok();
 
   // The policy reads and folds only the recipient_policy fields; the rest of RecipientState
@@ -1219,16 +1310,40 @@ Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info) {
                                      r.stage,
                                      r.dsn_action,
                                      r.rule};
-  // Each field length-prefixed, so no two different kinds share a key whatever their bytes.
-  std::string& k = kind_key_;
-  k.clear();
+  // Fields are cut at 64 KiB in the cache key (two length bytes), as before; the table keeps
+  // them whole. No classifier field comes near that.
+  constexpr size_t kMaxField = 0xffff;
+  // The length-prefixed key, built in a reused buffer with plain copies, hashed 8 bytes at a
+  // time and compared with one memcmp (a std::string built by appends and std::hash cost
+  // about twice as much per event).
+  size_t need = 0;
+  for (std::string_view f : fields) need += 2 + std::min(f.size(), kMaxField);
+  if (kind_key_.size() < need) kind_key_.resize(need);
+  char* p = kind_key_.data();
   for (std::string_view f : fields) {
-    size_t n = std::min<size_t>(f.size(), 0xffff);
-    k.push_back(static_cast<char>(n & 0xff));
-    k.push_back(static_cast<char>(n >> 8));
-    k.append(f.substr(0, n));
+    const size_t n = std::min(f.size(), kMaxField);
+    *p++ = static_cast<char>(n & 0xff);
+    *p++ = static_cast<char>(n >> 8);
+    if (n != 0) std::memcpy(p, f.data(), n);
+    p += n;
   }
-  if (auto it = kind_ids_.find(k); it != kind_ids_.end()) return it->second;
+  const std::string_view key(kind_key_.data(), need);
+  uint64_t h = 0x243f6a8885a308d3ULL ^ need;
+  size_t i = 0;
+  for (; i + 8 <= need; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, key.data() + i, 8);
+    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+  }
+  if (i < need) {
+    uint64_t v = 0;
+    std::memcpy(&v, key.data() + i, need - i);
+    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+  }
+  auto cached = kind_ids_.find(h);
+  if (cached != kind_ids_.end() && cached->second.key == key) return cached->second.id;
   sql::Stmt& get = w_.get_kind;
   for (int i = 0; i < 14; ++i) {
     if (i == 5) {
@@ -1241,6 +1356,7 @@ Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info) {
   int64_t id = found && *found ? get.Int(0) : 0;
   get.Reset();
   if (!found) return found.status();
+  bool inserted = false;
   if (id == 0) {
     sql::Stmt& put = w_.put_kind;
     for (int i = 0; i < 14; ++i) {
@@ -1252,9 +1368,16 @@ Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info) {
     }
     if (Status s = put.Run(); !s) return s;
     id = sqlite3_last_insert_rowid(wdb_.get());
-    txn_new_kinds_.push_back(k);
+    inserted = true;
+    txn_new_kind_ids_.push_back(id);
   }
-  kind_ids_.emplace(k, id);
+  kind_counter_fields_.try_emplace(
+      id, KindCounterFields{std::string(r.provider), std::string(info.name),
+                            std::string(r.provider_code), std::string(ev.log_status)});
+  if (cached == kind_ids_.end()) {  // else another kind holds the hash: this one asks SQL
+    kind_ids_.emplace(h, CachedKind{std::string(key), id});
+    if (inserted) txn_new_kinds_.push_back(h);
+  }
   return id;
 }
 
@@ -1274,15 +1397,20 @@ Status StoreImpl::WritePendingW() {
     if (Status s = w_.put_day.Run(); !s) return s;
   }
   for (const auto& [k, n] : txn_counters_) {
-    std::string_view parts[6];
-    std::string_view rest = k;
-    for (int i = 0; i < 6; ++i) {
-      size_t sep = i < 5 ? rest.find(kCounterSeparator) : std::string_view::npos;
-      parts[i] = rest.substr(0, sep);
-      rest = sep == std::string_view::npos ? std::string_view() : rest.substr(sep + 1);
+    auto day = txn_day_texts_.find(k.day);
+    auto fields = kind_counter_fields_.find(k.kind);
+    if (fields == kind_counter_fields_.end() || day == txn_day_texts_.end()) {
+      return Status::Error("storage: daily counter of event kind " + std::to_string(k.kind) +
+                           " without its fields or day");
     }
-    for (int i = 0; i < 6; ++i) w_.counter.BindRef(i + 1, parts[i]);
-    w_.counter.Bind(7, n);
+    const KindCounterFields& f = fields->second;
+    w_.counter.BindRef(1, day->second)
+        .BindRef(2, k.domain)
+        .BindRef(3, f.provider)
+        .BindRef(4, f.category)
+        .BindRef(5, f.provider_code)
+        .BindRef(6, f.log_status)
+        .Bind(7, n);
     if (Status s = w_.counter.Run(); !s) return s;
   }
   std::vector<const std::string*> keys;
@@ -1325,10 +1453,15 @@ void StoreImpl::DiscardPendingW() {
     }
   }
   policy_before_.clear();
-  for (const std::string& k : txn_new_kinds_) kind_ids_.erase(k);
+  for (uint64_t h : txn_new_kinds_) kind_ids_.erase(h);
   txn_new_kinds_.clear();
+  // A later transaction may give these ids to other kinds.
+  for (int64_t id : txn_new_kind_ids_) kind_counter_fields_.erase(id);
+  txn_new_kind_ids_.clear();
   txn_days_.clear();
   txn_counters_.clear();
+  txn_day_texts_.clear();
+  dsn_bounces_.Rollback();
 }
 
 // ---------------------------------------------------------------------------------------------

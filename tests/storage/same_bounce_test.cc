@@ -1,6 +1,7 @@
 // same_bounce_test.cc: a log bounce and the DSN Postfix sends for it count once, whichever
 // comes first, across restarts, rolled-back batches and the 7-day window; and the writer's
-// in-memory pre-filter for that lookup (storage/same_bounce_index.h) never hides a match.
+// in-memory index for that lookup (storage/same_bounce_index.h) never hides a match and
+// answers "yes" only for a committed (or its own transaction's) copy.
 // Store tests use real SQLite files in a temp directory.
 #include "storage/same_bounce_index.h"
 
@@ -93,6 +94,48 @@ TEST(SameBounceIndexTest, AnOlderDuplicateDroppedFirstKeepsTheNewerTime) {
   idx.Add("Q2", "b@example.com", kT0 + 3 * kDay, kT0 + 3 * kDay);  // over the cap: drops the first
   EXPECT_EQ(idx.covered_from(), kT0 + 1);
   EXPECT_TRUE(idx.MayMatch("Q1", "a@example.com", kT0 + 9 * kDay));
+}
+
+TEST(SameBounceIndexTest, ExactHitsOnlyForTheSamePairWithItsNewestTimeInTheWindow) {
+  using Match = SameBounceIndex::Match;
+  SameBounceIndex idx(kWindow, kDay, 100);
+  idx.Add("Q1", "a@example.com", kT0, kT0);
+  idx.Commit();
+  EXPECT_EQ(idx.Lookup("Q1", "a@example.com", kT0 + 5), Match::kYes);
+  EXPECT_EQ(idx.Lookup("Q1", "a@example.com", kT0 + kWindow), Match::kYes);
+  EXPECT_EQ(idx.Lookup("Q1", "a@example.com", kT0 - kWindow), Match::kYes);
+  EXPECT_EQ(idx.Lookup("Q1", "a@example.com", kT0 + kWindow + 1), Match::kNo);
+  EXPECT_EQ(idx.Lookup("Q1", "b@example.com", kT0), Match::kNo);
+  // A newer copy of the pair past the window: the older one may still be in it, SQL decides.
+  idx.Add("Q1", "a@example.com", kT0 + 8 * kDay, kT0 + 8 * kDay);
+  idx.Commit();
+  EXPECT_EQ(idx.Lookup("Q1", "a@example.com", kT0), Match::kMaybe);
+  EXPECT_EQ(idx.Lookup("Q1", "a@example.com", kT0 + 8 * kDay), Match::kYes);
+}
+
+TEST(SameBounceIndexTest, WhatARolledBackTransactionAddedIsNeverAnExactHit) {
+  using Match = SameBounceIndex::Match;
+  SameBounceIndex idx(kWindow, kDay, 100);
+  idx.Add("Q1", "a@example.com", kT0, kT0);
+  idx.Commit();
+  // Seen by the running transaction (its row is written before COMMIT), gone after a rollback.
+  idx.Add("Q2", "b@example.com", kT0, kT0);
+  EXPECT_EQ(idx.Lookup("Q2", "b@example.com", kT0), Match::kYes);
+  idx.Rollback();
+  EXPECT_EQ(idx.Lookup("Q2", "b@example.com", kT0), Match::kMaybe);
+  EXPECT_EQ(idx.Lookup("Q1", "a@example.com", kT0), Match::kYes);
+  // A rolled-back copy of a committed pair moved its newest time: that pair asks SQL too.
+  idx.Add("Q1", "a@example.com", kT0 + 60, kT0 + 60);
+  idx.Rollback();
+  EXPECT_EQ(idx.Lookup("Q1", "a@example.com", kT0), Match::kMaybe);
+  // Committed additions after it stay exact; a Reset forgets the taint with the entries.
+  idx.Add("Q3", "c@example.com", kT0, kT0);
+  idx.Commit();
+  EXPECT_EQ(idx.Lookup("Q3", "c@example.com", kT0), Match::kYes);
+  idx.Reset(SameBounceIndex::kEverything);
+  idx.Add("Q2", "b@example.com", kT0, kT0);
+  idx.Commit();
+  EXPECT_EQ(idx.Lookup("Q2", "b@example.com", kT0), Match::kYes);
 }
 
 // --- the store -------------------------------------------------------------------------------

@@ -64,6 +64,57 @@ TEST(StoreOpenTest, ReopensAndKeepsData) {
   EXPECT_EQ(s->view().size(), 1u);
 }
 
+TEST(StoreWriteTest, AnEventWithoutTextsAfterOneWithAllOfThemStoresNulls) {
+  // The writer keeps the event insert's bindings from one event to the next: texts the
+  // previous event had must not leak into the next one, in one batch or the next.
+  TempDir dir;
+  std::string path = dir.File("n.db");
+  auto s = OpenStore(path);
+  auto full = [](const std::string& rcpt) {
+    Event e = MakeEvent(rcpt, Category::kUserUnknown, "bounced", kT0);
+    e.source_ref = "off=1";
+    e.time_text = "2026-11-01T00:00:00Z";
+    e.queue_id = "QFULL";
+    e.message_id = "<m@example.com>";
+    e.sender = "s@example.com";
+    e.relay = "mx.example.com[192.0.2.1]:25";
+    e.bounce_queue_id = "QB";
+    e.result.remote_mta = "mx.example.com";
+    e.result.original_recipient = "orig@example.com";
+    return e;
+  };
+  auto bare = [](const std::string& rcpt) {
+    Event e = MakeEvent(rcpt, Category::kDelivered, "sent", kT0 + 1);
+    e.result.diagnostic.clear();
+    return e;
+  };
+  Batch one;
+  one.events.push_back(full("A@Example.com"));
+  one.events.push_back(bare("b@example.com"));
+  ASSERT_TRUE(s->Write(std::move(one)).ok());
+  Batch two;
+  two.events.push_back(full("C@Example.com"));
+  ASSERT_TRUE(s->Write(std::move(two)).ok());
+  Batch three;
+  three.events.push_back(bare("d@example.com"));
+  ASSERT_TRUE(s->Write(std::move(three)).ok());
+  s.reset();
+  EXPECT_EQ(Scalar(path,
+                   "SELECT count(*) FROM event_rows WHERE recipient_key IN ('b@example.com', "
+                   "'d@example.com') AND queue_id IS NULL AND source_ref IS NULL AND recipient "
+                   "IS NULL AND message_id IS NULL AND sender IS NULL AND relay IS NULL AND "
+                   "diagnostic IS NULL AND remote_mta IS NULL AND time_text IS NULL AND "
+                   "original_recipient IS NULL AND bounce_queue_id IS NULL"),
+            2);
+  EXPECT_EQ(Scalar(path,
+                   "SELECT count(*) FROM events WHERE recipient IN ('A@Example.com', "
+                   "'C@Example.com') AND queue_id = 'QFULL' AND source_ref = 'off=1' AND "
+                   "message_id = '<m@example.com>' AND sender = 's@example.com' AND relay <> '' "
+                   "AND diagnostic <> '' AND remote_mta = 'mx.example.com' AND time_text <> '' "
+                   "AND original_recipient = 'orig@example.com' AND bounce_queue_id = 'QB'"),
+            2);
+}
+
 TEST(StoreOpenTest, RefusesNewerSchema) {
   TempDir dir;
   std::string path = dir.File("b.db");
