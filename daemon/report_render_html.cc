@@ -113,7 +113,12 @@ std::string LineChart(const std::vector<std::string>& days, const std::vector<Se
     std::string points;
     for (size_t i = 0; i < n; ++i) {
       const int64_t v = i < series[k].values.size() ? series[k].values[i] : 0;
-      points += (i ? " " : "") + Fmt("%.1f", x(i)) + "," + Fmt("%.1f", y(v));
+      // Appended piece by piece: `"literal" + std::string&&` here trips GCC 12's -O3
+      // -Wrestrict false positive (the README's Release build with -DBOUNCED_WERROR=ON).
+      if (i > 0) points += ' ';
+      points += Fmt("%.1f", x(i));
+      points += ',';
+      points += Fmt("%.1f", y(v));
     }
     s += "<polyline fill=\"none\" stroke=\"" + std::string(kPalette[k % 6]) +
          "\" stroke-width=\"2\" points=\"" + points + "\"><title>" + Esc(series[k].name) +

@@ -145,6 +145,14 @@ std::optional<std::string> ReadCsvRecord(std::string_view data, size_t& pos, siz
   return std::nullopt;
 }
 
+void Keep(ParsedImport& r, Suppression&& s) {
+  if (r.sink) {
+    r.sink(std::move(s));
+  } else {
+    r.entries.push_back(std::move(s));
+  }
+}
+
 void AddError(ParsedImport& r, size_t line, const std::string& what) {
   if (r.errors.size() < kMaxImportErrors) {
     r.errors.push_back("line " + std::to_string(line) + ": " + what);
@@ -204,7 +212,7 @@ void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, P
     if (!e.empty()) {
       AddError(r, rec.line, e);
     } else {
-      r.entries.push_back(std::move(s));
+      Keep(r, std::move(s));
     }
   }
   if (!have_header) AddError(r, 1, "empty input (a header line is required)");
@@ -259,7 +267,7 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
       if (err.empty() && !display.empty() && NormalizeAddress(display, delimiters) == s.address) {
         s.display = Printable(display);
       }
-      if (err.empty()) r.entries.push_back(std::move(s));
+      if (err.empty()) Keep(r, std::move(s));
     }
     if (!err.empty()) AddError(r, line, err);
   }
@@ -298,6 +306,20 @@ ParsedImport ParseImport(ExportFormat format, std::string_view data, std::string
     ParseJsonl(data, delimiters, now, r);
   }
   if (!r.errors.empty()) r.entries.clear();
+  return r;
+}
+
+ParsedImport ParseImportEach(ExportFormat format, std::string_view data,
+                             std::string_view delimiters, int64_t now,
+                             std::function<void(Suppression&&)> sink) {
+  ParsedImport r;
+  r.sink = std::move(sink);
+  if (format == ExportFormat::kCsv) {
+    ParseCsv(data, delimiters, now, r);
+  } else {
+    ParseJsonl(data, delimiters, now, r);
+  }
+  r.sink = nullptr;
   return r;
 }
 
