@@ -270,15 +270,39 @@ std::optional<size_t> StreamExport(Context& ctx, json request, const std::string
     PrintFailure(ctx, "export", error);
     return std::nullopt;
   }
+  // A regular file (or a new one) is written under a temporary name beside it and renamed
+  // into place only once the export is complete: a failed export leaves no partial file and
+  // an earlier export under that name stays as it was. Anything else (a FIFO, /dev/stdout, a
+  // symlink) is written directly.
   std::FILE* out = stdout;
+  std::string temp;
   if (output != "-") {
-    out = std::fopen(output.c_str(), "wb");
+    struct stat st {};
+    bool replace = ::lstat(output.c_str(), &st) != 0 ? errno == ENOENT : S_ISREG(st.st_mode);
+    if (replace) {
+      temp = output + ".partial-XXXXXX";
+      int fd = ::mkstemp(temp.data());
+      if (fd < 0) {
+        PrintFailure(ctx, "export", temp + ": " + std::strerror(errno));
+        return std::nullopt;
+      }
+      mode_t mask = ::umask(0);  // the mode fopen would give a new file
+      ::umask(mask);
+      ::fchmod(fd, 0666 & ~mask);
+      out = ::fdopen(fd, "wb");
+      if (out == nullptr) ::close(fd);
+    } else {
+      out = std::fopen(output.c_str(), "wb");
+    }
     if (out == nullptr) {
       PrintFailure(ctx, "export", output + ": " + std::strerror(errno));
+      if (!temp.empty()) ::unlink(temp.c_str());
       return std::nullopt;
     }
   }
   std::string incomplete = output == "-" ? "the output" : output;
+  // What a failure leaves behind, for its message.
+  std::string left = temp.empty() ? incomplete + " is incomplete" : output + " was not written";
   auto write = [&](const json& data) {
     if (!data.is_string()) return true;
     const std::string& d = data.get_ref<const std::string&>();
@@ -288,11 +312,12 @@ std::optional<size_t> StreamExport(Context& ctx, json request, const std::string
   for (;;) {
     json reply;
     if (!c.Receive(&reply, &error)) {
-      PrintFailure(ctx, "export", error + "; " + incomplete + " is incomplete");
+      PrintFailure(ctx, "export", error + "; " + left);
       break;
     }
     if (!reply.value("ok", false)) {
       PrintRefusal(ctx, "export", reply);
+      if (!temp.empty()) PrintFailure(ctx, "export", left);
       break;
     }
     bool written =
@@ -313,6 +338,16 @@ std::optional<size_t> StreamExport(Context& ctx, json request, const std::string
   if (out != stdout && std::fclose(out) != 0 && count) {
     PrintFailure(ctx, "export", "writing " + incomplete + ": " + std::strerror(errno));
     count.reset();
+  }
+  if (!temp.empty()) {
+    if (!count) {
+      ::unlink(temp.c_str());
+    } else if (::rename(temp.c_str(), output.c_str()) != 0) {
+      PrintFailure(ctx, "export",
+                   "renaming " + temp + " to " + output + ": " + std::strerror(errno));
+      ::unlink(temp.c_str());
+      count.reset();
+    }
   }
   return count;
 }

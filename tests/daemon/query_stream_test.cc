@@ -321,6 +321,18 @@ TEST(QueryStream, ExportOfManyEntriesStreamsCompletelyInBoundedPieces) {
   out = d.Ctl("export --domain example3.com --format jsonl", &rc);
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), (n + 3) / 7);
+
+  // A refused export (here a bad --since) writes nothing: the earlier out.csv stays as it was
+  // and no temporary file is left beside it.
+  std::string before = ReadFile(dir / "out.csv");
+  out = d.Ctl("export --since not-a-time -o " + dir / "out.csv", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("not written"), std::string::npos) << out;
+  EXPECT_EQ(ReadFile(dir / "out.csv"), before);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".partial-"), std::string::npos)
+        << entry.path();
+  }
 }
 
 TEST(QueryStream, ClientThatStopsReadingAnExportIsCutAfterTheIdleTimeout) {
