@@ -6,10 +6,7 @@
 #include <algorithm>
 #include <array>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
+#include "classifier/byte_scan.h"
 #include "classifier/dsn_fields.h"
 #include "classifier/dsn_mime.h"
 #include "classifier/dsn_ses.h"
@@ -310,20 +307,7 @@ struct ReplyPair {
 // The first position in [from, limit) holding an ASCII digit, or `limit` (at most
 // text.size()); sixteen positions at a time: reason texts are mostly letters.
 size_t NextDigit(std::string_view text, size_t from, size_t limit) {
-  const char* p = text.data();
-  size_t i = from;
-#if defined(__SSE2__)
-  const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1);
-  for (; i + 16 <= limit; i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    int mask = _mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above)));
-    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-  }
-#endif
-  for (; i < limit; ++i) {
-    if (static_cast<unsigned char>(p[i] - '0') <= 9) return i;
-  }
-  return limit;
+  return FindInRange(text.data(), from, limit, '0', '9');
 }
 
 // Calls pair(code, status) for each such pair in `text`, in order, at most 16, until it

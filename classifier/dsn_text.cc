@@ -10,6 +10,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "classifier/byte_scan.h"
 #include "classifier/text.h"
 
 namespace bounced::dsn {
@@ -274,20 +275,7 @@ bool StartsHeaderBlock(std::string_view l, std::string_view rest) {
 // Where the first '<' or '&' at or after `from` is, or html.size(): the text between tags is
 // copied in runs up to there (HTML-only bounces are large; a byte at a time dominated them).
 size_t NextTagOrEntity(std::string_view html, size_t from) {
-  const char* p = html.data();
-  size_t n = html.size(), i = from;
-#if defined(__SSE2__)
-  const __m128i lt = _mm_set1_epi8('<'), amp = _mm_set1_epi8('&');
-  for (; i + 16 <= n; i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lt), _mm_cmpeq_epi8(v, amp)));
-    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-  }
-#endif
-  for (; i < n; ++i) {
-    if (p[i] == '<' || p[i] == '&') return i;
-  }
-  return n;
+  return FindAnyOf<'<', '&'>(html.data(), from, html.size());
 }
 
 std::string StripHtml(std::string_view html) {

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <vector>
 
+#include "classifier/byte_scan.h"
+
 namespace bounced {
 namespace {
 
@@ -85,23 +87,7 @@ bool FollowsReplyCode(std::string_view s, size_t i) {
 // and an enhanced status start with), or `limit`; sixteen positions at a time, since prose has
 // few of them. `limit` is at most s.size().
 size_t NextClassDigit(std::string_view s, size_t from, size_t limit) {
-  const char* p = s.data();
-  size_t i = from;
-#if defined(__SSE2__)
-  const __m128i d2 = _mm_set1_epi8('2'), d4 = _mm_set1_epi8('4'), d5 = _mm_set1_epi8('5');
-  for (; i + 16 <= limit; i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, d2), _mm_cmpeq_epi8(v, d4)),
-                               _mm_cmpeq_epi8(v, d5));
-    int mask = _mm_movemask_epi8(hit);
-    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-  }
-#endif
-  for (; i < limit; ++i) {
-    char c = p[i];
-    if (c == '2' || c == '4' || c == '5') return i;
-  }
-  return limit;
+  return FindAnyOf<'2', '4', '5'>(s.data(), from, limit);
 }
 
 // Appends one code point as UTF-8.

@@ -1,0 +1,54 @@
+// byte_scan.h: where the next byte of a kind is, sixteen bytes at a time (internal to the
+// classifier; pure code). Used by the scans that skip prose to the few bytes that can start
+// what they look for: reply-code digits, HTML tags, the digits of a status.
+#pragma once
+
+#include <cstddef>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace bounced {
+
+// The first position in [from, limit) of `p` holding one of the bytes C..., or `limit`.
+template <char... C>
+inline size_t FindAnyOf(const char* p, size_t from, size_t limit) {
+#if defined(__SSE2__)
+  for (; from + 16 <= limit; from += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + from));
+    __m128i hit = _mm_setzero_si128();
+    ((hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, _mm_set1_epi8(C)))), ...);
+    const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
+    if (mask != 0) return from + static_cast<size_t>(__builtin_ctz(mask));
+  }
+#endif
+  for (; from < limit; ++from) {
+    const char c = p[from];
+    if (((c == C) || ...)) return from;
+  }
+  return limit;
+}
+
+// The first position in [from, limit) of `p` holding a byte from lo to hi (both ASCII, lo <=
+// hi), or `limit`.
+inline size_t FindInRange(const char* p, size_t from, size_t limit, char lo, char hi) {
+#if defined(__SSE2__)
+  const __m128i below = _mm_set1_epi8(static_cast<char>(lo - 1));
+  const __m128i above = _mm_set1_epi8(static_cast<char>(hi + 1));
+  for (; from + 16 <= limit; from += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + from));
+    const unsigned mask = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above))));
+    if (mask != 0) return from + static_cast<size_t>(__builtin_ctz(mask));
+  }
+#endif
+  for (; from < limit; ++from) {
+    if (static_cast<unsigned char>(p[from] - lo) <= static_cast<unsigned char>(hi - lo)) {
+      return from;
+    }
+  }
+  return limit;
+}
+
+}  // namespace bounced
