@@ -99,29 +99,27 @@ Expected<bool> Stmt::Step() {
 }
 
 Status Stmt::Run() {
-  for (;;) {
-    auto r = Step();
-    if (!r) {
-      Reset();
-      return r.status();
-    }
-    if (!*r) break;
-  }
+  Status st = StepToEnd();
   Reset();
-  return Status::Ok();
+  return st;
 }
 
 Status Stmt::RunKeepBindings() {
-  for (;;) {
-    auto r = Step();
-    if (!r) {
-      Reset();
-      return r.status();
-    }
-    if (!*r) break;
+  Status st = StepToEnd();
+  if (!st) {
+    Reset();
+    return st;
   }
   sqlite3_reset(st_);
   return Status::Ok();
+}
+
+Status Stmt::StepToEnd() {
+  for (;;) {
+    auto r = Step();
+    if (!r) return r.status();
+    if (!*r) return Status::Ok();
+  }
 }
 
 Stmt& Stmt::BindNull(int i) {

@@ -70,6 +70,8 @@ class Stmt {
   std::string_view TextView(int col) const;
 
  private:
+  Status StepToEnd();  // steps until SQLITE_DONE; no reset
+
   sqlite3_stmt* st_ = nullptr;
   Db* db_ = nullptr;
 };
