@@ -145,13 +145,8 @@ std::optional<std::string> ReadCsvRecord(std::string_view data, size_t& pos, siz
   return std::nullopt;
 }
 
-void Keep(ParsedImport& r, Suppression&& s) {
-  if (r.sink) {
-    r.sink(std::move(s));
-  } else {
-    r.entries.push_back(std::move(s));
-  }
-}
+// Where an accepted entry goes: ParseImport's list, or ParseImportEach's caller.
+using Sink = std::function<void(Suppression&&)>;
 
 void AddError(ParsedImport& r, size_t line, const std::string& what) {
   if (r.errors.size() < kMaxImportErrors) {
@@ -159,7 +154,8 @@ void AddError(ParsedImport& r, size_t line, const std::string& what) {
   }
 }
 
-void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, ParsedImport& r) {
+void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
+              ParsedImport& r) {
   size_t pos = 0, line = 1;
   CsvRecord rec;
   std::vector<int> map;  // column index -> Column, or -1 ignored
@@ -212,13 +208,14 @@ void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, P
     if (!e.empty()) {
       AddError(r, rec.line, e);
     } else {
-      Keep(r, std::move(s));
+      keep(std::move(s));
     }
   }
   if (!have_header) AddError(r, 1, "empty input (a header line is required)");
 }
 
-void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now, ParsedImport& r) {
+void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
+                ParsedImport& r) {
   size_t pos = 0, line = 0;
   while (pos < data.size()) {
     size_t end = data.find('\n', pos);
@@ -267,7 +264,7 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
       if (err.empty() && !display.empty() && NormalizeAddress(display, delimiters) == s.address) {
         s.display = Printable(display);
       }
-      if (err.empty()) Keep(r, std::move(s));
+      if (err.empty()) keep(std::move(s));
     }
     if (!err.empty()) AddError(r, line, err);
   }
@@ -299,13 +296,11 @@ std::string FormatJsonLine(const Suppression& s) {
 
 ParsedImport ParseImport(ExportFormat format, std::string_view data, std::string_view delimiters,
                          int64_t now) {
-  ParsedImport r;
-  if (format == ExportFormat::kCsv) {
-    ParseCsv(data, delimiters, now, r);
-  } else {
-    ParseJsonl(data, delimiters, now, r);
-  }
-  if (!r.errors.empty()) r.entries.clear();
+  std::vector<Suppression> entries;
+  ParsedImport r = ParseImportEach(format, data, delimiters, now, [&entries](Suppression&& s) {
+    entries.push_back(std::move(s));
+  });
+  if (r.errors.empty()) r.entries = std::move(entries);
   return r;
 }
 
@@ -313,13 +308,11 @@ ParsedImport ParseImportEach(ExportFormat format, std::string_view data,
                              std::string_view delimiters, int64_t now,
                              std::function<void(Suppression&&)> sink) {
   ParsedImport r;
-  r.sink = std::move(sink);
   if (format == ExportFormat::kCsv) {
-    ParseCsv(data, delimiters, now, r);
+    ParseCsv(data, delimiters, now, sink, r);
   } else {
-    ParseJsonl(data, delimiters, now, r);
+    ParseJsonl(data, delimiters, now, sink, r);
   }
-  r.sink = nullptr;
   return r;
 }
 

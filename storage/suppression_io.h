@@ -23,8 +23,6 @@ std::string FormatJsonLine(const Suppression& s);  // with '\n'
 struct ParsedImport {
   std::vector<Suppression> entries;  // address = normalised key, display = as written
   std::vector<std::string> errors;
-  // Set by ParseImportEach: accepted entries go here instead of `entries`.
-  std::function<void(Suppression&&)> sink;
 };
 // `now` fills `created` when the line has none.
 ParsedImport ParseImport(ExportFormat format, std::string_view data, std::string_view delimiters,
