@@ -20,29 +20,15 @@
 #include "classifier/rules.h"
 #include "daemon/query_handler.h"
 #include "daemon/services.h"
+#include "fuzz/fuzz_services.h"
 #include "storage/store.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) abort();
-}
+using bounced::fuzz::Check;
 
 bounced::Services& FuzzServices() {
-  static bounced::Services* services = [] {
-    auto* s = new bounced::Services();
-    char dir[] = "/tmp/query_fuzz.XXXXXX";
-    Check(::mkdtemp(dir) != nullptr);
-    bounced::StoreOptions o;
-    o.path = std::string(dir) + "/fuzz.db";
-    o.synchronous_full = false;
-    auto store = bounced::Store::Open(o);
-    Check(store.ok());
-    s->SetStore(std::shared_ptr<bounced::Store>(std::move(*store)));
-    s->SetRules(bounced::RuleSet::Default(), {"(embedded default)"});
-    return s;
-  }();
-  return *services;
+  return bounced::fuzz::ServicesOverRealStore("query_fuzz", [](bounced::Store&) {});
 }
 
 void CheckReply(const nlohmann::json& reply) {

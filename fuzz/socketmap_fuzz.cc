@@ -20,34 +20,22 @@
 #include "daemon/netstring.h"
 #include "daemon/services.h"
 #include "daemon/socketmap.h"
+#include "fuzz/fuzz_services.h"
 #include "storage/store.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) abort();
-}
+using bounced::fuzz::Check;
 
+// A few suppressed addresses, so lookups also hit.
 bounced::Services& FuzzServices() {
-  static bounced::Services* services = [] {
-    auto* s = new bounced::Services();
-    char dir[] = "/tmp/socketmap_fuzz.XXXXXX";
-    Check(::mkdtemp(dir) != nullptr);
-    bounced::StoreOptions o;
-    o.path = std::string(dir) + "/fuzz.db";
-    o.synchronous_full = false;
-    auto store = bounced::Store::Open(o);
-    Check(store.ok());
-    std::shared_ptr<bounced::Store> shared = std::move(*store);
+  return bounced::fuzz::ServicesOverRealStore("socketmap_fuzz", [](bounced::Store& store) {
     for (const char* a : {"user@example.com", "gone@icloud.com", "x+tag@example.org"}) {
       bounced::ManualSuppression m;
       m.address = a;
-      Check(shared->Suppress(m, bounced::Actor{0, "fuzz seed"}).ok());
+      Check(store.Suppress(m, bounced::Actor{0, "fuzz seed"}).ok());
     }
-    s->SetStore(shared);
-    return s;
-  }();
-  return *services;
+  });
 }
 
 bool KnownReply(std::string_view r) {
