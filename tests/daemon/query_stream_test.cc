@@ -32,6 +32,14 @@ std::string CsvList(int n, int bad = -1) {
   return out;
 }
 
+// Imports CsvList(n) into the running `d` through bouncectl (the setup of the export tests).
+void ImportList(BouncedProcess& d, const TempDir& dir, int n) {
+  std::ofstream(dir / "list.csv") << CsvList(n);
+  int rc = -1;
+  std::string out = d.Ctl("import " + dir / "list.csv", &rc);
+  ASSERT_EQ(rc, 0) << out;
+}
+
 // Reads reply lines from `fd` until `n` lines or EOF.
 std::vector<json> ReadReplies(int fd, size_t n) {
   std::string in = RecvUntil(fd, [n](const std::string& s) {
@@ -268,10 +276,9 @@ TEST(QueryStream, ExportOfManyEntriesStreamsCompletelyInBoundedPieces) {
   d.SetQueryConfig("max_request_bytes = 4096\n");
   d.Start();
   const int n = 20000;
-  std::ofstream(dir / "list.csv") << CsvList(n);
+  ASSERT_NO_FATAL_FAILURE(ImportList(d, dir, n));
   int rc = -1;
-  std::string out = d.Ctl("import " + dir / "list.csv", &rc);
-  ASSERT_EQ(rc, 0) << out;
+  std::string out;
 
   // Raw: many pieces, none much over 64 KiB, then the count; a request sent right after the
   // export on the same connection is answered after it.
@@ -341,10 +348,9 @@ TEST(QueryStream, ClientThatStopsReadingAnExportIsCutAfterTheIdleTimeout) {
   d.SetQueryConfig("idle_timeout = \"1s\"\n");
   d.Start();
   const int n = 20000;
-  std::ofstream(dir / "list.csv") << CsvList(n);
+  ASSERT_NO_FATAL_FAILURE(ImportList(d, dir, n));
   int rc = -1;
-  std::string out = d.Ctl("import " + dir / "list.csv", &rc);
-  ASSERT_EQ(rc, 0) << out;
+  std::string out;
   uint64_t whole = d.Ctl("export", &rc).size();
 
   int fd = ConnectUnix(d.query_socket());
@@ -374,10 +380,9 @@ TEST(QueryStream, SigtermDuringAStalledExportAndAnUnfinishedImportStopsCleanly) 
   TempDir dir;
   BouncedProcess d(dir);
   d.Start();
-  std::ofstream(dir / "list.csv") << CsvList(20000);
+  ASSERT_NO_FATAL_FAILURE(ImportList(d, dir, 20000));
   int rc = -1;
-  std::string out = d.Ctl("import " + dir / "list.csv", &rc);
-  ASSERT_EQ(rc, 0) << out;
+  std::string out;
   // An export whose reader stopped after the first bytes: its producer waits for room.
   int exporter = ConnectUnix(d.query_socket());
   SendAll(exporter, json{{"cmd", "export"}, {"stream", true}}.dump() + "\n");
