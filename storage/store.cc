@@ -3,6 +3,7 @@
 #include "storage/store.h"
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
@@ -14,7 +15,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <spdlog/spdlog.h>
+
 #include "storage/address.h"
+#include "storage/hashed_key.h"
 #include "storage/policy.h"
 #include "storage/same_bounce_index.h"
 #include "storage/sqlite.h"
@@ -183,6 +187,20 @@ struct ViewChange {
 
 class StoreImpl;
 
+// What Submit works out for each event on the caller's thread (PrepareEvents), so that the
+// writer thread only looks up, binds and steps: the recipient key and the kind key (both in
+// Job::prepared_text), their hashes, and the event's status tests.
+struct PreparedEvent {
+  size_t key_at = 0, key_size = 0;  // NormalizeAddress(recipient); empty when not an address
+  size_t domain_at = 0;             // DomainOf(key) starts here (within the key)
+  size_t kind_at = 0, kind_size = 0;
+  size_t key_hash = 0;     // KeyHash of the key
+  uint64_t kind_hash = 0;  // KindKeyHash of the kind key
+  bool permanent = false;  // IsPermanentFailure
+  bool delivery = false;   // IsDelivery
+  bool failure = false;    // IsFailure
+};
+
 struct Job {
   Batch batch;
   // Manual changes run on the writer inside the job's savepoint.
@@ -190,7 +208,99 @@ struct Job {
   size_t events = 0;
   std::promise<Status> done;
   std::vector<ViewChange> changes;
+  // batch.events' PreparedEvent, made with these address delimiters (the writer prepares again
+  // if the policy changed them in between).
+  std::string delimiters;
+  std::vector<PreparedEvent> prepared;
+  std::string prepared_text;
 };
+
+// The fields of an event that make its event_kinds row, in the table's column order (hard_bounce
+// as "0"/"1").
+using KindFields = std::array<std::string_view, 14>;
+KindFields KindFieldsOf(const Event& ev, const CategoryInfo& info) {
+  const Result& r = ev.result;
+  return {ToString(ev.source),
+          ev.log_status,
+          info.name,
+          ToString(info.fault),
+          ToString(info.action),
+          info.hard_bounce ? "1" : "0",
+          ev.program,
+          r.provider,
+          r.provider_code,
+          r.status,
+          r.reply_code,
+          r.stage,
+          r.dsn_action,
+          r.rule};
+}
+
+// The writer's cache key of a kind: each field with a two-byte length, appended to `out` with
+// plain copies (a std::string built by appends costs about twice as much). Fields are cut at
+// 64 KiB in the key; the table keeps them whole. No classifier field comes near that.
+void AppendKindKey(const KindFields& fields, std::string& out) {
+  constexpr size_t kMaxField = 0xffff;
+  size_t need = 0;
+  for (std::string_view f : fields) need += 2 + std::min(f.size(), kMaxField);
+  const size_t at = out.size();
+  out.resize(at + need);
+  char* p = out.data() + at;
+  for (std::string_view f : fields) {
+    const size_t n = std::min(f.size(), kMaxField);
+    *p++ = static_cast<char>(n & 0xff);
+    *p++ = static_cast<char>(n >> 8);
+    if (n != 0) std::memcpy(p, f.data(), n);
+    p += n;
+  }
+}
+
+// A 64-bit hash of a kind key, 8 bytes at a time.
+uint64_t KindKeyHash(std::string_view key) {
+  const size_t need = key.size();
+  uint64_t h = 0x243f6a8885a308d3ULL ^ need;
+  size_t i = 0;
+  for (; i + 8 <= need; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, key.data() + i, 8);
+    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+  }
+  if (i < need) {
+    uint64_t v = 0;
+    std::memcpy(&v, key.data() + i, need - i);
+    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+// Fills job.prepared and job.prepared_text for job.batch.events with `delimiters`.
+void PrepareEvents(Job& job, const std::string& delimiters) {
+  job.delimiters = delimiters;
+  job.prepared.clear();
+  job.prepared_text.clear();
+  job.prepared.resize(job.batch.events.size());
+  std::string key;
+  for (size_t i = 0; i < job.batch.events.size(); ++i) {
+    const Event& ev = job.batch.events[i];
+    PreparedEvent& pe = job.prepared[i];
+    NormalizeAddressInto(ev.result.recipient, delimiters, key);
+    pe.key_at = job.prepared_text.size();
+    pe.key_size = key.size();
+    pe.domain_at = key.empty() ? 0 : key.size() - DomainOf(key).size();
+    pe.key_hash = KeyHash{}(key);
+    job.prepared_text += key;
+    pe.kind_at = job.prepared_text.size();
+    AppendKindKey(KindFieldsOf(ev, Describe(ev.result.category)), job.prepared_text);
+    pe.kind_size = job.prepared_text.size() - pe.kind_at;
+    pe.kind_hash =
+        KindKeyHash(std::string_view(job.prepared_text).substr(pe.kind_at, pe.kind_size));
+    pe.permanent = IsPermanentFailure(ev);
+    pe.delivery = IsDelivery(ev);
+    pe.failure = pe.permanent || ev.log_status == "deferred";
+  }
+}
 
 // A recipient_policy row: what the policy remembers beyond the recipient's events. The writer
 // holds the whole table in memory (rows exist only while a field is set: recipients with open
@@ -285,25 +395,28 @@ class StoreImpl final : public Store {
   Status RunTransaction(std::vector<std::unique_ptr<Job>>& group, const std::vector<size_t>& jobs,
                         size_t* failed_job);
   Status ApplyBatch(Job& job);
-  Status ApplyEvent(const Event& ev, Counters& counters);
-  Status ApplyDecision(const std::string& key, const Event& ev, const PolicyDecision& d, int64_t t);
-  Expected<std::optional<Suppression>> GetSuppressionW(const std::string& key);
+  Status ApplyEvent(const Event& ev, const PreparedEvent& pe, std::string_view prepared_text,
+                    Counters& counters);
+  Status ApplyDecision(const HashedKey& key, const Event& ev, const PolicyDecision& d, int64_t t);
+  Expected<std::optional<Suppression>> GetSuppressionW(std::string_view key);
   Status PutSuppressionW(const Suppression& s, std::string_view log_action, int64_t actor_uid);
   Status LogSuppressionW(const Suppression& s, std::string_view action, int64_t actor_uid);
   Expected<bool> AllowedW(std::string_view key);
   // False only when no suppression row can exist for `key` (skips a pointless UPDATE).
-  bool MayHaveSuppressionW(const std::string& key) const {
-    return view_.HasKey(key) || txn_suppressed_.count(key) != 0;
+  bool MayHaveSuppressionW(const HashedKey& key) const {
+    return view_.HasKeyWriter(key) || txn_suppressed_.find(key) != txn_suppressed_.end();
   }
   Status AuditW(const Actor& who, std::string_view action, std::string_view target,
                 std::string_view detail);
   // Deletes up to kPurgeLimit expired suppressions, logged as "remove" by bounced itself.
   Status PurgeExpiredW();
-  // The event_kinds id of the event's classification (inserted when new).
-  Expected<int64_t> KindW(const Event& ev, const CategoryInfo& info);
+  // The event_kinds id of the event's classification (inserted when new); `key` and `hash`: its
+  // kind key (AppendKindKey) and KindKeyHash.
+  Expected<int64_t> KindW(const Event& ev, const CategoryInfo& info, std::string_view key,
+                          uint64_t hash);
   // The policy row of `key` for changing (created empty when absent); remembers the row as it
   // was before the running transaction, for WritePendingW and for a rollback.
-  PolicyRow& PolicyRowW(const std::string& key);
+  PolicyRow& PolicyRowW(const HashedKey& key);
   // Writes what the running transaction kept in memory: event_days ranges, daily counters,
   // changed policy rows (in key order; rows that became empty are deleted).
   Status WritePendingW();
@@ -329,6 +442,7 @@ class StoreImpl final : public Store {
   SuppressionPolicy policy_;
   SuppressionPolicy txn_policy_;  // the writer's copy for the current transaction
   int64_t txn_now_ = 0;
+  std::string txn_now_day_;  // DayOf(txn_now_)
   // DayOf(t) for the last day seen: most events of a batch fall on the same day.
   int64_t cached_day_number_ = std::numeric_limits<int64_t>::min();
   std::string cached_day_;
@@ -342,17 +456,15 @@ class StoreImpl final : public Store {
   }
   std::vector<ViewChange>* pending_ = nullptr;  // the running job's view changes
   CounterKey counter_key_;                      // ApplyEvent's scratch key for daily counters
-  std::string key_;                             // ApplyEvent's scratch buffer for the recipient key
   // Whether the running transaction changed the allowlist (the view does not show it yet).
   bool txn_allowlist_changed_ = false;
   // Keys given a suppression row in the running transaction (not in the view yet).
-  std::unordered_set<std::string> txn_suppressed_;
+  std::unordered_set<std::string, KeyHash, KeyEq> txn_suppressed_;
   // The whole recipient_policy table, as committed plus the running transaction's changes;
   // policy_before_ holds, for each key the transaction changed, the row before it (nullopt:
   // none), restored by DiscardPendingW.
-  std::unordered_map<std::string, PolicyRow> policy_rows_;
-  std::unordered_map<std::string, std::optional<PolicyRow>> policy_before_;
-  RecipientState scratch_state_;  // ApplyEvent's policy input/output, reused
+  std::unordered_map<std::string, PolicyRow, KeyHash, KeyEq> policy_rows_;
+  std::unordered_map<std::string, std::optional<PolicyRow>, KeyHash, KeyEq> policy_before_;
   // event_kinds ids by a 64-bit hash of the kind's fields (see KindW), with the fields as a
   // length-prefixed key to confirm a hit (a kind whose hash another kind holds is looked up in
   // SQL each time). Hashes inserted by the running transaction are listed in txn_new_kinds_
@@ -369,7 +481,6 @@ class StoreImpl final : public Store {
   std::vector<int64_t> txn_new_kind_ids_;  // every id the running transaction inserted
   // The counter fields of every kind KindW returned since the cache was last cleared.
   std::unordered_map<int64_t, KindCounterFields> kind_counter_fields_;
-  std::string kind_key_;  // KindW's scratch buffer (only its first bytes are the key)
   // Whether a bounced/expired event from the log family (log, journal) or the DSN family (dsn,
   // milter) may be stored. The same-bounce lookup for a permanent failure looks for one from
   // the other family; while there can be none (a log-only installation) it is skipped. Set from
@@ -424,6 +535,29 @@ class StoreImpl final : public Store {
   bool reap_stop_ = false;
   std::thread reaper_;
 
+  // Checkpoints on their own thread and connection, so copying WAL pages into the database and
+  // its fsync are off the writer's path. Durability does not change: a commit is durable once
+  // its WAL frames are synced, checkpointed or not. The writer's WalHook (called by SQLite after
+  // each commit with the WAL's frame count) asks for a checkpoint every ckpt_every_frames_;
+  // past ckpt_cap_frames_ the writer waits for one (WaitForCheckpointW) so the WAL stays
+  // bounded (see StoreOptions::wal_cap_bytes). PASSIVE checkpoints never wait for readers: a
+  // long read only keeps the WAL from starting over, as with SQLite's own auto-checkpoint.
+  static int WalHook(void* self, sqlite3* db, const char* name, int frames);
+  void CheckpointerLoop();
+  uint64_t RequestCheckpoint();  // returns the request's ticket
+  void WaitForCheckpointW();
+  sql::Db cdb_;
+  int64_t ckpt_every_frames_ = 0;
+  int64_t ckpt_cap_frames_ = 0;
+  int64_t wal_frames_ = 0;         // writer: frames in the WAL after its last commit
+  int64_t ckpt_asked_frames_ = 0;  // writer: wal_frames_ when it last asked for a checkpoint
+  std::mutex ckpt_mu_;
+  std::condition_variable ckpt_cv_, ckpt_done_cv_;
+  uint64_t ckpt_wanted_ = 0;  // tickets: a checkpoint started after request N completes N
+  uint64_t ckpt_done_ = 0;
+  bool ckpt_stop_ = false;
+  std::thread checkpointer_;
+
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<sql::Db>> readers_;
 };
@@ -475,19 +609,24 @@ Status StoreImpl::OpenAll() {
     if (!r) return r.status();
     if (*r && st.Int(0) > 0) page_size = st.Int(0);
   }
-  // The WAL is checkpointed at about 64 MiB whatever the page size (the pragma counts pages).
-  if (Status s = wdb_.Exec("PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; "
-                           "PRAGMA wal_autocheckpoint=" +
-                           std::to_string((int64_t{64} << 20) / page_size));
-      !s)
-    return s;
+  if (Status s = wdb_.Exec("PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY"); !s) return s;
+  // Checkpoints run on the checkpointer thread, not inside the writer's COMMIT (SQLite's
+  // wal_autocheckpoint): the hook replaces it (see CheckpointerLoop). Sizes count pages.
+  ckpt_every_frames_ = std::max<int64_t>(1, options_.checkpoint_bytes / page_size);
+  ckpt_cap_frames_ = std::max<int64_t>(ckpt_every_frames_, options_.wal_cap_bytes / page_size);
+  sqlite3_wal_hook(wdb_.get(), &StoreImpl::WalHook, this);
   if (Status s = Migrate(); !s) return s;
+  // Opened after the migration: the file is a bounced database in WAL mode by now. A read makes
+  // the connection open the WAL (a checkpoint on a connection that never read does nothing).
+  if (Status s = cdb_.Open(options_.path, false, options_.busy_timeout_ms); !s) return s;
+  if (Status s = cdb_.Exec("SELECT count(*) FROM sqlite_master"); !s) return s;
   if (Status s = PrepareWriter(); !s) return s;
   if (Status s = LoadBounceSources(); !s) return s;
   if (Status s = LoadPolicyRows(); !s) return s;
   view_.SetDelimiters(policy_.recipient_delimiters);
   if (Status s = LoadView(); !s) return s;
   reaper_ = std::thread(&StoreImpl::ReaperLoop, this);
+  checkpointer_ = std::thread(&StoreImpl::CheckpointerLoop, this);
   writer_ = std::thread([this] { WriterLoop(); });
   return Status::Ok();
 }
@@ -766,6 +905,13 @@ StoreImpl::~StoreImpl() {
   }
   reap_cv_.notify_all();
   if (reaper_.joinable()) reaper_.join();
+  {
+    std::lock_guard lock(ckpt_mu_);
+    ckpt_stop_ = true;
+  }
+  ckpt_cv_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  // Closing the connections (members) checkpoints what is left and removes the WAL.
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -775,6 +921,7 @@ std::future<Status> StoreImpl::Submit(Batch batch) {
   auto job = std::make_unique<Job>();
   job->events = batch.events.size();
   job->batch = std::move(batch);
+  if (job->events != 0) PrepareEvents(*job, Delimiters());  // on the caller's thread
   std::future<Status> f = job->done.get_future();
   std::unique_lock lock(queue_mu_);
   space_cv_.wait(lock, [&] {
@@ -840,6 +987,7 @@ void StoreImpl::WriterLoop() {
       purge->call = [](StoreImpl& self) { return self.PurgeExpiredW(); };
       group.insert(group.begin(), std::move(purge));
     }
+    if (wal_frames_ >= ckpt_cap_frames_) WaitForCheckpointW();
     CommitGroup(group);
     size_t events = 0;
     {
@@ -857,6 +1005,59 @@ void StoreImpl::WriterLoop() {
     }
     reap_cv_.notify_one();
     group.clear();  // what the reaper did not take
+  }
+}
+
+int StoreImpl::WalHook(void* self_ptr, sqlite3*, const char*, int frames) {
+  auto* self = static_cast<StoreImpl*>(self_ptr);
+  self->wal_frames_ = frames;
+  if (frames < self->ckpt_asked_frames_) self->ckpt_asked_frames_ = 0;  // the WAL started over
+  if (frames - self->ckpt_asked_frames_ >= self->ckpt_every_frames_) {
+    self->ckpt_asked_frames_ = frames;
+    self->RequestCheckpoint();
+  }
+  return SQLITE_OK;
+}
+
+uint64_t StoreImpl::RequestCheckpoint() {
+  uint64_t ticket;
+  {
+    std::lock_guard lock(ckpt_mu_);
+    ticket = ++ckpt_wanted_;
+  }
+  ckpt_cv_.notify_one();
+  return ticket;
+}
+
+void StoreImpl::WaitForCheckpointW() {
+  const uint64_t ticket = RequestCheckpoint();
+  std::unique_lock lock(ckpt_mu_);
+  ckpt_done_cv_.wait(lock, [&] { return ckpt_stop_ || ckpt_done_ >= ticket; });
+}
+
+void StoreImpl::CheckpointerLoop() {
+  for (;;) {
+    uint64_t ticket;
+    {
+      std::unique_lock lock(ckpt_mu_);
+      ckpt_cv_.wait(lock, [&] { return ckpt_stop_ || ckpt_wanted_ > ckpt_done_; });
+      if (ckpt_stop_) return;
+      ticket = ckpt_wanted_;  // this run covers every commit made before these requests
+    }
+    // BUSY: another connection (a bouncectl report closing its file) is checkpointing; the next
+    // request or the close does it. Other errors leave the frames in the WAL, where they are
+    // durable; the next request tries again.
+    int rc =
+        sqlite3_wal_checkpoint_v2(cdb_.get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+      spdlog::warn("storage: {}: WAL checkpoint failed: {}", options_.path,
+                   sqlite3_errmsg(cdb_.get()));
+    }
+    {
+      std::lock_guard lock(ckpt_mu_);
+      ckpt_done_ = ticket;
+    }
+    ckpt_done_cv_.notify_all();
   }
 }
 
@@ -927,6 +1128,7 @@ void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
     txn_policy_ = policy_;
   }
   txn_now_ = Now();
+  txn_now_day_ = DayOf(txn_now_);
   std::vector<Status> results(group.size());
   std::vector<size_t> all(group.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
@@ -984,8 +1186,17 @@ void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
 }
 
 Status StoreImpl::ApplyBatch(Job& job) {
-  for (const Event& ev : job.batch.events) {
-    if (Status s = ApplyEvent(ev, txn_counters_); !s) return s;
+  // A policy reload between Submit and now changed the delimiters: the keys follow the policy
+  // of the transaction, as they would have without the preparation.
+  if (job.delimiters != txn_policy_.recipient_delimiters) {
+    PrepareEvents(job, txn_policy_.recipient_delimiters);
+  }
+  for (size_t i = 0; i < job.batch.events.size(); ++i) {
+    if (Status s =
+            ApplyEvent(job.batch.events[i], job.prepared[i], job.prepared_text, txn_counters_);
+        !s) {
+      return s;
+    }
   }
   if (const auto& p = job.batch.position) {
     if (p->input.empty()) return Status::Error("storage: input position without an input name");
@@ -999,14 +1210,15 @@ Status StoreImpl::ApplyBatch(Job& job) {
   return Status::Ok();
 }
 
-Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
+Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
+                             std::string_view prepared_text, Counters& counters) {
   const int64_t t = ev.unix_time ? ev.unix_time : txn_now_;
   const Result& r = ev.result;
-  std::string& key = key_;
-  NormalizeAddressInto(r.recipient, txn_policy_.recipient_delimiters, key);
+  const HashedKey hkey{prepared_text.substr(pe.key_at, pe.key_size), pe.key_hash};
+  const std::string_view key = hkey.key;
   // Something that is not an address is still recorded (nothing is lost), under its own text.
   std::string_view stored_key = key.empty() ? std::string_view(r.recipient) : key;
-  std::string_view domain = key.empty() ? std::string_view() : DomainOf(key);
+  std::string_view domain = key.substr(pe.domain_at);
   const std::string& day = DayCached(t);
   const int64_t day_number = cached_day_number_;
 
@@ -1018,7 +1230,7 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   // An exact hit of that index is the answer; only its kMaybe runs the SELECT.
   using Match = SameBounceIndex::Match;
   Match copy = Match::kNo;
-  if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty()) {
+  if (!ev.queue_id.empty() && pe.permanent && !key.empty()) {
     if (log) {
       if (bounces_from_dsn_) copy = dsn_bounces_.Lookup(ev.queue_id, key, t);
     } else if (bounces_from_log_) {
@@ -1063,9 +1275,9 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   }
 
   const CategoryInfo& info = Describe(r.category);
-  auto kind = KindW(ev, info);
+  auto kind = KindW(ev, info, prepared_text.substr(pe.kind_at, pe.kind_size), pe.kind_hash);
   if (!kind) return kind.status();
-  if (IsPermanentFailure(ev)) {
+  if (pe.permanent) {
     (log ? bounces_from_log_ : bounces_from_dsn_) = true;
     // What a later log bounce's SELECT would find (any key: the stored one is what it matches).
     if (counted && !ev.queue_id.empty() &&
@@ -1131,47 +1343,47 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   if (key.empty()) return Status::Ok();
 
   // The policy reads and folds only the recipient_policy fields; the rest of RecipientState
-  // (first_seen, last_event, counts, ...) is derived from the events when read.
-  RecipientState& st = scratch_state_;
-  auto row = policy_rows_.find(key);
-  if (row == policy_rows_.end()) {
-    st.incidents = 0;
-    st.incidents_since = st.last_incident = st.manual_unsuppressed = 0;
-  } else {
-    st.incidents = static_cast<int>(row->second.incidents);
-    st.incidents_since = row->second.incidents_since;
-    st.last_incident = row->second.last_incident;
-    st.manual_unsuppressed = row->second.manual_unsuppressed;
+  // (first_seen, last_event, counts, ...) is derived from the events when read. An event the
+  // policy ignores (a deferral for rate limiting, a sender-fault bounce, ...) skips the row.
+  PolicyDecision d;
+  if (PolicyConcerns(txn_policy_, ev)) {
+    auto row = policy_rows_.find(hkey);
+    PolicyFields before;
+    if (row != policy_rows_.end()) {
+      before = {row->second.incidents, row->second.incidents_since, row->second.last_incident,
+                row->second.manual_unsuppressed};
+    }
+    PolicyFields after = before;
+    d = ApplyPolicy(txn_policy_, after, ev, t);
+    if (after.incidents != before.incidents || after.incidents_since != before.incidents_since ||
+        after.last_incident != before.last_incident) {
+      PolicyRow& p = PolicyRowW(hkey);
+      p.incidents = after.incidents;
+      p.incidents_since = after.incidents_since;
+      p.last_incident = after.last_incident;
+    }
   }
-  PolicyDecision d = bounced::ApplyEvent(txn_policy_, st, ev, t);
-  if (st.incidents != (row == policy_rows_.end() ? 0 : row->second.incidents) ||
-      st.incidents_since != (row == policy_rows_.end() ? 0 : row->second.incidents_since) ||
-      st.last_incident != (row == policy_rows_.end() ? 0 : row->second.last_incident)) {
-    PolicyRow& p = PolicyRowW(key);
-    p.incidents = st.incidents;
-    p.incidents_since = st.incidents_since;
-    p.last_incident = st.last_incident;
-  }
-  if (IsDelivery(ev) && MayHaveSuppressionW(key)) {
+  if (pe.delivery && MayHaveSuppressionW(hkey)) {
     w_.delivered_after.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.delivered_after.Run(); !s) return s;
   }
-  if (d.suppress) return ApplyDecision(key, ev, d, t);
-  if (IsFailure(ev) && MayHaveSuppressionW(key)) {
+  if (d.suppress) return ApplyDecision(hkey, ev, d, t);
+  if (pe.failure && MayHaveSuppressionW(hkey)) {
     w_.touch_suppression.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.touch_suppression.Run(); !s) return s;
   }
   return Status::Ok();
 }
 
-Status StoreImpl::ApplyDecision(const std::string& key, const Event& ev, const PolicyDecision& d,
+Status StoreImpl::ApplyDecision(const HashedKey& hkey, const Event& ev, const PolicyDecision& d,
                                 int64_t t) {
+  const std::string_view key = hkey.key;
   auto allowed = AllowedW(key);
   if (!allowed) return allowed.status();
   if (*allowed) return Status::Ok();  // the allowlist always wins
   // No row can exist when neither the view nor this transaction has the key: skip the SELECT.
-  auto existing = MayHaveSuppressionW(key) ? GetSuppressionW(key)
-                                           : Expected<std::optional<Suppression>>(std::nullopt);
+  auto existing = MayHaveSuppressionW(hkey) ? GetSuppressionW(key)
+                                            : Expected<std::optional<Suppression>>(std::nullopt);
   if (!existing) return existing.status();
   if (*existing && ((*existing)->expires == 0 || (*existing)->expires > txn_now_)) {
     // Already suppressed (automatic or manual): only note the newer failure.
@@ -1179,7 +1391,7 @@ Status StoreImpl::ApplyDecision(const std::string& key, const Event& ev, const P
     return w_.touch_suppression.Run();
   }
   Suppression s;
-  s.address = key;
+  s.address = std::string(key);
   s.display = ev.result.recipient;
   s.reason = std::string(d.reason);
   s.category = std::string(ToString(ev.result.category));
@@ -1192,7 +1404,7 @@ Status StoreImpl::ApplyDecision(const std::string& key, const Event& ev, const P
   return PutSuppressionW(s, "add", -1);
 }
 
-Expected<std::optional<Suppression>> StoreImpl::GetSuppressionW(const std::string& key) {
+Expected<std::optional<Suppression>> StoreImpl::GetSuppressionW(std::string_view key) {
   w_.get_suppression.Bind(1, key);
   auto r = w_.get_suppression.Step();
   std::optional<Suppression> out;
@@ -1227,9 +1439,8 @@ Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_act
 
 Status StoreImpl::LogSuppressionW(const Suppression& s, std::string_view action,
                                   int64_t actor_uid) {
-  const std::string day = DayOf(txn_now_);  // not DayCached: ApplyEvent holds that one
   w_.log_suppression.Bind(1, txn_now_)
-      .BindRef(2, day)
+      .BindRef(2, txn_now_day_)
       .BindRef(3, s.address)
       .BindRef(4, action)
       .BindRef(5, s.source)
@@ -1294,56 +1505,12 @@ Status StoreImpl::AuditW(const Actor& who, std::string_view action, std::string_
   return w_.audit.Run();
 }
 
-Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info) {
+Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info, std::string_view key,
+                                   uint64_t h) {
   const Result& r = ev.result;
-  const std::string_view fields[] = {ToString(ev.source),
-                                     ev.log_status,
-                                     info.name,
-                                     ToString(info.fault),
-                                     ToString(info.action),
-                                     info.hard_bounce ? "1" : "0",
-                                     ev.program,
-                                     r.provider,
-                                     r.provider_code,
-                                     r.status,
-                                     r.reply_code,
-                                     r.stage,
-                                     r.dsn_action,
-                                     r.rule};
-  // Fields are cut at 64 KiB in the cache key (two length bytes), as before; the table keeps
-  // them whole. No classifier field comes near that.
-  constexpr size_t kMaxField = 0xffff;
-  // The length-prefixed key, built in a reused buffer with plain copies, hashed 8 bytes at a
-  // time and compared with one memcmp (a std::string built by appends and std::hash cost
-  // about twice as much per event).
-  size_t need = 0;
-  for (std::string_view f : fields) need += 2 + std::min(f.size(), kMaxField);
-  if (kind_key_.size() < need) kind_key_.resize(need);
-  char* p = kind_key_.data();
-  for (std::string_view f : fields) {
-    const size_t n = std::min(f.size(), kMaxField);
-    *p++ = static_cast<char>(n & 0xff);
-    *p++ = static_cast<char>(n >> 8);
-    if (n != 0) std::memcpy(p, f.data(), n);
-    p += n;
-  }
-  const std::string_view key(kind_key_.data(), need);
-  uint64_t h = 0x243f6a8885a308d3ULL ^ need;
-  size_t i = 0;
-  for (; i + 8 <= need; i += 8) {
-    uint64_t v;
-    std::memcpy(&v, key.data() + i, 8);
-    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
-    h ^= h >> 29;
-  }
-  if (i < need) {
-    uint64_t v = 0;
-    std::memcpy(&v, key.data() + i, need - i);
-    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
-    h ^= h >> 29;
-  }
   auto cached = kind_ids_.find(h);
   if (cached != kind_ids_.end() && cached->second.key == key) return cached->second.id;
+  const KindFields fields = KindFieldsOf(ev, info);
   sql::Stmt& get = w_.get_kind;
   for (int i = 0; i < 14; ++i) {
     if (i == 5) {
@@ -1381,13 +1548,14 @@ Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info) {
   return id;
 }
 
-PolicyRow& StoreImpl::PolicyRowW(const std::string& key) {
+PolicyRow& StoreImpl::PolicyRowW(const HashedKey& key) {
   auto it = policy_rows_.find(key);
-  if (!policy_before_.count(key)) {
-    policy_before_.emplace(key, it == policy_rows_.end() ? std::optional<PolicyRow>()
-                                                         : std::optional<PolicyRow>(it->second));
+  if (policy_before_.find(key) == policy_before_.end()) {
+    policy_before_.emplace(key.key, it == policy_rows_.end()
+                                        ? std::optional<PolicyRow>()
+                                        : std::optional<PolicyRow>(it->second));
   }
-  if (it == policy_rows_.end()) it = policy_rows_.emplace(key, PolicyRow{}).first;
+  if (it == policy_rows_.end()) it = policy_rows_.emplace(key.key, PolicyRow{}).first;
   return it->second;
 }
 
@@ -1515,7 +1683,7 @@ Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
     self.w_.delete_suppression.Bind(1, key);
     if (Status r = self.w_.delete_suppression.Run(); !r) return r;
     if (Status r = self.LogSuppressionW(**existing, "remove", who.uid); !r) return r;
-    PolicyRow& state = self.PolicyRowW(key);
+    PolicyRow& state = self.PolicyRowW(HashedKey::Of(key));
     state.manual_unsuppressed = txn_now_;
     state.incidents = 0;
     state.incidents_since = 0;

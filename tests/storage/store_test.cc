@@ -217,6 +217,49 @@ TEST(StoreOpenTest, ExistingFileKeepsItsPageSize) {
   EXPECT_TRUE(s->view().Lookup("a@example.com").has_value());
 }
 
+TEST(StoreCheckpointTest, CheckpointsOffTheWriterKeepTheWalBoundedAndLoseNothing) {
+  // Small thresholds so a few MiB of events cross them many times: the checkpointer copies the
+  // WAL into the database while the store is open, and the writer's waits past the cap keep the
+  // WAL file (its high-water mark) near the cap instead of growing with everything written.
+  TempDir dir;
+  std::string path = dir.File("c.db");
+  StoreOptions o;
+  o.path = path;
+  o.checkpoint_bytes = 64 << 10;
+  o.wal_cap_bytes = 256 << 10;
+  o.max_batch_events = 200;  // one batch per transaction: 60 commits
+  auto opened = Store::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.error();
+  auto store = std::move(*opened);
+  constexpr int kBatches = 60, kPerBatch = 200;
+  std::vector<std::future<Status>> done;
+  for (int b = 0; b < kBatches; ++b) {
+    Batch batch;
+    for (int i = 0; i < kPerBatch; ++i) {
+      const int n = b * kPerBatch + i;
+      batch.events.push_back(MakeEvent("user" + std::to_string(n * 7919 % 5000) + "@example.com",
+                                       n % 3 ? Category::kDelivered : Category::kRateLimited,
+                                       n % 3 ? "sent" : "deferred", kT0 + n));
+    }
+    batch.position = InputPosition{"log:x", 1, static_cast<uint64_t>(b + 1) * 100, ""};
+    done.push_back(store->Submit(std::move(batch)));
+  }
+  for (auto& f : done) ASSERT_TRUE(f.get().ok());
+  // Written so far: several MiB of WAL frames in all.
+  const auto wal = std::filesystem::file_size(path + "-wal");
+  EXPECT_LT(wal, uintmax_t{2} << 20) << "the WAL grew with the data: no checkpoint restarted it";
+  // Checkpoints copied pages into the database file while the store was open.
+  EXPECT_GT(std::filesystem::file_size(path), uintmax_t{256} << 10);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events"), kBatches * kPerBatch);
+  store.reset();
+  auto again = OpenStore(path);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events"), kBatches * kPerBatch);
+  auto pos = again->LoadPosition("log:x");
+  ASSERT_TRUE(pos.ok() && pos->has_value());
+  EXPECT_EQ((*pos)->offset, uint64_t{kBatches} * 100);
+}
+
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
