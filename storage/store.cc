@@ -54,6 +54,14 @@ constexpr size_t kSameBounceIndexMaxEntries = size_t{1} << 20;
 constexpr int64_t kPurgeIntervalSeconds = 3600;
 constexpr int64_t kPurgeLimit = 10000;
 
+// Event rows go into SQLite this many at a time, with one multi-row INSERT (see FlushRowsW).
+constexpr int kRowsPerInsert = 16;
+// The columns of an event_rows insert, bound as ?1..?16 (one row) or ?(16 r + 1).. (row r).
+constexpr int kEventRowParams = 16;
+constexpr std::string_view kEventRowColumns =
+    "time, kind, counted, recipient_key, domain, queue_id, source_ref, recipient, message_id, "
+    "sender, relay, diagnostic, remote_mta, time_text, original_recipient, bounce_queue_id";
+
 // Event kinds (distinct classifications) the writer remembers; past this the cache starts over
 // (the kinds stay in the table and are looked up again).
 constexpr size_t kKindCacheSize = 100000;
@@ -495,7 +503,7 @@ class StoreImpl final : public Store {
                                kSameBounceIndexMaxEntries};
   // First and last event id per day written by the running transaction (usually one day).
   struct DayRange {
-    std::string day;
+    int64_t day;  // days since the epoch
     int64_t first_id, last_id;
   };
   std::vector<DayRange> txn_days_;
@@ -509,9 +517,26 @@ class StoreImpl final : public Store {
   // Which text parameters (bit i: ?i) of w_.insert_event hold a text from its last run: its
   // bindings are kept between events, so ApplyEvent binds NULL only there.
   uint32_t insert_texts_bound_ = 0;
+  // An event's row waiting for its INSERT: SQLite's work per statement (opening and closing
+  // cursors, finding the table's end, halting) is ~2,000 instructions, so rows go in
+  // kRowsPerInsert at a time through w_.insert_events. Anything that reads event_rows first
+  // flushes (FlushRowsW), and so does the end of each batch: a failing INSERT is still its
+  // batch's error. The texts are the batch's (events and prepared keys), alive until then.
+  struct PendingRow {
+    const Event* ev;
+    int64_t time, kind, day;
+    bool counted;
+    std::string_view key, domain;
+  };
+  std::vector<PendingRow> pending_rows_;
+  // insert_texts_bound_ for each row of w_.insert_events.
+  std::array<uint32_t, kRowsPerInsert> multi_texts_bound_{};
+  // Binds `row` at parameter offset `base`; `bound`: which of its texts the statement holds.
+  static void BindEventRow(sql::Stmt& st, int base, const PendingRow& row, uint32_t& bound);
+  Status FlushRowsW();
   struct WriterStatements {
-    sql::Stmt insert_event, dsn_lookup, same_bounce, get_kind, put_kind, put_day, has_events,
-        put_policy, delete_policy, get_suppression, put_suppression, delete_suppression,
+    sql::Stmt insert_event, insert_events, dsn_lookup, same_bounce, get_kind, put_kind, put_day,
+        has_events, put_policy, delete_policy, get_suppression, put_suppression, delete_suppression,
         touch_suppression, delivered_after, log_suppression, allowed, counter, position, audit;
   } w_;
 
@@ -820,7 +845,20 @@ Status StoreImpl::PrepareWriter() {
   for (auto& p : all) {
     if (Status s = p.st->Prepare(wdb_, p.sql); !s) return s;
   }
-  return Status::Ok();
+  // OR FAIL: event_rows has no constraint but NOT NULL, and a failed statement rolls its whole
+  // transaction back anyway; with the default ABORT, SQLite would copy every page the statement
+  // changes into a statement journal first (it may have to undo part of a multi-row insert).
+  std::string multi =
+      "INSERT OR FAIL INTO event_rows (" + std::string(kEventRowColumns) + ") VALUES ";
+  for (int r = 0; r < kRowsPerInsert; ++r) {
+    multi += r ? ", (" : "(";
+    for (int i = 1; i <= kEventRowParams; ++i) {
+      multi += (i > 1 ? ", ?" : "?") + std::to_string(r * kEventRowParams + i);
+    }
+    multi += ")";
+  }
+  pending_rows_.reserve(kRowsPerInsert);
+  return w_.insert_events.Prepare(wdb_, multi);
 }
 
 Status StoreImpl::LoadView() {
@@ -1080,6 +1118,7 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
   *failed_job = kNoJob;
   auto discard = [&] {
     if (!sqlite3_get_autocommit(wdb_.get())) wdb_.Exec("ROLLBACK");
+    pending_rows_.clear();
     for (size_t i : jobs) group[i]->changes.clear();
     DiscardPendingW();
   };
@@ -1191,6 +1230,7 @@ Status StoreImpl::ApplyBatch(Job& job) {
   if (job.delimiters != txn_policy_.recipient_delimiters) {
     PrepareEvents(job, txn_policy_.recipient_delimiters);
   }
+  pending_rows_.clear();
   for (size_t i = 0; i < job.batch.events.size(); ++i) {
     if (Status s =
             ApplyEvent(job.batch.events[i], job.prepared[i], job.prepared_text, txn_counters_);
@@ -1198,6 +1238,7 @@ Status StoreImpl::ApplyBatch(Job& job) {
       return s;
     }
   }
+  if (Status s = FlushRowsW(); !s) return s;
   if (const auto& p = job.batch.position) {
     if (p->input.empty()) return Status::Error("storage: input position without an input name");
     w_.position.Bind(1, p->input)
@@ -1242,6 +1283,7 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
   if (dsn && !ev.source_ref.empty()) {
     // Recorded before (Postfix retrying the milter, the DSN fed twice), or the copy of a log
     // bounce: one SELECT for both. BindRef: the texts outlive the statement's use (reset below).
+    if (Status s = FlushRowsW(); !s) return s;  // the SELECT must see the batch's rows
     sql::Stmt& q = w_.dsn_lookup;
     q.BindRef(1, stored_key).BindRef(2, ev.source_ref);
     if (may_repeat) {
@@ -1261,6 +1303,7 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
   } else if (copy == Match::kYes) {
     counted = false;
   } else if (may_repeat) {
+    if (Status s = FlushRowsW(); !s) return s;
     w_.same_bounce.BindRef(1, ev.queue_id)
         .BindRef(2, key)
         .BindRef(3, log ? "dsn" : "log")
@@ -1285,48 +1328,10 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
       dsn_bounces_.Add(ev.queue_id, stored_key, t, txn_now_);
     }
   }
-  sql::Stmt& in = w_.insert_event;
-  in.Bind(1, t).Bind(2, *kind).Bind(3, int64_t{counted}).BindRef(4, stored_key).BindRef(5, domain);
-  // Empty texts are NULL. The bindings are kept from one event to the next (clearing all 16
-  // costs ~300 instructions an event, and each bind ~190): a text is bound when present, and
-  // NULL is bound only where the previous event had a text.
-  const std::pair<int, std::string_view> texts[] = {
-      {6, ev.queue_id},
-      {7, ev.source_ref},
-      // NULL in the usual case, where the display form is the key.
-      {8, r.recipient != stored_key ? std::string_view(r.recipient) : std::string_view()},
-      {9, ev.message_id},
-      {10, ev.sender},
-      {11, ev.relay},
-      {12, r.diagnostic},
-      {13, r.remote_mta},
-      {14, ev.time_text},
-      {15, r.original_recipient},
-      {16, ev.bounce_queue_id}};
-  uint32_t bound = 0;
-  for (const auto& [i, text] : texts) {
-    if (!text.empty()) {
-      in.BindRef(i, text);
-      bound |= uint32_t{1} << i;
-    } else if (insert_texts_bound_ & (uint32_t{1} << i)) {
-      in.BindNull(i);
-    }
+  pending_rows_.push_back(PendingRow{&ev, t, *kind, day_number, counted, stored_key, domain});
+  if (pending_rows_.size() == kRowsPerInsert) {
+    if (Status s = FlushRowsW(); !s) return s;
   }
-  // Until the run succeeds the bindings are unknown (an error clears them).
-  insert_texts_bound_ = 0;
-  if (Status s = in.RunKeepBindings(); !s) return s;
-  insert_texts_bound_ = bound;
-  const int64_t id = sqlite3_last_insert_rowid(wdb_.get());
-  if (txn_days_.empty() || txn_days_.back().day != day) {
-    auto it = std::find_if(txn_days_.begin(), txn_days_.end(),
-                           [&](const DayRange& d) { return d.day == day; });
-    if (it == txn_days_.end()) {
-      txn_days_.push_back(DayRange{day, id, id});
-    } else {
-      std::rotate(it, it + 1, txn_days_.end());  // the day seen last goes to the back
-    }
-  }
-  txn_days_.back().last_id = id;  // ids only grow within a transaction
 
   if (!counted) return Status::Ok();
   // A reused key: the map copies the domain only for a combination new in this transaction.
@@ -1372,6 +1377,88 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
     w_.touch_suppression.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.touch_suppression.Run(); !s) return s;
   }
+  return Status::Ok();
+}
+
+void StoreImpl::BindEventRow(sql::Stmt& in, int base, const PendingRow& row, uint32_t& bound) {
+  const Event& ev = *row.ev;
+  const Result& r = ev.result;
+  in.Bind(base + 1, row.time)
+      .Bind(base + 2, row.kind)
+      .Bind(base + 3, int64_t{row.counted})
+      .BindRef(base + 4, row.key)
+      .BindRef(base + 5, row.domain);
+  // Empty texts are NULL. The bindings are kept from one row to the next (clearing all 16
+  // costs ~300 instructions a row, and each bind ~190): a text is bound when present, and
+  // NULL is bound only where the previous row had a text.
+  const std::pair<int, std::string_view> texts[] = {
+      {6, ev.queue_id},
+      {7, ev.source_ref},
+      // NULL in the usual case, where the display form is the key.
+      {8, r.recipient != row.key ? std::string_view(r.recipient) : std::string_view()},
+      {9, ev.message_id},
+      {10, ev.sender},
+      {11, ev.relay},
+      {12, r.diagnostic},
+      {13, r.remote_mta},
+      {14, ev.time_text},
+      {15, r.original_recipient},
+      {16, ev.bounce_queue_id}};
+  uint32_t now_bound = 0;
+  for (const auto& [i, text] : texts) {
+    if (!text.empty()) {
+      in.BindRef(base + i, text);
+      now_bound |= uint32_t{1} << i;
+    } else if (bound & (uint32_t{1} << i)) {
+      in.BindNull(base + i);
+    }
+  }
+  bound = now_bound;
+}
+
+Status StoreImpl::FlushRowsW() {
+  const size_t n = pending_rows_.size();
+  if (n == 0) return Status::Ok();
+  int64_t last_id = 0;
+  if (n == kRowsPerInsert) {
+    for (size_t r = 0; r < n; ++r) {
+      BindEventRow(w_.insert_events, static_cast<int>(r) * kEventRowParams, pending_rows_[r],
+                   multi_texts_bound_[r]);
+    }
+    Status s = w_.insert_events.RunKeepBindings();
+    if (!s) {
+      multi_texts_bound_.fill(0);  // an error clears the bindings
+      pending_rows_.clear();
+      return s;
+    }
+    last_id = sqlite3_last_insert_rowid(wdb_.get());
+  } else {
+    for (const PendingRow& row : pending_rows_) {
+      BindEventRow(w_.insert_event, 0, row, insert_texts_bound_);
+      if (Status s = w_.insert_event.RunKeepBindings(); !s) {
+        insert_texts_bound_ = 0;
+        pending_rows_.clear();
+        return s;
+      }
+    }
+    last_id = sqlite3_last_insert_rowid(wdb_.get());
+  }
+  // The rows took consecutive ids ending at last_id: each is appended after the largest.
+  int64_t id = last_id - static_cast<int64_t>(n);
+  for (const PendingRow& row : pending_rows_) {
+    ++id;
+    if (txn_days_.empty() || txn_days_.back().day != row.day) {
+      auto it = std::find_if(txn_days_.begin(), txn_days_.end(),
+                             [&](const DayRange& d) { return d.day == row.day; });
+      if (it == txn_days_.end()) {
+        txn_days_.push_back(DayRange{row.day, id, id});
+      } else {
+        std::rotate(it, it + 1, txn_days_.end());  // the day seen last goes to the back
+      }
+    }
+    txn_days_.back().last_id = id;  // ids only grow within a transaction
+  }
+  pending_rows_.clear();
   return Status::Ok();
 }
 
@@ -1561,7 +1648,8 @@ PolicyRow& StoreImpl::PolicyRowW(const HashedKey& key) {
 
 Status StoreImpl::WritePendingW() {
   for (const DayRange& d : txn_days_) {
-    w_.put_day.BindRef(1, d.day).Bind(2, d.first_id).Bind(3, d.last_id);
+    const std::string day = DayOf(d.day * 86400);
+    w_.put_day.BindRef(1, day).Bind(2, d.first_id).Bind(3, d.last_id);
     if (Status s = w_.put_day.Run(); !s) return s;
   }
   for (const auto& [k, n] : txn_counters_) {
