@@ -514,9 +514,23 @@ class StoreImpl final : public Store {
   std::unordered_map<int64_t, std::string> txn_day_texts_;  // day number -> "YYYY-MM-DD"
 
   sql::Db wdb_;
-  // Which text parameters (bit i: ?i) of w_.insert_event hold a text from its last run: its
-  // bindings are kept between events, so ApplyEvent binds NULL only there.
-  uint32_t insert_texts_bound_ = 0;
+  // What one row's parameters of an event insert hold from its last run. The bindings are kept
+  // between runs (each bind is ~190 instructions in SQLite), so BindEventRow binds NULL only
+  // where a text was, and skips a text or number equal to the one bound: texts that often
+  // repeat from row to row (domain, sender, relay, ...) are bound from a copy kept here, so
+  // the binding stays valid after the row's event is gone. Reset() after a failed run (SQLite
+  // then clears the bindings).
+  struct RowBindings {
+    uint32_t texts = 0;   // bit i: ?i holds a text (else NULL or never bound)
+    uint32_t copies = 0;  // bit i: ?i holds copy[i]
+    int64_t kind = -1, counted = -1;
+    std::array<std::string, kEventRowParams + 1> copy;
+    void Reset() {
+      texts = copies = 0;
+      kind = counted = -1;
+    }
+  };
+  RowBindings insert_bindings_;  // w_.insert_event
   // An event's row waiting for its INSERT: SQLite's work per statement (opening and closing
   // cursors, finding the table's end, halting) is ~2,000 instructions, so rows go in
   // kRowsPerInsert at a time through w_.insert_events. Anything that reads event_rows first
@@ -529,10 +543,9 @@ class StoreImpl final : public Store {
     std::string_view key, domain;
   };
   std::vector<PendingRow> pending_rows_;
-  // insert_texts_bound_ for each row of w_.insert_events.
-  std::array<uint32_t, kRowsPerInsert> multi_texts_bound_{};
-  // Binds `row` at parameter offset `base`; `bound`: which of its texts the statement holds.
-  static void BindEventRow(sql::Stmt& st, int base, const PendingRow& row, uint32_t& bound);
+  std::array<RowBindings, kRowsPerInsert> multi_bindings_;  // each row of w_.insert_events
+  // Binds `row` at parameter offset `base`; `b`: what those parameters hold.
+  static void BindEventRow(sql::Stmt& st, int base, const PendingRow& row, RowBindings& b);
   Status FlushRowsW();
   struct WriterStatements {
     sql::Stmt insert_event, insert_events, dsn_lookup, same_bounce, get_kind, put_kind, put_day,
@@ -1380,40 +1393,52 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
   return Status::Ok();
 }
 
-void StoreImpl::BindEventRow(sql::Stmt& in, int base, const PendingRow& row, uint32_t& bound) {
+void StoreImpl::BindEventRow(sql::Stmt& in, int base, const PendingRow& row, RowBindings& b) {
   const Event& ev = *row.ev;
   const Result& r = ev.result;
-  in.Bind(base + 1, row.time)
-      .Bind(base + 2, row.kind)
-      .Bind(base + 3, int64_t{row.counted})
-      .BindRef(base + 4, row.key)
-      .BindRef(base + 5, row.domain);
-  // Empty texts are NULL. The bindings are kept from one row to the next (clearing all 16
-  // costs ~300 instructions a row, and each bind ~190): a text is bound when present, and
-  // NULL is bound only where the previous row had a text.
-  const std::pair<int, std::string_view> texts[] = {
-      {6, ev.queue_id},
-      {7, ev.source_ref},
+  in.Bind(base + 1, row.time);
+  if (row.kind != b.kind) in.Bind(base + 2, row.kind);
+  if (int64_t{row.counted} != b.counted) in.Bind(base + 3, int64_t{row.counted});
+  b.kind = row.kind;
+  b.counted = row.counted;
+  in.BindRef(base + 4, row.key);
+  // Empty texts are NULL (the domain, NOT NULL, is always bound).
+  struct Text {
+    int i;
+    std::string_view text;
+    bool repeats;  // bound from a copy, skipped when equal to it
+  };
+  const Text texts[] = {
+      {5, row.domain, true},
+      {6, ev.queue_id, false},
+      {7, ev.source_ref, false},
       // NULL in the usual case, where the display form is the key.
-      {8, r.recipient != row.key ? std::string_view(r.recipient) : std::string_view()},
-      {9, ev.message_id},
-      {10, ev.sender},
-      {11, ev.relay},
-      {12, r.diagnostic},
-      {13, r.remote_mta},
-      {14, ev.time_text},
-      {15, r.original_recipient},
-      {16, ev.bounce_queue_id}};
-  uint32_t now_bound = 0;
-  for (const auto& [i, text] : texts) {
-    if (!text.empty()) {
-      in.BindRef(base + i, text);
-      now_bound |= uint32_t{1} << i;
-    } else if (bound & (uint32_t{1} << i)) {
-      in.BindNull(base + i);
+      {8, r.recipient != row.key ? std::string_view(r.recipient) : std::string_view(), false},
+      {9, ev.message_id, true},
+      {10, ev.sender, true},
+      {11, ev.relay, true},
+      {12, r.diagnostic, false},
+      {13, r.remote_mta, true},
+      {14, ev.time_text, false},
+      {15, r.original_recipient, false},
+      {16, ev.bounce_queue_id, false}};
+  for (const Text& t : texts) {
+    const uint32_t bit = uint32_t{1} << t.i;
+    if (t.text.empty() && t.i != 5) {
+      if (b.texts & bit) in.BindNull(base + t.i);
+      b.texts &= ~bit;
+      b.copies &= ~bit;
+    } else if (!t.repeats) {
+      in.BindRef(base + t.i, t.text);
+      b.texts |= bit;
+      b.copies &= ~bit;
+    } else if (!(b.copies & bit) || b.copy[t.i] != t.text) {
+      b.copy[t.i].assign(t.text);
+      in.BindRef(base + t.i, b.copy[t.i]);
+      b.texts |= bit;
+      b.copies |= bit;
     }
   }
-  bound = now_bound;
 }
 
 Status StoreImpl::FlushRowsW() {
@@ -1423,20 +1448,20 @@ Status StoreImpl::FlushRowsW() {
   if (n == kRowsPerInsert) {
     for (size_t r = 0; r < n; ++r) {
       BindEventRow(w_.insert_events, static_cast<int>(r) * kEventRowParams, pending_rows_[r],
-                   multi_texts_bound_[r]);
+                   multi_bindings_[r]);
     }
     Status s = w_.insert_events.RunKeepBindings();
     if (!s) {
-      multi_texts_bound_.fill(0);  // an error clears the bindings
+      for (RowBindings& b : multi_bindings_) b.Reset();  // an error clears the bindings
       pending_rows_.clear();
       return s;
     }
     last_id = sqlite3_last_insert_rowid(wdb_.get());
   } else {
     for (const PendingRow& row : pending_rows_) {
-      BindEventRow(w_.insert_event, 0, row, insert_texts_bound_);
+      BindEventRow(w_.insert_event, 0, row, insert_bindings_);
       if (Status s = w_.insert_event.RunKeepBindings(); !s) {
-        insert_texts_bound_ = 0;
+        insert_bindings_.Reset();
         pending_rows_.clear();
         return s;
       }

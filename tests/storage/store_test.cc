@@ -133,7 +133,7 @@ TEST(StoreWriteTest, RowsOfALongBatchKeepTheirTextsOrderAndDays) {
       e.source_ref = "off=" + std::to_string(i);
       e.queue_id = "Q" + std::to_string(i);
       e.sender = "s@example.com";
-      e.relay = "mx.example.com[192.0.2.1]:25";
+      e.relay = "mx" + std::to_string(i % 4) + ".example.com";  // repeats, but not every row
       e.time_text = "t" + std::to_string(i);
     }
     batch.events.push_back(std::move(e));
@@ -152,7 +152,9 @@ TEST(StoreWriteTest, RowsOfALongBatchKeepTheirTextsOrderAndDays) {
                        std::to_string(kT0) + ") / 3600) AND source_ref = 'off=' || ((time - " +
                        std::to_string(kT0) + ") / 3600) AND time_text = 't' || ((time - " +
                        std::to_string(kT0) +
-                       ") / 3600) AND sender = 's@example.com' AND relay <> '' AND "
+                       ") / 3600) AND sender = 's@example.com' AND relay = 'mx' || ((time - " +
+                       std::to_string(kT0) +
+                       ") / 3600 % 4) || '.example.com' AND "
                        "diagnostic <> '' AND recipient_key = 'user' || ((time - " +
                        std::to_string(kT0) + ") / 3600) || '@example.com'"),
       kEvents - (kEvents + 2) / 3);
