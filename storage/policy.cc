@@ -18,7 +18,6 @@ bool IsFailure(const Event& e) { return IsPermanentFailure(e) || e.log_status ==
 
 PolicyDecision ApplyEvent(const SuppressionPolicy& p, RecipientState& s, const Event& e,
                           int64_t t) {
-  PolicyDecision d;
   s.events++;
   if (s.first_seen == 0 || t < s.first_seen) s.first_seen = t;
   if (t >= s.last_event) {
@@ -26,11 +25,42 @@ PolicyDecision ApplyEvent(const SuppressionPolicy& p, RecipientState& s, const E
     s.last_category = std::string(ToString(e.result.category));
     s.last_log_status = e.log_status;
   }
+  if (e.log_status != "blocked") {
+    if (IsDelivery(e)) {
+      s.last_delivered = std::max(s.last_delivered, t);
+    } else if (IsFailure(e)) {
+      s.last_failure = std::max(s.last_failure, t);
+    }
+  }
+  PolicyFields f{s.incidents, s.incidents_since, s.last_incident, s.manual_unsuppressed};
+  PolicyDecision d = ApplyPolicy(p, f, e, t);
+  s.incidents = static_cast<int>(f.incidents);
+  s.incidents_since = f.incidents_since;
+  s.last_incident = f.last_incident;
+  s.manual_unsuppressed = f.manual_unsuppressed;
+  return d;
+}
+
+bool PolicyConcerns(const SuppressionPolicy& p, const Event& e) {
+  // The same tests, in the same order, as ApplyPolicy's early returns.
+  if (e.log_status == "blocked") return false;
+  if (IsDelivery(e)) return true;
+  const Category c = e.result.category;
+  if (c == Category::kComplaint || e.log_status == "complaint") return true;
+  const CategoryInfo& info = Describe(c);
+  if (info.hard_bounce) return e.log_status == "bounced";
+  if (info.action == Action::kCount && info.fault == Fault::kRecipient) {
+    return IsPermanentFailure(e) || (p.count_deferrals && e.log_status == "deferred");
+  }
+  return false;
+}
+
+PolicyDecision ApplyPolicy(const SuppressionPolicy& p, PolicyFields& s, const Event& e, int64_t t) {
+  PolicyDecision d;
   // bounced itself refused the recipient: says nothing about the mailbox.
   if (e.log_status == "blocked") return d;
 
   if (IsDelivery(e)) {
-    s.last_delivered = std::max(s.last_delivered, t);
     // A delivery older than the latest incident (log catch-up out of order) resets nothing.
     if (t >= s.last_incident) {
       s.incidents = 0;
@@ -39,7 +69,6 @@ PolicyDecision ApplyEvent(const SuppressionPolicy& p, RecipientState& s, const E
     }
     return d;
   }
-  if (IsFailure(e)) s.last_failure = std::max(s.last_failure, t);
 
   const bool operator_lifted_later = s.manual_unsuppressed != 0 && t <= s.manual_unsuppressed;
   const Category c = e.result.category;

@@ -32,4 +32,23 @@ bool IsPermanentFailure(const Event& e);  // bounced or expired
 PolicyDecision ApplyEvent(const SuppressionPolicy& policy, RecipientState& state, const Event& e,
                           int64_t t);
 
+// What the policy itself remembers about a recipient (the recipient_policy row); the rest of
+// RecipientState is derived from the recipient's events.
+struct PolicyFields {
+  int64_t incidents = 0;
+  int64_t incidents_since = 0;
+  int64_t last_incident = 0;
+  int64_t manual_unsuppressed = 0;
+};
+
+// The policy half of ApplyEvent: folds `e` into `fields` and decides; ApplyEvent is this plus
+// the derived fields. The writer calls it directly (it keeps only these fields).
+PolicyDecision ApplyPolicy(const SuppressionPolicy& policy, PolicyFields& fields, const Event& e,
+                           int64_t t);
+
+// False when ApplyPolicy neither reads nor changes `fields` for `e` and never suppresses
+// (blocked events, sender-fault and transient categories, ...): the writer then skips the
+// recipient's policy row altogether. True whenever that is not certain.
+bool PolicyConcerns(const SuppressionPolicy& policy, const Event& e);
+
 }  // namespace bounced

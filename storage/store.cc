@@ -3,6 +3,7 @@
 #include "storage/store.h"
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
@@ -14,7 +15,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <spdlog/spdlog.h>
+
 #include "storage/address.h"
+#include "storage/hashed_key.h"
 #include "storage/policy.h"
 #include "storage/same_bounce_index.h"
 #include "storage/sqlite.h"
@@ -49,6 +53,14 @@ constexpr size_t kSameBounceIndexMaxEntries = size_t{1} << 20;
 // kPurgeLimit rows per transaction (a bigger backlog continues in the next group at once).
 constexpr int64_t kPurgeIntervalSeconds = 3600;
 constexpr int64_t kPurgeLimit = 10000;
+
+// Event rows go into SQLite this many at a time, with one multi-row INSERT (see FlushRowsW).
+constexpr int kRowsPerInsert = 16;
+// The columns of an event_rows insert, bound as ?1..?16 (one row) or ?(16 r + 1).. (row r).
+constexpr int kEventRowParams = 16;
+constexpr std::string_view kEventRowColumns =
+    "time, kind, counted, recipient_key, domain, queue_id, source_ref, recipient, message_id, "
+    "sender, relay, diagnostic, remote_mta, time_text, original_recipient, bounce_queue_id";
 
 // Event kinds (distinct classifications) the writer remembers; past this the cache starts over
 // (the kinds stay in the table and are looked up again).
@@ -183,6 +195,20 @@ struct ViewChange {
 
 class StoreImpl;
 
+// What Submit works out for each event on the caller's thread (PrepareEvents), so that the
+// writer thread only looks up, binds and steps: the recipient key and the kind key (both in
+// Job::prepared_text), their hashes, and the event's status tests.
+struct PreparedEvent {
+  size_t key_at = 0, key_size = 0;  // NormalizeAddress(recipient); empty when not an address
+  size_t domain_at = 0;             // DomainOf(key) starts here (within the key)
+  size_t kind_at = 0, kind_size = 0;
+  size_t key_hash = 0;     // KeyHash of the key
+  uint64_t kind_hash = 0;  // KindKeyHash of the kind key
+  bool permanent = false;  // IsPermanentFailure
+  bool delivery = false;   // IsDelivery
+  bool failure = false;    // IsFailure
+};
+
 struct Job {
   Batch batch;
   // Manual changes run on the writer inside the job's savepoint.
@@ -190,7 +216,99 @@ struct Job {
   size_t events = 0;
   std::promise<Status> done;
   std::vector<ViewChange> changes;
+  // batch.events' PreparedEvent, made with these address delimiters (the writer prepares again
+  // if the policy changed them in between).
+  std::string delimiters;
+  std::vector<PreparedEvent> prepared;
+  std::string prepared_text;
 };
+
+// The fields of an event that make its event_kinds row, in the table's column order (hard_bounce
+// as "0"/"1").
+using KindFields = std::array<std::string_view, 14>;
+KindFields KindFieldsOf(const Event& ev, const CategoryInfo& info) {
+  const Result& r = ev.result;
+  return {ToString(ev.source),
+          ev.log_status,
+          info.name,
+          ToString(info.fault),
+          ToString(info.action),
+          info.hard_bounce ? "1" : "0",
+          ev.program,
+          r.provider,
+          r.provider_code,
+          r.status,
+          r.reply_code,
+          r.stage,
+          r.dsn_action,
+          r.rule};
+}
+
+// The writer's cache key of a kind: each field with a two-byte length, appended to `out` with
+// plain copies (a std::string built by appends costs about twice as much). Fields are cut at
+// 64 KiB in the key; the table keeps them whole. No classifier field comes near that.
+void AppendKindKey(const KindFields& fields, std::string& out) {
+  constexpr size_t kMaxField = 0xffff;
+  size_t need = 0;
+  for (std::string_view f : fields) need += 2 + std::min(f.size(), kMaxField);
+  const size_t at = out.size();
+  out.resize(at + need);
+  char* p = out.data() + at;
+  for (std::string_view f : fields) {
+    const size_t n = std::min(f.size(), kMaxField);
+    *p++ = static_cast<char>(n & 0xff);
+    *p++ = static_cast<char>(n >> 8);
+    if (n != 0) std::memcpy(p, f.data(), n);
+    p += n;
+  }
+}
+
+// A 64-bit hash of a kind key, 8 bytes at a time.
+uint64_t KindKeyHash(std::string_view key) {
+  const size_t need = key.size();
+  uint64_t h = 0x243f6a8885a308d3ULL ^ need;
+  size_t i = 0;
+  for (; i + 8 <= need; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, key.data() + i, 8);
+    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+  }
+  if (i < need) {
+    uint64_t v = 0;
+    std::memcpy(&v, key.data() + i, need - i);
+    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+// Fills job.prepared and job.prepared_text for job.batch.events with `delimiters`.
+void PrepareEvents(Job& job, const std::string& delimiters) {
+  job.delimiters = delimiters;
+  job.prepared.clear();
+  job.prepared_text.clear();
+  job.prepared.resize(job.batch.events.size());
+  std::string key;
+  for (size_t i = 0; i < job.batch.events.size(); ++i) {
+    const Event& ev = job.batch.events[i];
+    PreparedEvent& pe = job.prepared[i];
+    NormalizeAddressInto(ev.result.recipient, delimiters, key);
+    pe.key_at = job.prepared_text.size();
+    pe.key_size = key.size();
+    pe.domain_at = key.empty() ? 0 : key.size() - DomainOf(key).size();
+    pe.key_hash = KeyHash{}(key);
+    job.prepared_text += key;
+    pe.kind_at = job.prepared_text.size();
+    AppendKindKey(KindFieldsOf(ev, Describe(ev.result.category)), job.prepared_text);
+    pe.kind_size = job.prepared_text.size() - pe.kind_at;
+    pe.kind_hash =
+        KindKeyHash(std::string_view(job.prepared_text).substr(pe.kind_at, pe.kind_size));
+    pe.permanent = IsPermanentFailure(ev);
+    pe.delivery = IsDelivery(ev);
+    pe.failure = pe.permanent || ev.log_status == "deferred";
+  }
+}
 
 // A recipient_policy row: what the policy remembers beyond the recipient's events. The writer
 // holds the whole table in memory (rows exist only while a field is set: recipients with open
@@ -285,25 +403,28 @@ class StoreImpl final : public Store {
   Status RunTransaction(std::vector<std::unique_ptr<Job>>& group, const std::vector<size_t>& jobs,
                         size_t* failed_job);
   Status ApplyBatch(Job& job);
-  Status ApplyEvent(const Event& ev, Counters& counters);
-  Status ApplyDecision(const std::string& key, const Event& ev, const PolicyDecision& d, int64_t t);
-  Expected<std::optional<Suppression>> GetSuppressionW(const std::string& key);
+  Status ApplyEvent(const Event& ev, const PreparedEvent& pe, std::string_view prepared_text,
+                    Counters& counters);
+  Status ApplyDecision(const HashedKey& key, const Event& ev, const PolicyDecision& d, int64_t t);
+  Expected<std::optional<Suppression>> GetSuppressionW(std::string_view key);
   Status PutSuppressionW(const Suppression& s, std::string_view log_action, int64_t actor_uid);
   Status LogSuppressionW(const Suppression& s, std::string_view action, int64_t actor_uid);
   Expected<bool> AllowedW(std::string_view key);
   // False only when no suppression row can exist for `key` (skips a pointless UPDATE).
-  bool MayHaveSuppressionW(const std::string& key) const {
-    return view_.HasKey(key) || txn_suppressed_.count(key) != 0;
+  bool MayHaveSuppressionW(const HashedKey& key) const {
+    return view_.HasKeyWriter(key) || txn_suppressed_.find(key) != txn_suppressed_.end();
   }
   Status AuditW(const Actor& who, std::string_view action, std::string_view target,
                 std::string_view detail);
   // Deletes up to kPurgeLimit expired suppressions, logged as "remove" by bounced itself.
   Status PurgeExpiredW();
-  // The event_kinds id of the event's classification (inserted when new).
-  Expected<int64_t> KindW(const Event& ev, const CategoryInfo& info);
+  // The event_kinds id of the event's classification (inserted when new); `key` and `hash`: its
+  // kind key (AppendKindKey) and KindKeyHash.
+  Expected<int64_t> KindW(const Event& ev, const CategoryInfo& info, std::string_view key,
+                          uint64_t hash);
   // The policy row of `key` for changing (created empty when absent); remembers the row as it
   // was before the running transaction, for WritePendingW and for a rollback.
-  PolicyRow& PolicyRowW(const std::string& key);
+  PolicyRow& PolicyRowW(const HashedKey& key);
   // Writes what the running transaction kept in memory: event_days ranges, daily counters,
   // changed policy rows (in key order; rows that became empty are deleted).
   Status WritePendingW();
@@ -329,6 +450,7 @@ class StoreImpl final : public Store {
   SuppressionPolicy policy_;
   SuppressionPolicy txn_policy_;  // the writer's copy for the current transaction
   int64_t txn_now_ = 0;
+  std::string txn_now_day_;  // DayOf(txn_now_)
   // DayOf(t) for the last day seen: most events of a batch fall on the same day.
   int64_t cached_day_number_ = std::numeric_limits<int64_t>::min();
   std::string cached_day_;
@@ -342,17 +464,15 @@ class StoreImpl final : public Store {
   }
   std::vector<ViewChange>* pending_ = nullptr;  // the running job's view changes
   CounterKey counter_key_;                      // ApplyEvent's scratch key for daily counters
-  std::string key_;                             // ApplyEvent's scratch buffer for the recipient key
   // Whether the running transaction changed the allowlist (the view does not show it yet).
   bool txn_allowlist_changed_ = false;
   // Keys given a suppression row in the running transaction (not in the view yet).
-  std::unordered_set<std::string> txn_suppressed_;
+  std::unordered_set<std::string, KeyHash, KeyEq> txn_suppressed_;
   // The whole recipient_policy table, as committed plus the running transaction's changes;
   // policy_before_ holds, for each key the transaction changed, the row before it (nullopt:
   // none), restored by DiscardPendingW.
-  std::unordered_map<std::string, PolicyRow> policy_rows_;
-  std::unordered_map<std::string, std::optional<PolicyRow>> policy_before_;
-  RecipientState scratch_state_;  // ApplyEvent's policy input/output, reused
+  std::unordered_map<std::string, PolicyRow, KeyHash, KeyEq> policy_rows_;
+  std::unordered_map<std::string, std::optional<PolicyRow>, KeyHash, KeyEq> policy_before_;
   // event_kinds ids by a 64-bit hash of the kind's fields (see KindW), with the fields as a
   // length-prefixed key to confirm a hit (a kind whose hash another kind holds is looked up in
   // SQL each time). Hashes inserted by the running transaction are listed in txn_new_kinds_
@@ -369,7 +489,6 @@ class StoreImpl final : public Store {
   std::vector<int64_t> txn_new_kind_ids_;  // every id the running transaction inserted
   // The counter fields of every kind KindW returned since the cache was last cleared.
   std::unordered_map<int64_t, KindCounterFields> kind_counter_fields_;
-  std::string kind_key_;  // KindW's scratch buffer (only its first bytes are the key)
   // Whether a bounced/expired event from the log family (log, journal) or the DSN family (dsn,
   // milter) may be stored. The same-bounce lookup for a permanent failure looks for one from
   // the other family; while there can be none (a log-only installation) it is skipped. Set from
@@ -384,7 +503,7 @@ class StoreImpl final : public Store {
                                kSameBounceIndexMaxEntries};
   // First and last event id per day written by the running transaction (usually one day).
   struct DayRange {
-    std::string day;
+    int64_t day;  // days since the epoch
     int64_t first_id, last_id;
   };
   std::vector<DayRange> txn_days_;
@@ -395,12 +514,42 @@ class StoreImpl final : public Store {
   std::unordered_map<int64_t, std::string> txn_day_texts_;  // day number -> "YYYY-MM-DD"
 
   sql::Db wdb_;
-  // Which text parameters (bit i: ?i) of w_.insert_event hold a text from its last run: its
-  // bindings are kept between events, so ApplyEvent binds NULL only there.
-  uint32_t insert_texts_bound_ = 0;
+  // What one row's parameters of an event insert hold from its last run. The bindings are kept
+  // between runs (each bind is ~190 instructions in SQLite), so BindEventRow binds NULL only
+  // where a text was, and skips a text or number equal to the one bound: texts that often
+  // repeat from row to row (domain, sender, relay, ...) are bound from a copy kept here, so
+  // the binding stays valid after the row's event is gone. Reset() after a failed run (SQLite
+  // then clears the bindings).
+  struct RowBindings {
+    uint32_t texts = 0;   // bit i: ?i holds a text (else NULL or never bound)
+    uint32_t copies = 0;  // bit i: ?i holds copy[i]
+    int64_t kind = -1, counted = -1;
+    std::array<std::string, kEventRowParams + 1> copy;
+    void Reset() {
+      texts = copies = 0;
+      kind = counted = -1;
+    }
+  };
+  RowBindings insert_bindings_;  // w_.insert_event
+  // An event's row waiting for its INSERT: SQLite's work per statement (opening and closing
+  // cursors, finding the table's end, halting) is ~2,000 instructions, so rows go in
+  // kRowsPerInsert at a time through w_.insert_events. Anything that reads event_rows first
+  // flushes (FlushRowsW), and so does the end of each batch: a failing INSERT is still its
+  // batch's error. The texts are the batch's (events and prepared keys), alive until then.
+  struct PendingRow {
+    const Event* ev;
+    int64_t time, kind, day;
+    bool counted;
+    std::string_view key, domain;
+  };
+  std::vector<PendingRow> pending_rows_;
+  std::array<RowBindings, kRowsPerInsert> multi_bindings_;  // each row of w_.insert_events
+  // Binds `row` at parameter offset `base`; `b`: what those parameters hold.
+  static void BindEventRow(sql::Stmt& st, int base, const PendingRow& row, RowBindings& b);
+  Status FlushRowsW();
   struct WriterStatements {
-    sql::Stmt insert_event, dsn_lookup, same_bounce, get_kind, put_kind, put_day, has_events,
-        put_policy, delete_policy, get_suppression, put_suppression, delete_suppression,
+    sql::Stmt insert_event, insert_events, dsn_lookup, same_bounce, get_kind, put_kind, put_day,
+        has_events, put_policy, delete_policy, get_suppression, put_suppression, delete_suppression,
         touch_suppression, delivered_after, log_suppression, allowed, counter, position, audit;
   } w_;
 
@@ -423,6 +572,29 @@ class StoreImpl final : public Store {
   size_t reap_events_ = 0;
   bool reap_stop_ = false;
   std::thread reaper_;
+
+  // Checkpoints on their own thread and connection, so copying WAL pages into the database and
+  // its fsync are off the writer's path. Durability does not change: a commit is durable once
+  // its WAL frames are synced, checkpointed or not. The writer's WalHook (called by SQLite after
+  // each commit with the WAL's frame count) asks for a checkpoint every ckpt_every_frames_;
+  // past ckpt_cap_frames_ the writer waits for one (WaitForCheckpointW) so the WAL stays
+  // bounded (see StoreOptions::wal_cap_bytes). PASSIVE checkpoints never wait for readers: a
+  // long read only keeps the WAL from starting over, as with SQLite's own auto-checkpoint.
+  static int WalHook(void* self, sqlite3* db, const char* name, int frames);
+  void CheckpointerLoop();
+  uint64_t RequestCheckpoint();  // returns the request's ticket
+  void WaitForCheckpointW();
+  sql::Db cdb_;
+  int64_t ckpt_every_frames_ = 0;
+  int64_t ckpt_cap_frames_ = 0;
+  int64_t wal_frames_ = 0;         // writer: frames in the WAL after its last commit
+  int64_t ckpt_asked_frames_ = 0;  // writer: wal_frames_ when it last asked for a checkpoint
+  std::mutex ckpt_mu_;
+  std::condition_variable ckpt_cv_, ckpt_done_cv_;
+  uint64_t ckpt_wanted_ = 0;  // tickets: a checkpoint started after request N completes N
+  uint64_t ckpt_done_ = 0;
+  bool ckpt_stop_ = false;
+  std::thread checkpointer_;
 
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<sql::Db>> readers_;
@@ -475,19 +647,24 @@ Status StoreImpl::OpenAll() {
     if (!r) return r.status();
     if (*r && st.Int(0) > 0) page_size = st.Int(0);
   }
-  // The WAL is checkpointed at about 64 MiB whatever the page size (the pragma counts pages).
-  if (Status s = wdb_.Exec("PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; "
-                           "PRAGMA wal_autocheckpoint=" +
-                           std::to_string((int64_t{64} << 20) / page_size));
-      !s)
-    return s;
+  if (Status s = wdb_.Exec("PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY"); !s) return s;
+  // Checkpoints run on the checkpointer thread, not inside the writer's COMMIT (SQLite's
+  // wal_autocheckpoint): the hook replaces it (see CheckpointerLoop). Sizes count pages.
+  ckpt_every_frames_ = std::max<int64_t>(1, options_.checkpoint_bytes / page_size);
+  ckpt_cap_frames_ = std::max<int64_t>(ckpt_every_frames_, options_.wal_cap_bytes / page_size);
+  sqlite3_wal_hook(wdb_.get(), &StoreImpl::WalHook, this);
   if (Status s = Migrate(); !s) return s;
+  // Opened after the migration: the file is a bounced database in WAL mode by now. A read makes
+  // the connection open the WAL (a checkpoint on a connection that never read does nothing).
+  if (Status s = cdb_.Open(options_.path, false, options_.busy_timeout_ms); !s) return s;
+  if (Status s = cdb_.Exec("SELECT count(*) FROM sqlite_master"); !s) return s;
   if (Status s = PrepareWriter(); !s) return s;
   if (Status s = LoadBounceSources(); !s) return s;
   if (Status s = LoadPolicyRows(); !s) return s;
   view_.SetDelimiters(policy_.recipient_delimiters);
   if (Status s = LoadView(); !s) return s;
   reaper_ = std::thread(&StoreImpl::ReaperLoop, this);
+  checkpointer_ = std::thread(&StoreImpl::CheckpointerLoop, this);
   writer_ = std::thread([this] { WriterLoop(); });
   return Status::Ok();
 }
@@ -681,7 +858,20 @@ Status StoreImpl::PrepareWriter() {
   for (auto& p : all) {
     if (Status s = p.st->Prepare(wdb_, p.sql); !s) return s;
   }
-  return Status::Ok();
+  // OR FAIL: event_rows has no constraint but NOT NULL, and a failed statement rolls its whole
+  // transaction back anyway; with the default ABORT, SQLite would copy every page the statement
+  // changes into a statement journal first (it may have to undo part of a multi-row insert).
+  std::string multi =
+      "INSERT OR FAIL INTO event_rows (" + std::string(kEventRowColumns) + ") VALUES ";
+  for (int r = 0; r < kRowsPerInsert; ++r) {
+    multi += r ? ", (" : "(";
+    for (int i = 1; i <= kEventRowParams; ++i) {
+      multi += (i > 1 ? ", ?" : "?") + std::to_string(r * kEventRowParams + i);
+    }
+    multi += ")";
+  }
+  pending_rows_.reserve(kRowsPerInsert);
+  return w_.insert_events.Prepare(wdb_, multi);
 }
 
 Status StoreImpl::LoadView() {
@@ -766,6 +956,13 @@ StoreImpl::~StoreImpl() {
   }
   reap_cv_.notify_all();
   if (reaper_.joinable()) reaper_.join();
+  {
+    std::lock_guard lock(ckpt_mu_);
+    ckpt_stop_ = true;
+  }
+  ckpt_cv_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  // Closing the connections (members) checkpoints what is left and removes the WAL.
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -775,6 +972,7 @@ std::future<Status> StoreImpl::Submit(Batch batch) {
   auto job = std::make_unique<Job>();
   job->events = batch.events.size();
   job->batch = std::move(batch);
+  if (job->events != 0) PrepareEvents(*job, Delimiters());  // on the caller's thread
   std::future<Status> f = job->done.get_future();
   std::unique_lock lock(queue_mu_);
   space_cv_.wait(lock, [&] {
@@ -840,6 +1038,7 @@ void StoreImpl::WriterLoop() {
       purge->call = [](StoreImpl& self) { return self.PurgeExpiredW(); };
       group.insert(group.begin(), std::move(purge));
     }
+    if (wal_frames_ >= ckpt_cap_frames_) WaitForCheckpointW();
     CommitGroup(group);
     size_t events = 0;
     {
@@ -857,6 +1056,59 @@ void StoreImpl::WriterLoop() {
     }
     reap_cv_.notify_one();
     group.clear();  // what the reaper did not take
+  }
+}
+
+int StoreImpl::WalHook(void* self_ptr, sqlite3*, const char*, int frames) {
+  auto* self = static_cast<StoreImpl*>(self_ptr);
+  self->wal_frames_ = frames;
+  if (frames < self->ckpt_asked_frames_) self->ckpt_asked_frames_ = 0;  // the WAL started over
+  if (frames - self->ckpt_asked_frames_ >= self->ckpt_every_frames_) {
+    self->ckpt_asked_frames_ = frames;
+    self->RequestCheckpoint();
+  }
+  return SQLITE_OK;
+}
+
+uint64_t StoreImpl::RequestCheckpoint() {
+  uint64_t ticket;
+  {
+    std::lock_guard lock(ckpt_mu_);
+    ticket = ++ckpt_wanted_;
+  }
+  ckpt_cv_.notify_one();
+  return ticket;
+}
+
+void StoreImpl::WaitForCheckpointW() {
+  const uint64_t ticket = RequestCheckpoint();
+  std::unique_lock lock(ckpt_mu_);
+  ckpt_done_cv_.wait(lock, [&] { return ckpt_stop_ || ckpt_done_ >= ticket; });
+}
+
+void StoreImpl::CheckpointerLoop() {
+  for (;;) {
+    uint64_t ticket;
+    {
+      std::unique_lock lock(ckpt_mu_);
+      ckpt_cv_.wait(lock, [&] { return ckpt_stop_ || ckpt_wanted_ > ckpt_done_; });
+      if (ckpt_stop_) return;
+      ticket = ckpt_wanted_;  // this run covers every commit made before these requests
+    }
+    // BUSY: another connection (a bouncectl report closing its file) is checkpointing; the next
+    // request or the close does it. Other errors leave the frames in the WAL, where they are
+    // durable; the next request tries again.
+    int rc =
+        sqlite3_wal_checkpoint_v2(cdb_.get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+      spdlog::warn("storage: {}: WAL checkpoint failed: {}", options_.path,
+                   sqlite3_errmsg(cdb_.get()));
+    }
+    {
+      std::lock_guard lock(ckpt_mu_);
+      ckpt_done_ = ticket;
+    }
+    ckpt_done_cv_.notify_all();
   }
 }
 
@@ -879,6 +1131,7 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
   *failed_job = kNoJob;
   auto discard = [&] {
     if (!sqlite3_get_autocommit(wdb_.get())) wdb_.Exec("ROLLBACK");
+    pending_rows_.clear();
     for (size_t i : jobs) group[i]->changes.clear();
     DiscardPendingW();
   };
@@ -927,6 +1180,7 @@ void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
     txn_policy_ = policy_;
   }
   txn_now_ = Now();
+  txn_now_day_ = DayOf(txn_now_);
   std::vector<Status> results(group.size());
   std::vector<size_t> all(group.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
@@ -984,9 +1238,20 @@ void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
 }
 
 Status StoreImpl::ApplyBatch(Job& job) {
-  for (const Event& ev : job.batch.events) {
-    if (Status s = ApplyEvent(ev, txn_counters_); !s) return s;
+  // A policy reload between Submit and now changed the delimiters: the keys follow the policy
+  // of the transaction, as they would have without the preparation.
+  if (job.delimiters != txn_policy_.recipient_delimiters) {
+    PrepareEvents(job, txn_policy_.recipient_delimiters);
   }
+  pending_rows_.clear();
+  for (size_t i = 0; i < job.batch.events.size(); ++i) {
+    if (Status s =
+            ApplyEvent(job.batch.events[i], job.prepared[i], job.prepared_text, txn_counters_);
+        !s) {
+      return s;
+    }
+  }
+  if (Status s = FlushRowsW(); !s) return s;
   if (const auto& p = job.batch.position) {
     if (p->input.empty()) return Status::Error("storage: input position without an input name");
     w_.position.Bind(1, p->input)
@@ -999,14 +1264,15 @@ Status StoreImpl::ApplyBatch(Job& job) {
   return Status::Ok();
 }
 
-Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
+Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
+                             std::string_view prepared_text, Counters& counters) {
   const int64_t t = ev.unix_time ? ev.unix_time : txn_now_;
   const Result& r = ev.result;
-  std::string& key = key_;
-  NormalizeAddressInto(r.recipient, txn_policy_.recipient_delimiters, key);
+  const HashedKey hkey{prepared_text.substr(pe.key_at, pe.key_size), pe.key_hash};
+  const std::string_view key = hkey.key;
   // Something that is not an address is still recorded (nothing is lost), under its own text.
   std::string_view stored_key = key.empty() ? std::string_view(r.recipient) : key;
-  std::string_view domain = key.empty() ? std::string_view() : DomainOf(key);
+  std::string_view domain = key.substr(pe.domain_at);
   const std::string& day = DayCached(t);
   const int64_t day_number = cached_day_number_;
 
@@ -1018,7 +1284,7 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   // An exact hit of that index is the answer; only its kMaybe runs the SELECT.
   using Match = SameBounceIndex::Match;
   Match copy = Match::kNo;
-  if (!ev.queue_id.empty() && IsPermanentFailure(ev) && !key.empty()) {
+  if (!ev.queue_id.empty() && pe.permanent && !key.empty()) {
     if (log) {
       if (bounces_from_dsn_) copy = dsn_bounces_.Lookup(ev.queue_id, key, t);
     } else if (bounces_from_log_) {
@@ -1030,6 +1296,7 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   if (dsn && !ev.source_ref.empty()) {
     // Recorded before (Postfix retrying the milter, the DSN fed twice), or the copy of a log
     // bounce: one SELECT for both. BindRef: the texts outlive the statement's use (reset below).
+    if (Status s = FlushRowsW(); !s) return s;  // the SELECT must see the batch's rows
     sql::Stmt& q = w_.dsn_lookup;
     q.BindRef(1, stored_key).BindRef(2, ev.source_ref);
     if (may_repeat) {
@@ -1049,6 +1316,7 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   } else if (copy == Match::kYes) {
     counted = false;
   } else if (may_repeat) {
+    if (Status s = FlushRowsW(); !s) return s;
     w_.same_bounce.BindRef(1, ev.queue_id)
         .BindRef(2, key)
         .BindRef(3, log ? "dsn" : "log")
@@ -1063,9 +1331,9 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   }
 
   const CategoryInfo& info = Describe(r.category);
-  auto kind = KindW(ev, info);
+  auto kind = KindW(ev, info, prepared_text.substr(pe.kind_at, pe.kind_size), pe.kind_hash);
   if (!kind) return kind.status();
-  if (IsPermanentFailure(ev)) {
+  if (pe.permanent) {
     (log ? bounces_from_log_ : bounces_from_dsn_) = true;
     // What a later log bounce's SELECT would find (any key: the stored one is what it matches).
     if (counted && !ev.queue_id.empty() &&
@@ -1073,48 +1341,10 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
       dsn_bounces_.Add(ev.queue_id, stored_key, t, txn_now_);
     }
   }
-  sql::Stmt& in = w_.insert_event;
-  in.Bind(1, t).Bind(2, *kind).Bind(3, int64_t{counted}).BindRef(4, stored_key).BindRef(5, domain);
-  // Empty texts are NULL. The bindings are kept from one event to the next (clearing all 16
-  // costs ~300 instructions an event, and each bind ~190): a text is bound when present, and
-  // NULL is bound only where the previous event had a text.
-  const std::pair<int, std::string_view> texts[] = {
-      {6, ev.queue_id},
-      {7, ev.source_ref},
-      // NULL in the usual case, where the display form is the key.
-      {8, r.recipient != stored_key ? std::string_view(r.recipient) : std::string_view()},
-      {9, ev.message_id},
-      {10, ev.sender},
-      {11, ev.relay},
-      {12, r.diagnostic},
-      {13, r.remote_mta},
-      {14, ev.time_text},
-      {15, r.original_recipient},
-      {16, ev.bounce_queue_id}};
-  uint32_t bound = 0;
-  for (const auto& [i, text] : texts) {
-    if (!text.empty()) {
-      in.BindRef(i, text);
-      bound |= uint32_t{1} << i;
-    } else if (insert_texts_bound_ & (uint32_t{1} << i)) {
-      in.BindNull(i);
-    }
+  pending_rows_.push_back(PendingRow{&ev, t, *kind, day_number, counted, stored_key, domain});
+  if (pending_rows_.size() == kRowsPerInsert) {
+    if (Status s = FlushRowsW(); !s) return s;
   }
-  // Until the run succeeds the bindings are unknown (an error clears them).
-  insert_texts_bound_ = 0;
-  if (Status s = in.RunKeepBindings(); !s) return s;
-  insert_texts_bound_ = bound;
-  const int64_t id = sqlite3_last_insert_rowid(wdb_.get());
-  if (txn_days_.empty() || txn_days_.back().day != day) {
-    auto it = std::find_if(txn_days_.begin(), txn_days_.end(),
-                           [&](const DayRange& d) { return d.day == day; });
-    if (it == txn_days_.end()) {
-      txn_days_.push_back(DayRange{day, id, id});
-    } else {
-      std::rotate(it, it + 1, txn_days_.end());  // the day seen last goes to the back
-    }
-  }
-  txn_days_.back().last_id = id;  // ids only grow within a transaction
 
   if (!counted) return Status::Ok();
   // A reused key: the map copies the domain only for a combination new in this transaction.
@@ -1131,47 +1361,141 @@ Status StoreImpl::ApplyEvent(const Event& ev, Counters& counters) {
   if (key.empty()) return Status::Ok();
 
   // The policy reads and folds only the recipient_policy fields; the rest of RecipientState
-  // (first_seen, last_event, counts, ...) is derived from the events when read.
-  RecipientState& st = scratch_state_;
-  auto row = policy_rows_.find(key);
-  if (row == policy_rows_.end()) {
-    st.incidents = 0;
-    st.incidents_since = st.last_incident = st.manual_unsuppressed = 0;
-  } else {
-    st.incidents = static_cast<int>(row->second.incidents);
-    st.incidents_since = row->second.incidents_since;
-    st.last_incident = row->second.last_incident;
-    st.manual_unsuppressed = row->second.manual_unsuppressed;
+  // (first_seen, last_event, counts, ...) is derived from the events when read. An event the
+  // policy ignores (a deferral for rate limiting, a sender-fault bounce, ...) skips the row.
+  PolicyDecision d;
+  if (PolicyConcerns(txn_policy_, ev)) {
+    auto row = policy_rows_.find(hkey);
+    PolicyFields before;
+    if (row != policy_rows_.end()) {
+      before = {row->second.incidents, row->second.incidents_since, row->second.last_incident,
+                row->second.manual_unsuppressed};
+    }
+    PolicyFields after = before;
+    d = ApplyPolicy(txn_policy_, after, ev, t);
+    if (after.incidents != before.incidents || after.incidents_since != before.incidents_since ||
+        after.last_incident != before.last_incident) {
+      PolicyRow& p = PolicyRowW(hkey);
+      p.incidents = after.incidents;
+      p.incidents_since = after.incidents_since;
+      p.last_incident = after.last_incident;
+    }
   }
-  PolicyDecision d = bounced::ApplyEvent(txn_policy_, st, ev, t);
-  if (st.incidents != (row == policy_rows_.end() ? 0 : row->second.incidents) ||
-      st.incidents_since != (row == policy_rows_.end() ? 0 : row->second.incidents_since) ||
-      st.last_incident != (row == policy_rows_.end() ? 0 : row->second.last_incident)) {
-    PolicyRow& p = PolicyRowW(key);
-    p.incidents = st.incidents;
-    p.incidents_since = st.incidents_since;
-    p.last_incident = st.last_incident;
-  }
-  if (IsDelivery(ev) && MayHaveSuppressionW(key)) {
+  if (pe.delivery && MayHaveSuppressionW(hkey)) {
     w_.delivered_after.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.delivered_after.Run(); !s) return s;
   }
-  if (d.suppress) return ApplyDecision(key, ev, d, t);
-  if (IsFailure(ev) && MayHaveSuppressionW(key)) {
+  if (d.suppress) return ApplyDecision(hkey, ev, d, t);
+  if (pe.failure && MayHaveSuppressionW(hkey)) {
     w_.touch_suppression.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.touch_suppression.Run(); !s) return s;
   }
   return Status::Ok();
 }
 
-Status StoreImpl::ApplyDecision(const std::string& key, const Event& ev, const PolicyDecision& d,
+void StoreImpl::BindEventRow(sql::Stmt& in, int base, const PendingRow& row, RowBindings& b) {
+  const Event& ev = *row.ev;
+  const Result& r = ev.result;
+  in.Bind(base + 1, row.time);
+  if (row.kind != b.kind) in.Bind(base + 2, row.kind);
+  if (int64_t{row.counted} != b.counted) in.Bind(base + 3, int64_t{row.counted});
+  b.kind = row.kind;
+  b.counted = row.counted;
+  in.BindRef(base + 4, row.key);
+  // Empty texts are NULL (the domain, NOT NULL, is always bound).
+  struct Text {
+    int i;
+    std::string_view text;
+    bool repeats;  // bound from a copy, skipped when equal to it
+  };
+  const Text texts[] = {
+      {5, row.domain, true},
+      {6, ev.queue_id, false},
+      {7, ev.source_ref, false},
+      // NULL in the usual case, where the display form is the key.
+      {8, r.recipient != row.key ? std::string_view(r.recipient) : std::string_view(), false},
+      {9, ev.message_id, true},
+      {10, ev.sender, true},
+      {11, ev.relay, true},
+      {12, r.diagnostic, false},
+      {13, r.remote_mta, true},
+      {14, ev.time_text, false},
+      {15, r.original_recipient, false},
+      {16, ev.bounce_queue_id, false}};
+  for (const Text& t : texts) {
+    const uint32_t bit = uint32_t{1} << t.i;
+    if (t.text.empty() && t.i != 5) {
+      if (b.texts & bit) in.BindNull(base + t.i);
+      b.texts &= ~bit;
+      b.copies &= ~bit;
+    } else if (!t.repeats) {
+      in.BindRef(base + t.i, t.text);
+      b.texts |= bit;
+      b.copies &= ~bit;
+    } else if (!(b.copies & bit) || b.copy[t.i] != t.text) {
+      b.copy[t.i].assign(t.text);
+      in.BindRef(base + t.i, b.copy[t.i]);
+      b.texts |= bit;
+      b.copies |= bit;
+    }
+  }
+}
+
+Status StoreImpl::FlushRowsW() {
+  const size_t n = pending_rows_.size();
+  if (n == 0) return Status::Ok();
+  int64_t last_id = 0;
+  if (n == kRowsPerInsert) {
+    for (size_t r = 0; r < n; ++r) {
+      BindEventRow(w_.insert_events, static_cast<int>(r) * kEventRowParams, pending_rows_[r],
+                   multi_bindings_[r]);
+    }
+    Status s = w_.insert_events.RunKeepBindings();
+    if (!s) {
+      for (RowBindings& b : multi_bindings_) b.Reset();  // an error clears the bindings
+      pending_rows_.clear();
+      return s;
+    }
+    last_id = sqlite3_last_insert_rowid(wdb_.get());
+  } else {
+    for (const PendingRow& row : pending_rows_) {
+      BindEventRow(w_.insert_event, 0, row, insert_bindings_);
+      if (Status s = w_.insert_event.RunKeepBindings(); !s) {
+        insert_bindings_.Reset();
+        pending_rows_.clear();
+        return s;
+      }
+    }
+    last_id = sqlite3_last_insert_rowid(wdb_.get());
+  }
+  // The rows took consecutive ids ending at last_id: each is appended after the largest.
+  int64_t id = last_id - static_cast<int64_t>(n);
+  for (const PendingRow& row : pending_rows_) {
+    ++id;
+    if (txn_days_.empty() || txn_days_.back().day != row.day) {
+      auto it = std::find_if(txn_days_.begin(), txn_days_.end(),
+                             [&](const DayRange& d) { return d.day == row.day; });
+      if (it == txn_days_.end()) {
+        txn_days_.push_back(DayRange{row.day, id, id});
+      } else {
+        std::rotate(it, it + 1, txn_days_.end());  // the day seen last goes to the back
+      }
+    }
+    txn_days_.back().last_id = id;  // ids only grow within a transaction
+  }
+  pending_rows_.clear();
+  return Status::Ok();
+}
+
+Status StoreImpl::ApplyDecision(const HashedKey& hkey, const Event& ev, const PolicyDecision& d,
                                 int64_t t) {
+  const std::string_view key = hkey.key;
   auto allowed = AllowedW(key);
   if (!allowed) return allowed.status();
   if (*allowed) return Status::Ok();  // the allowlist always wins
   // No row can exist when neither the view nor this transaction has the key: skip the SELECT.
-  auto existing = MayHaveSuppressionW(key) ? GetSuppressionW(key)
-                                           : Expected<std::optional<Suppression>>(std::nullopt);
+  auto existing = MayHaveSuppressionW(hkey) ? GetSuppressionW(key)
+                                            : Expected<std::optional<Suppression>>(std::nullopt);
   if (!existing) return existing.status();
   if (*existing && ((*existing)->expires == 0 || (*existing)->expires > txn_now_)) {
     // Already suppressed (automatic or manual): only note the newer failure.
@@ -1179,7 +1503,7 @@ Status StoreImpl::ApplyDecision(const std::string& key, const Event& ev, const P
     return w_.touch_suppression.Run();
   }
   Suppression s;
-  s.address = key;
+  s.address = std::string(key);
   s.display = ev.result.recipient;
   s.reason = std::string(d.reason);
   s.category = std::string(ToString(ev.result.category));
@@ -1192,7 +1516,7 @@ Status StoreImpl::ApplyDecision(const std::string& key, const Event& ev, const P
   return PutSuppressionW(s, "add", -1);
 }
 
-Expected<std::optional<Suppression>> StoreImpl::GetSuppressionW(const std::string& key) {
+Expected<std::optional<Suppression>> StoreImpl::GetSuppressionW(std::string_view key) {
   w_.get_suppression.Bind(1, key);
   auto r = w_.get_suppression.Step();
   std::optional<Suppression> out;
@@ -1227,9 +1551,8 @@ Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_act
 
 Status StoreImpl::LogSuppressionW(const Suppression& s, std::string_view action,
                                   int64_t actor_uid) {
-  const std::string day = DayOf(txn_now_);  // not DayCached: ApplyEvent holds that one
   w_.log_suppression.Bind(1, txn_now_)
-      .BindRef(2, day)
+      .BindRef(2, txn_now_day_)
       .BindRef(3, s.address)
       .BindRef(4, action)
       .BindRef(5, s.source)
@@ -1294,56 +1617,12 @@ Status StoreImpl::AuditW(const Actor& who, std::string_view action, std::string_
   return w_.audit.Run();
 }
 
-Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info) {
+Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info, std::string_view key,
+                                   uint64_t h) {
   const Result& r = ev.result;
-  const std::string_view fields[] = {ToString(ev.source),
-                                     ev.log_status,
-                                     info.name,
-                                     ToString(info.fault),
-                                     ToString(info.action),
-                                     info.hard_bounce ? "1" : "0",
-                                     ev.program,
-                                     r.provider,
-                                     r.provider_code,
-                                     r.status,
-                                     r.reply_code,
-                                     r.stage,
-                                     r.dsn_action,
-                                     r.rule};
-  // Fields are cut at 64 KiB in the cache key (two length bytes), as before; the table keeps
-  // them whole. No classifier field comes near that.
-  constexpr size_t kMaxField = 0xffff;
-  // The length-prefixed key, built in a reused buffer with plain copies, hashed 8 bytes at a
-  // time and compared with one memcmp (a std::string built by appends and std::hash cost
-  // about twice as much per event).
-  size_t need = 0;
-  for (std::string_view f : fields) need += 2 + std::min(f.size(), kMaxField);
-  if (kind_key_.size() < need) kind_key_.resize(need);
-  char* p = kind_key_.data();
-  for (std::string_view f : fields) {
-    const size_t n = std::min(f.size(), kMaxField);
-    *p++ = static_cast<char>(n & 0xff);
-    *p++ = static_cast<char>(n >> 8);
-    if (n != 0) std::memcpy(p, f.data(), n);
-    p += n;
-  }
-  const std::string_view key(kind_key_.data(), need);
-  uint64_t h = 0x243f6a8885a308d3ULL ^ need;
-  size_t i = 0;
-  for (; i + 8 <= need; i += 8) {
-    uint64_t v;
-    std::memcpy(&v, key.data() + i, 8);
-    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
-    h ^= h >> 29;
-  }
-  if (i < need) {
-    uint64_t v = 0;
-    std::memcpy(&v, key.data() + i, need - i);
-    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
-    h ^= h >> 29;
-  }
   auto cached = kind_ids_.find(h);
   if (cached != kind_ids_.end() && cached->second.key == key) return cached->second.id;
+  const KindFields fields = KindFieldsOf(ev, info);
   sql::Stmt& get = w_.get_kind;
   for (int i = 0; i < 14; ++i) {
     if (i == 5) {
@@ -1381,19 +1660,21 @@ Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info) {
   return id;
 }
 
-PolicyRow& StoreImpl::PolicyRowW(const std::string& key) {
+PolicyRow& StoreImpl::PolicyRowW(const HashedKey& key) {
   auto it = policy_rows_.find(key);
-  if (!policy_before_.count(key)) {
-    policy_before_.emplace(key, it == policy_rows_.end() ? std::optional<PolicyRow>()
-                                                         : std::optional<PolicyRow>(it->second));
+  if (policy_before_.find(key) == policy_before_.end()) {
+    policy_before_.emplace(key.key, it == policy_rows_.end()
+                                        ? std::optional<PolicyRow>()
+                                        : std::optional<PolicyRow>(it->second));
   }
-  if (it == policy_rows_.end()) it = policy_rows_.emplace(key, PolicyRow{}).first;
+  if (it == policy_rows_.end()) it = policy_rows_.emplace(key.key, PolicyRow{}).first;
   return it->second;
 }
 
 Status StoreImpl::WritePendingW() {
   for (const DayRange& d : txn_days_) {
-    w_.put_day.BindRef(1, d.day).Bind(2, d.first_id).Bind(3, d.last_id);
+    const std::string day = DayOf(d.day * 86400);
+    w_.put_day.BindRef(1, day).Bind(2, d.first_id).Bind(3, d.last_id);
     if (Status s = w_.put_day.Run(); !s) return s;
   }
   for (const auto& [k, n] : txn_counters_) {
@@ -1515,7 +1796,7 @@ Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
     self.w_.delete_suppression.Bind(1, key);
     if (Status r = self.w_.delete_suppression.Run(); !r) return r;
     if (Status r = self.LogSuppressionW(**existing, "remove", who.uid); !r) return r;
-    PolicyRow& state = self.PolicyRowW(key);
+    PolicyRow& state = self.PolicyRowW(HashedKey::Of(key));
     state.manual_unsuppressed = txn_now_;
     state.incidents = 0;
     state.incidents_since = 0;

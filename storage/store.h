@@ -309,6 +309,13 @@ struct StoreOptions {
   bool synchronous_full = true;
   size_t max_batch_events = 20000;    // events per group-commit transaction (at most)
   size_t max_queued_events = 200000;  // Submit blocks while more than this wait (back-pressure)
+  // WAL checkpoints run on a thread and connection of their own, never inside a commit: one
+  // starts each time about checkpoint_bytes were appended to the WAL. While the writer commits
+  // without a pause the WAL cannot start over, so past wal_cap_bytes the writer waits for a
+  // checkpoint of everything committed before its next transaction (the WAL file then stays
+  // below about wal_cap_bytes plus one transaction).
+  int64_t checkpoint_bytes = int64_t{64} << 20;
+  int64_t wal_cap_bytes = int64_t{256} << 20;
 };
 
 class Store {

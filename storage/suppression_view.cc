@@ -57,6 +57,11 @@ bool MemorySuppressionView::HasKey(std::string_view key) const {
   return shard.map.find(key) != shard.map.end();
 }
 
+bool MemorySuppressionView::HasKeyWriter(const HashedKey& key) const {
+  const Shard& shard = ShardFor(key.key, key.hash);
+  return shard.map.find(key) != shard.map.end();
+}
+
 bool MemorySuppressionView::Allowed(std::string_view key) const {
   if (allow_entries_.load(std::memory_order_acquire) == 0) return false;
   std::shared_lock lock(allow_mu_);

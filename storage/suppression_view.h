@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "storage/hashed_key.h"
 #include "storage/store.h"
 
 namespace bounced {
@@ -32,17 +33,17 @@ class MemorySuppressionView final : public SuppressionView {
   bool Allowed(std::string_view key) const;
   // Whether an entry for `key` is held at all (expired or allowlisted ones included).
   bool HasKey(std::string_view key) const;
+  // Same, without the shard lock: only for the writer thread, the one thread that changes the
+  // view (so nothing can change it during the call).
+  bool HasKeyWriter(const HashedKey& key) const;
   // At most 8 characters are kept (Postfix's recipient_delimiter is one or a few).
   void SetDelimiters(const std::string& delimiters);
   void Reserve(size_t n);
 
  private:
   static constexpr size_t kShards = 64;
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  using Map = std::unordered_map<std::string, SuppressionHit, Hash, std::equal_to<>>;
+  using Hash = KeyHash;
+  using Map = std::unordered_map<std::string, SuppressionHit, KeyHash, KeyEq>;
   struct alignas(64) Shard {
     mutable std::shared_mutex mu;
     Map map;
@@ -53,8 +54,8 @@ class MemorySuppressionView final : public SuppressionView {
 
   mutable std::array<Shard, kShards> shards_;
   mutable std::shared_mutex allow_mu_;
-  std::unordered_set<std::string, Hash, std::equal_to<>> allow_addresses_;
-  std::unordered_set<std::string, Hash, std::equal_to<>> allow_domains_;
+  std::unordered_set<std::string, KeyHash, KeyEq> allow_addresses_;
+  std::unordered_set<std::string, KeyHash, KeyEq> allow_domains_;
   // Up to 8 delimiter characters packed in one word, so lookups read them without a lock.
   std::atomic<uint64_t> delimiters_{'+'};
   // Allowlist entries held; lookups skip the allowlist lock while there are none.

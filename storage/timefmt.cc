@@ -36,9 +36,10 @@ std::string DayOf(int64_t t) {
   time_t tt = static_cast<time_t>(t);
   struct tm tm;
   if (!gmtime_r(&tt, &tm)) return "1970-01-01";
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
+  // Room for an 11-character year (-2147481748, from an absurd time in a hostile input).
+  char buf[32];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return std::string(buf, n);
 }
 
 std::optional<int64_t> ParseTime(std::string_view s) {

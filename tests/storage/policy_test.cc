@@ -294,5 +294,45 @@ TEST_F(StorePolicyTest, ExpiredEntryNoLongerSuppresses) {
   EXPECT_FALSE(store_->view().Lookup("t@example.com").has_value());  // now is after kT0
 }
 
+TEST(PolicyTest, EventsThePolicyIgnoresNeitherReadNorChangeItsFields) {
+  // The writer skips the recipient's policy row when PolicyConcerns says no: for every category
+  // and status, that must mean ApplyPolicy leaves any state as it was and never suppresses.
+  const PolicyFields states[] = {
+      {},
+      {2, kT0 - 5 * kDay, kT0 - kDay, 0},
+      {1, kT0 - kDay, kT0 - kDay, kT0 + kDay},  // unsuppressed after the event
+      {3, kT0 - 8 * kDay, kT0 + 60, kT0 - 2 * kDay}};
+  int ignored = 0;
+  for (bool count_deferrals : {false, true}) {
+    SuppressionPolicy p;
+    p.count_deferrals = count_deferrals;
+    for (int c = 0; c < kCategoryCount; ++c) {
+      for (const char* status :
+           {"sent", "deferred", "bounced", "expired", "complaint", "auto_reply", "blocked"}) {
+        Event e = MakeEvent("a@x.org", static_cast<Category>(c), status, kT0);
+        if (PolicyConcerns(p, e)) continue;
+        ++ignored;
+        for (const PolicyFields& before : states) {
+          PolicyFields after = before;
+          PolicyDecision d = ApplyPolicy(p, after, e, kT0);
+          EXPECT_FALSE(d.suppress) << ToString(e.result.category) << " " << status;
+          EXPECT_EQ(after.incidents, before.incidents) << ToString(e.result.category) << status;
+          EXPECT_EQ(after.incidents_since, before.incidents_since);
+          EXPECT_EQ(after.last_incident, before.last_incident);
+          EXPECT_EQ(after.manual_unsuppressed, before.manual_unsuppressed);
+        }
+      }
+    }
+  }
+  EXPECT_GT(ignored, 0);
+  // And the cases the writer relies on being skipped are: a rate-limit deferral, iCloud CS01.
+  EXPECT_FALSE(PolicyConcerns(SuppressionPolicy(),
+                              MakeEvent("a@x.org", Category::kRateLimited, "deferred", kT0)));
+  EXPECT_FALSE(PolicyConcerns(SuppressionPolicy(),
+                              MakeEvent("a@x.org", Category::kPolicyRejection, "bounced", kT0)));
+  EXPECT_TRUE(
+      PolicyConcerns(SuppressionPolicy(), MakeEvent("a@x.org", Category::kDelivered, "sent", kT0)));
+}
+
 }  // namespace
 }  // namespace bounced

@@ -115,6 +115,61 @@ TEST(StoreWriteTest, AnEventWithoutTextsAfterOneWithAllOfThemStoresNulls) {
             2);
 }
 
+TEST(StoreWriteTest, RowsOfALongBatchKeepTheirTextsOrderAndDays) {
+  // The writer inserts rows several at a time (one statement for 16, then one per row): each
+  // row keeps its own texts and NULLs, ids follow the submission order and event_days covers
+  // every id with its day, across a midnight inside the batch.
+  TempDir dir;
+  std::string path = dir.File("r.db");
+  auto s = OpenStore(path);
+  Batch batch;
+  constexpr int kEvents = 40;  // two full statements and 8 single rows
+  for (int i = 0; i < kEvents; ++i) {
+    const std::string rcpt = "user" + std::to_string(i) + "@example.com";
+    Event e = MakeEvent(rcpt, Category::kDelivered, "sent", kT0 + int64_t{i} * 3600);
+    if (i % 3 == 0) {
+      e.result.diagnostic.clear();
+    } else {
+      e.source_ref = "off=" + std::to_string(i);
+      e.queue_id = "Q" + std::to_string(i);
+      e.sender = "s@example.com";
+      e.relay = "mx" + std::to_string(i % 4) + ".example.com";  // repeats, but not every row
+      e.time_text = "t" + std::to_string(i);
+    }
+    batch.events.push_back(std::move(e));
+  }
+  ASSERT_TRUE(s->Write(std::move(batch)).ok());
+  s.reset();
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM event_rows"), kEvents);
+  EXPECT_EQ(Scalar(path,
+                   "SELECT count(*) FROM event_rows WHERE queue_id IS NULL AND source_ref IS "
+                   "NULL AND sender IS NULL AND relay IS NULL AND diagnostic IS NULL AND "
+                   "time_text IS NULL AND (time - " +
+                       std::to_string(kT0) + ") / 3600 % 3 = 0"),
+            (kEvents + 2) / 3);
+  EXPECT_EQ(
+      Scalar(path, "SELECT count(*) FROM event_rows WHERE queue_id = 'Q' || ((time - " +
+                       std::to_string(kT0) + ") / 3600) AND source_ref = 'off=' || ((time - " +
+                       std::to_string(kT0) + ") / 3600) AND time_text = 't' || ((time - " +
+                       std::to_string(kT0) +
+                       ") / 3600) AND sender = 's@example.com' AND relay = 'mx' || ((time - " +
+                       std::to_string(kT0) +
+                       ") / 3600 % 4) || '.example.com' AND "
+                       "diagnostic <> '' AND recipient_key = 'user' || ((time - " +
+                       std::to_string(kT0) + ") / 3600) || '@example.com'"),
+      kEvents - (kEvents + 2) / 3);
+  EXPECT_EQ(Scalar(path,
+                   "SELECT count(*) FROM event_rows a JOIN event_rows b ON a.id < b.id "
+                   "AND a.time > b.time"),
+            0);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM event_days"), 2);
+  EXPECT_EQ(Scalar(path,
+                   "SELECT count(*) FROM event_rows e JOIN event_days d ON d.day = "
+                   "strftime('%Y-%m-%d', e.time, 'unixepoch') AND e.id BETWEEN d.first_id AND "
+                   "d.last_id"),
+            kEvents);
+}
+
 TEST(StoreOpenTest, RefusesNewerSchema) {
   TempDir dir;
   std::string path = dir.File("b.db");
@@ -215,6 +270,49 @@ TEST(StoreOpenTest, ExistingFileKeepsItsPageSize) {
   EXPECT_EQ(Scalar(path, "PRAGMA page_size"), 4096);
   EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events"), 1);
   EXPECT_TRUE(s->view().Lookup("a@example.com").has_value());
+}
+
+TEST(StoreCheckpointTest, CheckpointsOffTheWriterKeepTheWalBoundedAndLoseNothing) {
+  // Small thresholds so a few MiB of events cross them many times: the checkpointer copies the
+  // WAL into the database while the store is open, and the writer's waits past the cap keep the
+  // WAL file (its high-water mark) near the cap instead of growing with everything written.
+  TempDir dir;
+  std::string path = dir.File("c.db");
+  StoreOptions o;
+  o.path = path;
+  o.checkpoint_bytes = 64 << 10;
+  o.wal_cap_bytes = 256 << 10;
+  o.max_batch_events = 200;  // one batch per transaction: 60 commits
+  auto opened = Store::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.error();
+  auto store = std::move(*opened);
+  constexpr int kBatches = 60, kPerBatch = 200;
+  std::vector<std::future<Status>> done;
+  for (int b = 0; b < kBatches; ++b) {
+    Batch batch;
+    for (int i = 0; i < kPerBatch; ++i) {
+      const int n = b * kPerBatch + i;
+      batch.events.push_back(MakeEvent("user" + std::to_string(n * 7919 % 5000) + "@example.com",
+                                       n % 3 ? Category::kDelivered : Category::kRateLimited,
+                                       n % 3 ? "sent" : "deferred", kT0 + n));
+    }
+    batch.position = InputPosition{"log:x", 1, static_cast<uint64_t>(b + 1) * 100, ""};
+    done.push_back(store->Submit(std::move(batch)));
+  }
+  for (auto& f : done) ASSERT_TRUE(f.get().ok());
+  // Written so far: several MiB of WAL frames in all.
+  const auto wal = std::filesystem::file_size(path + "-wal");
+  EXPECT_LT(wal, uintmax_t{2} << 20) << "the WAL grew with the data: no checkpoint restarted it";
+  // Checkpoints copied pages into the database file while the store was open.
+  EXPECT_GT(std::filesystem::file_size(path), uintmax_t{256} << 10);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events"), kBatches * kPerBatch);
+  store.reset();
+  auto again = OpenStore(path);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events"), kBatches * kPerBatch);
+  auto pos = again->LoadPosition("log:x");
+  ASSERT_TRUE(pos.ok() && pos->has_value());
+  EXPECT_EQ((*pos)->offset, uint64_t{kBatches} * 100);
 }
 
 class StoreTest : public ::testing::Test {
@@ -496,6 +594,28 @@ TEST_F(StoreTest, LogBounceAndItsPostfixDsnCountOnce) {
 // The other order, across a restart: the DSN (milter) copy first, the store reopened, then the
 // log line. The writer skips the same-bounce lookup while no bounce of the other family can be
 // stored, and must learn at open that one is.
+TEST_F(StoreTest, LogBounceAndItsDsnInOneBatchCountOnce) {
+  // The DSN's check must see the log bounce written earlier in the same batch.
+  Batch b;
+  Event log = MakeEvent("gone@example.com", Category::kUserUnknown, "bounced", kT0);
+  log.queue_id = "ABC123";
+  b.events.push_back(log);
+  for (int i = 0; i < 3; ++i) {
+    b.events.push_back(MakeEvent("ok" + std::to_string(i) + "@example.com", Category::kDelivered,
+                                 "sent", kT0 + 1));
+  }
+  Event dsn = log;
+  dsn.source = EventSource::kDsn;
+  dsn.source_ref = "<dsn@ours>";
+  dsn.unix_time = kT0 + 2;
+  dsn.result.dsn_action = "failed";
+  b.events.push_back(dsn);
+  ASSERT_TRUE(store_->Write(std::move(b)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), 5);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE counted=0 AND source='dsn'"), 1);
+  EXPECT_EQ(Count("SELECT sum(count) FROM daily_counters"), 4);
+}
+
 TEST_F(StoreTest, PostfixDsnThenItsLogBounceCountOnceAcrossRestart) {
   Event log = MakeEvent("gone@example.com", Category::kUserUnknown, "bounced", kT0);
   log.queue_id = "DEF456";

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "storage/timefmt.h"
 #include "tests/storage/test_util.h"
 
@@ -32,6 +34,18 @@ TEST(TimeTest, ParsesRfc3339AndUnixSeconds) {
   EXPECT_FALSE(ParseTime("2026-13-01"));
   EXPECT_FALSE(ParseTime("2026-11-01T00:00"));
   EXPECT_EQ(DayOf(kT0 + 86399), "2026-11-01");
+}
+
+TEST(TimeTest, DayOfAnAbsurdTimeIsWholeText) {
+  // Ten-digit years, negative too (a hostile or broken time in an input): the whole date, with
+  // nothing after the day; past what gmtime can represent, the epoch's day.
+  for (int64_t t : {int64_t{60000000000000000}, int64_t{-60000000000000000}}) {
+    const std::string day = DayOf(t);
+    ASSERT_GE(day.size(), 16u) << t;
+    EXPECT_EQ(day.size(), day.find_last_of('-') + 3) << day;
+    EXPECT_EQ(day[day.size() - 6], '-') << day;
+  }
+  EXPECT_EQ(DayOf(std::numeric_limits<int64_t>::max()), "1970-01-01");
 }
 
 TEST(ImportTest, CsvErrorsNameTheirLines) {
