@@ -18,10 +18,17 @@ inline constexpr int kMaxMimeDepth = 8;
 inline constexpr size_t kMaxMimeParts = 128;
 inline constexpr size_t kMaxPartTextBytes = 1024 * 1024;
 
+// A header as views: into the message's own bytes (a plain value, as most are), into static
+// memory (a name the parser reads), or into the storage of the MimeView or HeaderBlock that
+// holds it (a decoded value). Copying each one cost an allocation per header.
 struct Header {
-  std::string name;   // lower-case
-  std::string value;  // unfolded, RFC 2047-decoded, UTF-8
+  std::string_view name;   // lower-case
+  std::string_view value;  // unfolded, RFC 2047-decoded, UTF-8
 };
+
+// Decoded values and names a Header views. Each string is allocated on its own, so moving the
+// holder leaves the views valid.
+using HeaderStorage = std::vector<std::unique_ptr<std::string>>;
 
 // How a body is transfer-encoded; kUnknown (uuencode, x-...) is left to GMime's parser.
 enum class TransferEncoding { kIdentity, kBase64, kQuotedPrintable, kUnknown };
@@ -63,6 +70,10 @@ struct MimeView {
   std::string report_type;               // report-type parameter of a multipart/report
   std::vector<MimeLeaf> parts;           // leaves in document order
   std::vector<Header> original_headers;  // headers of the returned message, when attached
+  // What the headers view besides the caller's message: decoded values, and the copies of the
+  // message the decoder made (other line ends than LF, an encoded message/rfc822).
+  HeaderStorage storage;
+  std::vector<std::shared_ptr<const std::string>> owners;
 
   // First value of a header (name lower-case), or "" when absent.
   std::string_view Get(std::string_view name) const;
@@ -71,7 +82,11 @@ struct MimeView {
 
 // Parses a bare header block ("Name: value" lines with folded continuations) up to the first
 // blank line: text/rfc822-headers parts and original messages quoted inline in the text.
-std::vector<Header> ParseHeaderBlock(std::string_view text);
+struct HeaderBlock {
+  std::vector<Header> headers;
+  HeaderStorage storage;  // what `headers` view
+};
+HeaderBlock ParseHeaderBlock(std::string_view text);
 
 // Converts bytes in `charset` (any name iconv knows, or "" when unknown) to valid UTF-8; bytes
 // that are not valid in the charset are replaced. Used for parts and for undeclared 8-bit text.
@@ -88,9 +103,9 @@ bool SingleByteToUtf8(std::string_view bytes, std::string_view charset, std::str
 // anything unusual to GMime's parser; kGMime always uses GMime's parser (tests compare both).
 enum class MimeDecoder { kAuto, kGMime };
 
-// Decodes a message. `message` is cut at the caller's size cap already. Parts may view
-// `message` until first read: keep its bytes alive while the view, or a leaf copied from it,
-// is used.
+// Decodes a message. `message` is cut at the caller's size cap already. Headers may view
+// `message`, and parts until first read: keep its bytes alive while the view, or a leaf copied
+// from it, is used.
 MimeView DecodeMime(std::string_view message, MimeDecoder decoder = MimeDecoder::kAuto);
 
 }  // namespace bounced::dsn

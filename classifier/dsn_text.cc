@@ -965,7 +965,8 @@ std::vector<std::string> BlocksFor(const Explanation& explanation,
 
 bool LooksLikeAddress(std::string_view s) {
   s = TrimSpace(s);
-  return s.find('@') != std::string_view::npos && !ContainsAnyOf(s, " \t|") && !s.starts_with("/");
+  return s.find('@') != std::string_view::npos &&
+         FindAnyOf<' ', '\t', '|'>(s.data(), 0, s.size()) == s.size() && !s.starts_with("/");
 }
 
 std::string RemoteHostFromText(std::string_view text) {
