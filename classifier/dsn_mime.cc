@@ -1340,12 +1340,21 @@ MimeLeaf MimeLeaf::Deferred(std::string type, Pending pending, bool attached) {
   return leaf;
 }
 
-const std::string& MimeLeaf::text() const {
+std::string_view MimeLeaf::text() const {
   if (pending_) {
-    text_ = LeafText(pending_->body, pending_->encoding, pending_->charset);
+    // LeafText's result for an identity-encoded body that needs no conversion is the body's
+    // first kMaxPartTextBytes: viewed, not copied.
+    std::string_view body = pending_->body.substr(0, kMaxPartTextBytes);
+    if (pending_->encoding == TransferEncoding::kIdentity && AlreadyUtf8(body, pending_->charset)) {
+      in_place_ = body;
+      in_place_owner_ = std::move(pending_->owner);
+      is_in_place_ = true;
+    } else {
+      text_ = LeafText(pending_->body, pending_->encoding, pending_->charset);
+    }
     pending_.reset();
   }
-  return text_;
+  return is_in_place_ ? in_place_ : std::string_view(text_);
 }
 
 MimeView DecodeMime(std::string_view message, MimeDecoder decoder) {

@@ -43,8 +43,10 @@ struct MimeLeaf {
   // The content after transfer decoding, as UTF-8 with '\n' line ends. Parts split without
   // GMime's parser are decoded on first use (most bounces never read the returned message's
   // parts, which are most of the bytes, nor an HTML alternative); the result is the same
-  // either way. Not safe to call from two threads at once on the same leaf.
-  const std::string& text() const;
+  // either way. A body that is its own decoding (7-bit, or valid UTF-8 as labelled, not
+  // transfer-encoded) is viewed where it is, as the Pending body was, not copied. Not safe to
+  // call from two threads at once on the same leaf.
+  std::string_view text() const;
 
   // Not decoded yet: the raw body and how it is encoded. The body views `owner` when the
   // decoder had to copy the message (other line ends than LF, an encoded message/rfc822), else
@@ -60,6 +62,10 @@ struct MimeLeaf {
  private:
   mutable std::string text_;
   mutable std::optional<Pending> pending_;
+  // A body read in place: its bytes, and what holds them (null: the caller's message).
+  mutable std::string_view in_place_;
+  mutable std::shared_ptr<const std::string> in_place_owner_;
+  mutable bool is_in_place_ = false;
 };
 
 // Only the headers the parser reads are kept (From, To, Subject, Message-ID, Return-Path,

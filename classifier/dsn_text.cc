@@ -723,6 +723,7 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     int recipient;  // index in recipients, or -1
   };
   std::vector<Occurrence> occ;
+  occ.reserve(16);  // a few addresses in most texts: no regrowing
   auto is_excluded = [&](std::string_view address) {
     for (const std::string& x : excluded) {
       if (EqualsNoCase(x, address)) return true;
@@ -824,6 +825,7 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     for (const Occurrence& o : occ) {
       if (o.recipient != r || o.line < last_end) continue;
       named = true;
+      diag.reserve(512);  // a block is a few lines: grown once, not line by line
       // Its block: to the next line naming another recipient, a separator, a blank line once
       // there is reason text, or the line limit.
       size_t j = o.line;

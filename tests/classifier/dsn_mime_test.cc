@@ -27,7 +27,8 @@ std::string ReadFile(const std::filesystem::path& path) {
   return s.str();
 }
 
-std::string TrimEnd(std::string s) {
+std::string TrimEnd(std::string_view v) {
+  std::string s(v);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
@@ -287,7 +288,7 @@ TEST(DecodeMime, ReturnedMessagePartsDecodeOnFirstRead) {
       }
       std::vector<std::string> expected;
       for (const MimeLeaf& p : gmime.parts) {
-        if (p.attached) expected.push_back(p.text());
+        if (p.attached) expected.emplace_back(p.text());
       }
       ASSERT_EQ(attached.size(), 2u) << cte;
       // GMime's parser leaves an encoded message/rfc822 undecoded (no parts); the fast path
