@@ -223,11 +223,14 @@ bool IsReturnedMessageMarker(std::string_view line) {
     ++lead_space;
   if (lead_space == line.size()) return false;
   char first = line[lead_space];
-  if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
-        first == '<' || first == '|')) {
-    char lead = AsciiLower(first);
-    if (lead != 'o' && lead != 'm' && lead != 'b' && lead != 'r' && lead != 'u') return false;
-  }
+  // A rule or bracket character, or the first letter of a heading word (either case): one
+  // table load for the character every line is tested on.
+  static constexpr std::array<bool, 256> kMarkerFirst = [] {
+    std::array<bool, 256> t{};
+    for (char c : std::string_view("-=*_[<|omburOMBUR")) t[static_cast<uint8_t>(c)] = true;
+    return t;
+  }();
+  if (!kMarkerFirst[static_cast<uint8_t>(first)]) return false;
   std::string_view t = TrimSpace(line);
   if (t.size() < 8 || t.size() > 100) return false;
   if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
