@@ -1,14 +1,23 @@
 // dsn_fields.cc: see dsn_fields.h.
 #include "classifier/dsn_fields.h"
 
+#include <array>
+
+#include "classifier/byte_scan.h"
 #include "classifier/text.h"
 
 namespace bounced::dsn {
 namespace {
 
-bool IsNameByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-}
+// Letters, digits and '-', by table: SplitField runs it on every byte of every field name.
+constexpr std::array<bool, 256> kNameByte = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c)
+    t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+  return t;
+}();
+
+bool IsNameByte(char c) { return kNameByte[static_cast<unsigned char>(c)]; }
 
 // Whether a line holds nothing but whitespace (TrimSpace's set).
 bool IsBlank(std::string_view line) {
@@ -32,9 +41,9 @@ bool StartsRecipient(std::string_view name) {
   return name == "final-recipient" || name == "original-recipient" || name == "x-actual-recipient";
 }
 
-bool HasField(const std::vector<Header>& group, std::string_view name) {
-  for (const Header& h : group) {
-    if (h.name == name) return true;
+bool HasField(const std::vector<Field>& group, std::string_view lower) {
+  for (const Field& f : group) {
+    if (EqualsNoCase(f.name, lower)) return true;
   }
   return false;
 }
@@ -62,22 +71,34 @@ std::string_view StripTypePrefix(std::string_view value) {
   return value;
 }
 
+std::string_view FindField(const std::vector<Field>& fields, std::string_view lower) {
+  for (const Field& f : fields) {
+    // Sizes, then first letters (OR-ing 0x20 folds a letter's case; names are letters, digits
+    // and '-'), then the rest: most fields are told apart without a call.
+    if (f.name.size() == lower.size() && !lower.empty() && (f.name[0] | 0x20) == lower[0] &&
+        EqualsNoCaseSameSize(f.name, lower))
+      return f.value;
+  }
+  return {};
+}
+
 DeliveryStatus ParseDeliveryStatus(std::string_view text) {
   DeliveryStatus out;
   out.per_message.reserve(8);
-  std::vector<Header>* current = &out.per_message;
+  std::vector<Field>* current = &out.per_message;
   bool in_recipient = false;
   bool blank_since_field = false;
-  Header* last = nullptr;
+  Field* last = nullptr;
+  std::string* last_joined = nullptr;  // last's value, once joined from several lines
   size_t pos = 0;
   while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
+    size_t end = FindAnyOf<'\n'>(text.data(), pos, text.size());
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     if (IsBlank(line)) {
       blank_since_field = true;
       last = nullptr;
+      last_joined = nullptr;
       continue;
     }
     std::string_view name;
@@ -86,12 +107,16 @@ DeliveryStatus ParseDeliveryStatus(std::string_view text) {
     if (indented || !SplitField(line, &name, &value)) {
       // A continuation; some MTAs forget the indentation of folded Diagnostic-Codes.
       if (last != nullptr) {
-        last->value += ' ';
-        last->value += TrimSpace(line);
+        if (last_joined == nullptr) {
+          last_joined = out.joined.emplace_back(std::make_unique<std::string>(last->value)).get();
+        }
+        *last_joined += ' ';
+        *last_joined += TrimSpace(line);
+        last->value = *last_joined;
       }
       continue;
     }
-    // Names are at most 64 bytes (SplitField): lower-cased on the stack, copied only if kept.
+    // Names are at most 64 bytes (SplitField): lower-cased on the stack for the checks below.
     char lower[64];
     for (size_t i = 0; i < name.size(); ++i) lower[i] = AsciiLower(name[i]);
     std::string_view lname(lower, name.size());
@@ -114,8 +139,9 @@ DeliveryStatus ParseDeliveryStatus(std::string_view text) {
       in_recipient = true;
     }
     blank_since_field = false;
+    last_joined = nullptr;
     if (current->size() >= 64) continue;
-    current->push_back(Header{std::string(lname), std::string(value)});
+    current->push_back(Field{name, value});
     last = &current->back();
   }
   return out;

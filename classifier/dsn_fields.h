@@ -5,6 +5,7 @@
 // fields in any case.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,14 +16,29 @@ namespace bounced::dsn {
 
 inline constexpr size_t kMaxRecipientGroups = 1000;
 
-struct DeliveryStatus {
-  std::vector<Header> per_message;                 // Reporting-MTA, X-Postfix-Queue-ID ...
-  std::vector<std::vector<Header>> per_recipient;  // each has Final-Recipient or similar
+// One field, as views: the name as written (compare it without case), the value trimmed and,
+// when folded, unfolded. A value views the parsed text, or the DeliveryStatus's own copy when it
+// had to be joined from several lines: both must outlive the field. (Views, not copies: a
+// report has a dozen fields, and copying each cost an allocation.)
+struct Field {
+  std::string_view name;
+  std::string_view value;
 };
 
-// Parses the fields. Field names are lower-cased; values are unfolded (continuation lines
-// joined with one space) but otherwise as given.
+struct DeliveryStatus {
+  std::vector<Field> per_message;                 // Reporting-MTA, X-Postfix-Queue-ID ...
+  std::vector<std::vector<Field>> per_recipient;  // each has Final-Recipient or similar
+  // Values joined from folded lines; each string is allocated on its own, so moving the
+  // DeliveryStatus leaves the views into them valid.
+  std::vector<std::unique_ptr<std::string>> joined;
+};
+
+// Parses the fields of `text`, which must outlive the result. Values are unfolded
+// (continuation lines joined with one space) but otherwise as given.
 DeliveryStatus ParseDeliveryStatus(std::string_view text);
+
+// The value of the first field named `lower` (a lower-case name) in any case, or "".
+std::string_view FindField(const std::vector<Field>& fields, std::string_view lower);
 
 // "rfc822; user@example.org" -> "user@example.org"; "smtp; 550 5.1.1 ..." -> "550 5.1.1 ...".
 // Values without a "type;" prefix are returned trimmed.

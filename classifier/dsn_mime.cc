@@ -16,6 +16,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "classifier/byte_scan.h"
 #include "classifier/text.h"
 
 namespace bounced::dsn {
@@ -43,19 +44,38 @@ void InitGMimeOnce() {
 }
 
 // CRLF and lone CR become LF: GMime and every scanner after it then see one line-end style.
+// One pass, sixteen bytes a step with SSE2: a block is stored whole and the write position
+// advanced past its bytes before the first '\r' (CRLF text has one per line, so a memchr and an
+// append per line cost more than the copying). The write position never passes the read
+// position, so a store stays inside `out`.
 std::string NormalizeLineEnds(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  size_t pos = 0;
-  while (pos < in.size()) {
-    const void* cr = std::memchr(in.data() + pos, '\r', in.size() - pos);
-    size_t at = cr == nullptr ? in.size() : static_cast<const char*>(cr) - in.data();
-    out.append(in.data() + pos, at - pos);
-    if (at == in.size()) break;
-    out.push_back('\n');
-    pos = at + 1;
-    if (pos < in.size() && in[pos] == '\n') ++pos;
+  std::string out(in.size(), '\0');
+  const char* p = in.data();
+  const size_t n = in.size();
+  char* w = out.data();
+  size_t i = 0;
+  while (i < n) {
+#if defined(__SSE2__)
+    const __m128i cr = _mm_set1_epi8('\r');
+    for (; i + 16 <= n; i += 16, w += 16) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(w), v);
+      unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, cr)));
+      if (mask != 0) {
+        size_t k = static_cast<size_t>(__builtin_ctz(mask));
+        i += k;
+        w += k;
+        break;
+      }
+    }
+#endif
+    for (; i < n && p[i] != '\r'; ++i) *w++ = p[i];
+    if (i == n) break;
+    *w++ = '\n';  // p[i] is '\r'
+    ++i;
+    if (i < n && p[i] == '\n') ++i;
   }
+  out.resize(static_cast<size_t>(w - out.data()));
   return out;
 }
 
@@ -353,15 +373,73 @@ bool AlreadyUtf8(std::string_view bytes, std::string_view charset) {
   return IsAscii(bytes) && !SevenBitIsNotAscii(charset) && !HasByte(bytes, '\x1b');
 }
 
+// What g_utf8_validate(s.data(), s.size(), nullptr) answers: well-formed UTF-8 (no overlong
+// forms, no surrogates, nothing past U+10FFFF) without a NUL byte. GLib's check takes several
+// instructions per byte; text that is not all ASCII is still mostly ASCII, skipped here sixteen
+// bytes at a time with SSE2.
+bool ValidUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    for (; i + 16 <= n; i += 16) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      // High bit: a byte >= 0x80, or a NUL (all ones after the compare).
+      unsigned stop =
+          static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(v, _mm_cmpeq_epi8(v, zero))));
+      if (stop != 0) {
+        i += static_cast<size_t>(__builtin_ctz(stop));
+        break;
+      }
+    }
+    if (i >= n) break;
+#endif
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      if (c == 0) return false;
+      ++i;
+      continue;
+    }
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (len > n - i || p[i + 1] < lo || p[i + 1] > hi) return false;
+    for (size_t k = 2; k < len; ++k) {
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
 std::string MakeValidUtf8(std::string s) {
-  if (IsAscii(s) || g_utf8_validate(s.data(), static_cast<gssize>(s.size()), nullptr)) return s;
+  if (IsAscii(s) || ValidUtf8(s)) return s;
   gchar* valid = g_utf8_make_valid(s.data(), static_cast<gssize>(s.size()));
   std::string out(valid);
   g_free(valid);
   return out;
 }
 
-void AddHeaders(GMimeObject* obj, std::vector<Header>* out) {
+// A copy of `value` kept in `storage`, viewed.
+std::string_view Stored(std::string value, HeaderStorage* storage) {
+  return *storage->emplace_back(std::make_unique<std::string>(std::move(value)));
+}
+
+void AddHeaders(GMimeObject* obj, std::vector<Header>* out, HeaderStorage* storage) {
   GMimeHeaderList* list = g_mime_object_get_header_list(obj);
   if (list == nullptr) return;
   int n = g_mime_header_list_get_count(list);
@@ -369,9 +447,11 @@ void AddHeaders(GMimeObject* obj, std::vector<Header>* out) {
     GMimeHeader* h = g_mime_header_list_get_header_at(list, i);
     if (h == nullptr) continue;
     const char* name = g_mime_header_get_name(h);
-    if (name == nullptr || WantedHeader(name).empty()) continue;
+    if (name == nullptr) continue;
+    std::string_view wanted = WantedHeader(name);  // the name in lower case
+    if (wanted.empty()) continue;
     const char* value = g_mime_header_get_value(h);
-    out->push_back(Header{AsciiLowerCopy(name), MakeValidUtf8(value != nullptr ? value : "")});
+    out->push_back(Header{wanted, Stored(MakeValidUtf8(value != nullptr ? value : ""), storage)});
   }
 }
 
@@ -405,7 +485,7 @@ bool IsTextual(std::string_view type) {
   return type.starts_with("text/") || type.starts_with("message/") || type == "application/json";
 }
 
-std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only);
+std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only, HeaderStorage* storage);
 
 // `owner` holds the bytes `message` points into (null: the caller's bytes, alive as long as
 // the view is used).
@@ -446,7 +526,7 @@ struct Walker {
       if (msg == nullptr) return;
       if (!have_original && !attached) {
         have_original = true;
-        AddHeaders(GMIME_OBJECT(msg), &view->original_headers);
+        AddHeaders(GMIME_OBJECT(msg), &view->original_headers, &view->storage);
       }
       // The returned message's own parts are kept (marked) for bounces that are only a
       // forwarded copy of a bounce; scanners prefer the unattached parts.
@@ -461,7 +541,7 @@ struct Walker {
     std::string text = ToUtf8(raw, charset != nullptr ? charset : "");
     if (type == "text/rfc822-headers" && !have_original && !attached) {
       have_original = true;
-      view->original_headers = ParseHeaders(text, true);
+      view->original_headers = ParseHeaders(text, true, &view->storage);
     }
     AddLeaf(std::move(type), std::move(text), attached);
   }
@@ -484,10 +564,10 @@ namespace {
 // and the block's first header, whatever it is: lookups of the names the parser reads and
 // whether the block held a header at all come out as from the whole list, without a copy of
 // every other header (a returned message's Received, DKIM-Signature ... lines).
-std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only) {
+std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only, HeaderStorage* storage) {
   std::vector<Header> out;
   size_t parsed = 0;
-  Header* last = nullptr;  // the last header parsed, when kept
+  std::string* last = nullptr;  // the value of the last header parsed, when kept
   size_t pos = 0;
   while (pos < text.size() && parsed < 512) {
     size_t end = text.find('\n', pos);
@@ -500,8 +580,9 @@ std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only) {
     }
     if ((line[0] == ' ' || line[0] == '\t') && parsed > 0) {
       if (last != nullptr) {
-        last->value += ' ';
-        last->value += line.substr(line.find_first_not_of(" \t"));
+        *last += ' ';
+        *last += line.substr(line.find_first_not_of(" \t"));
+        out.back().value = *last;
       }
       continue;
     }
@@ -517,20 +598,23 @@ std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only) {
     value = first == std::string_view::npos ? std::string_view() : value.substr(first);
     ++parsed;
     last = nullptr;
-    if (wanted_only && parsed > 1) {
-      std::string_view wanted = WantedHeader(name);
-      if (wanted.empty()) continue;
-      last = &out.emplace_back(Header{std::string(wanted), std::string(value)});
-      continue;
-    }
-    last = &out.emplace_back(Header{AsciiLowerCopy(name), std::string(value)});
+    std::string_view lower = parsed > 1 || wanted_only ? WantedHeader(name) : std::string_view();
+    if (wanted_only && parsed > 1 && lower.empty()) continue;
+    if (lower.empty()) lower = Stored(AsciiLowerCopy(name), storage);
+    // Values are copied: the text is often a part's, which moves.
+    last = storage->emplace_back(std::make_unique<std::string>(value)).get();
+    out.push_back(Header{lower, *last});
   }
   return out;
 }
 
 }  // namespace
 
-std::vector<Header> ParseHeaderBlock(std::string_view text) { return ParseHeaders(text, false); }
+HeaderBlock ParseHeaderBlock(std::string_view text) {
+  HeaderBlock block;
+  block.headers = ParseHeaders(text, false, &block.storage);
+  return block;
+}
 
 std::string ToUtf8(std::string_view bytes, std::string_view charset) {
   if (AlreadyUtf8(bytes, charset)) return std::string(bytes);
@@ -555,7 +639,7 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
       if (invalid == 0) return MakeValidUtf8(std::move(out));
       // Mislabelled text: Japanese carriers label EUC-JP or Shift_JIS as ISO-2022-JP, and
       // many MTAs label UTF-8 as anything. Take the first reading without invalid bytes.
-      if (g_utf8_validate(bytes.data(), static_cast<gssize>(bytes.size()), nullptr)) {
+      if (ValidUtf8(bytes)) {
         return std::string(bytes);
       }
       for (const char* alt : {"EUC-JP", "SHIFT_JIS", "CP932", "GB18030"}) {
@@ -569,7 +653,7 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
       return MakeValidUtf8(std::move(out));
     }
   }
-  if (IsAscii(bytes) || g_utf8_validate(bytes.data(), static_cast<gssize>(bytes.size()), nullptr)) {
+  if (IsAscii(bytes) || ValidUtf8(bytes)) {
     // 7-bit text may still be ISO-2022-JP (Japanese carriers send it undeclared).
     if (LooksLikeIso2022Jp(bytes) && TryConvert(bytes, "ISO-2022-JP", &out)) {
       return MakeValidUtf8(std::move(out));
@@ -592,9 +676,10 @@ namespace {
 // parser does the whole message: results never depend on which path ran, only speed does.
 
 struct RawPart {
-  // Every header (name as written, raw value); only filled for the headers of a message, the
-  // one block AddRawHeaders reads.
+  // The headers the parser reads (WantedHeader's lower-case name, raw value); only filled for
+  // the headers of a message, the one block AddRawHeaders reads.
   std::vector<std::pair<std::string_view, std::string_view>> headers;
+  bool any_header = false;  // whether the block held a header line at all
   // The first Content-Type and Content-Transfer-Encoding values, raw; data() is null when absent.
   std::string_view content_type;
   std::string_view transfer_encoding;
@@ -628,10 +713,10 @@ size_t NameEnd(std::string_view s) {
 // indentation); at the top such a message goes to GMime's parser whole. An attached message
 // (`message`) may even start with such a line: samples replace the returned message with a
 // placeholder ("[original message goes here]"), which GMime drops the same way. Only
-// `all_headers` keeps every header; a part's other headers are never read.
+// `all_headers` keeps the wanted headers; a part's headers are never read.
 RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_headers) {
   RawPart part;
-  if (all_headers) part.headers.reserve(24);
+  if (all_headers) part.headers.reserve(12);
   if (!text.empty() && text[0] == '\n') {  // no headers at all: the body starts at once
     part.body = text.substr(1);
     return part;
@@ -646,8 +731,8 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
   };
   size_t pos = 0;
   while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
+    // Inline, sixteen bytes a step: a memchr call per header line cost more than the scan.
+    size_t end = FindAnyOf<'\n'>(text.data(), pos, text.size());
     std::string_view line = text.substr(pos, end - pos);
     if (line.empty()) {
       part.body = end < text.size() ? text.substr(end + 1) : std::string_view();
@@ -677,8 +762,13 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
       std::string_view name = line.substr(0, colon);
       std::string_view value = line.substr(colon + 1);
       any = true;
-      last_listed = all_headers;
-      if (all_headers) part.headers.emplace_back(name, value);
+      part.any_header = true;
+      last_listed = false;
+      if (all_headers) {
+        std::string_view wanted = WantedHeader(name);
+        last_listed = !wanted.empty();
+        if (last_listed) part.headers.emplace_back(wanted, value);
+      }
       last_type =
           part.content_type.data() == nullptr && name.size() == 12 && NameIs(name, kContentType);
       if (last_type) part.content_type = value;
@@ -755,9 +845,11 @@ bool PlainHeaderValue(std::string_view v) {
   return true;
 }
 
-std::string DecodeHeaderValue(std::string_view raw) {
+// A header value decoded: a plain value is its own decoding, viewed where it is; any other is
+// decoded into `storage`.
+std::string_view DecodeHeaderValue(std::string_view raw, HeaderStorage* storage) {
   std::string_view trimmed = TrimSpaceView(raw);
-  if (PlainHeaderValue(trimmed)) return std::string(trimmed);
+  if (PlainHeaderValue(trimmed)) return trimmed;
   std::string v = Unfold(trimmed);
   if (v.find("=?") != std::string::npos) {
     char* decoded = g_mime_utils_header_decode_text(nullptr, v.c_str());
@@ -766,15 +858,18 @@ std::string DecodeHeaderValue(std::string_view raw) {
       g_free(decoded);
     }
   }
-  return MakeValidUtf8(std::move(v));
+  return Stored(MakeValidUtf8(std::move(v)), storage);
 }
 
-void AddRawHeaders(const RawPart& p, std::vector<Header>* out) {
+// The wanted headers of a message's header block into *out; their values may view the bytes
+// `owner` holds (null: the caller's message), which the view then keeps.
+void AddRawHeaders(const RawPart& p, const std::shared_ptr<const std::string>& owner,
+                   std::vector<Header>* out, MimeView* view) {
   out->reserve(12);  // the usual count of wanted headers: no regrowing
-  for (const auto& [name, value] : p.headers) {
-    std::string_view wanted = WantedHeader(name);
-    if (!wanted.empty()) out->push_back(Header{std::string(wanted), DecodeHeaderValue(value)});
-  }
+  for (const auto& [name, value] : p.headers)
+    out->push_back(Header{name, DecodeHeaderValue(value, &view->storage)});
+  if (owner != nullptr && !out->empty() && (view->owners.empty() || view->owners.back() != owner))
+    view->owners.push_back(owner);
 }
 
 // A Content-Type value. Only the parameters the walker reads are kept (the first of each); they
@@ -976,7 +1071,7 @@ struct FastWalker {
       // The returned message's headers: read now.
       have_original = true;
       std::string text = LeafText(part.body, enc, ct->charset);
-      view->original_headers = ParseHeaders(text, true);
+      view->original_headers = ParseHeaders(text, true, &view->storage);
       view->parts.emplace_back(std::string(ct->type), std::move(text), attached);
       return;
     }
@@ -1025,7 +1120,7 @@ struct FastWalker {
       }
       if (first_original) {
         have_original = true;
-        AddRawHeaders(msg, &view->original_headers);
+        AddRawHeaders(msg, owner, &view->original_headers, view);
       }
       Entity(msg, depth + 1, true, "text/plain");
       owner = std::move(outer);
@@ -1039,10 +1134,13 @@ struct FastWalker {
       if (depth == 0) failed = true;  // inside: no parts, as below
       return;
     }
-    std::string delim;
-    delim.reserve(ct.boundary.size() + 2);
-    delim += "--";
-    delim += ct.boundary;
+    // "\n--boundary": a delimiter counts only at the start of a line, so (but for one at the
+    // very start of the body) it is searched for with the line end before it.
+    std::string nl_delim;
+    nl_delim.reserve(ct.boundary.size() + 3);
+    nl_delim += "\n--";
+    nl_delim += ct.boundary;
+    const std::string_view delim = std::string_view(nl_delim).substr(1);
     std::string_view child_default =
         ct.type == "multipart/digest" ? "message/rfc822" : "text/plain";
     // Delimiter lines: "--boundary" (optionally followed by spaces) or the close "--boundary--".
@@ -1051,16 +1149,18 @@ struct FastWalker {
     bool found = false;
     bool closed = false;
     // Delimiters are found with memmem, not line by line: the returned message is often most
-    // of the bytes, and its lines need not be looked at one by one.
-    // pos < size: an empty body's view may hold a null pointer, which memmem must not get
-    // (nothing could be found in zero bytes anyway).
+    // of the bytes, and its lines need not be looked at one by one (memmem skips ahead by up to
+    // the needle's length, faster than any byte-by-byte filter on long boundaries). `pos` is 0
+    // or just after a line end, so the search for "\n--boundary" starts at that line end.
+    // pos < size: an empty body's view may hold a null pointer, which memmem must not get.
     while (pos < body.size()) {
-      const void* hit = memmem(body.data() + pos, body.size() - pos, delim.data(), delim.size());
-      if (hit == nullptr) break;
-      size_t at = static_cast<size_t>(static_cast<const char*>(hit) - body.data());
-      if (at != 0 && body[at - 1] != '\n') {  // not at the start of a line
-        pos = at + 1;
-        continue;
+      size_t at = 0;
+      if (pos != 0 || !body.starts_with(delim)) {
+        size_t from = pos == 0 ? 0 : pos - 1;
+        const void* hit =
+            memmem(body.data() + from, body.size() - from, nl_delim.data(), nl_delim.size());
+        if (hit == nullptr) break;
+        at = static_cast<size_t>(static_cast<const char*>(hit) - body.data()) + 1;
       }
       size_t end = body.find('\n', at);
       if (end == std::string_view::npos) end = body.size();
@@ -1129,8 +1229,8 @@ bool FastDecode(std::string_view normalized, const std::shared_ptr<const std::st
     normalized.remove_prefix(nl + 1);
   }
   RawPart top = SplitHeaders(normalized, false, false, true);
-  if (!top.ok || top.headers.empty()) return false;
-  AddRawHeaders(top, &view->headers);
+  if (!top.ok || !top.any_header) return false;
+  AddRawHeaders(top, owner, &view->headers, view);
   view->parts.reserve(8);
   FastWalker walker{view, nested_ok, owner};
   walker.Entity(top, 0, false, "text/plain");
@@ -1196,7 +1296,7 @@ MimeView DecodeMimeImpl(std::string_view message, std::shared_ptr<const std::str
   g_mime_parser_set_format(parser, GMIME_FORMAT_MESSAGE);
   GMimeMessage* msg = g_mime_parser_construct_message(parser, nullptr);
   if (msg != nullptr) {
-    AddHeaders(GMIME_OBJECT(msg), &view.headers);
+    AddHeaders(GMIME_OBJECT(msg), &view.headers, &view.storage);
     GMimeObject* body = g_mime_message_get_mime_part(msg);
     if (body != nullptr) {
       view.content_type = TypeOf(body);
@@ -1240,12 +1340,21 @@ MimeLeaf MimeLeaf::Deferred(std::string type, Pending pending, bool attached) {
   return leaf;
 }
 
-const std::string& MimeLeaf::text() const {
+std::string_view MimeLeaf::text() const {
   if (pending_) {
-    text_ = LeafText(pending_->body, pending_->encoding, pending_->charset);
+    // LeafText's result for an identity-encoded body that needs no conversion is the body's
+    // first kMaxPartTextBytes: viewed, not copied.
+    std::string_view body = pending_->body.substr(0, kMaxPartTextBytes);
+    if (pending_->encoding == TransferEncoding::kIdentity && AlreadyUtf8(body, pending_->charset)) {
+      in_place_ = body;
+      in_place_owner_ = std::move(pending_->owner);
+      is_in_place_ = true;
+    } else {
+      text_ = LeafText(pending_->body, pending_->encoding, pending_->charset);
+    }
     pending_.reset();
   }
-  return text_;
+  return is_in_place_ ? in_place_ : std::string_view(text_);
 }
 
 MimeView DecodeMime(std::string_view message, MimeDecoder decoder) {

@@ -18,10 +18,17 @@ inline constexpr int kMaxMimeDepth = 8;
 inline constexpr size_t kMaxMimeParts = 128;
 inline constexpr size_t kMaxPartTextBytes = 1024 * 1024;
 
+// A header as views: into the message's own bytes (a plain value, as most are), into static
+// memory (a name the parser reads), or into the storage of the MimeView or HeaderBlock that
+// holds it (a decoded value). Copying each one cost an allocation per header.
 struct Header {
-  std::string name;   // lower-case
-  std::string value;  // unfolded, RFC 2047-decoded, UTF-8
+  std::string_view name;   // lower-case
+  std::string_view value;  // unfolded, RFC 2047-decoded, UTF-8
 };
+
+// Decoded values and names a Header views. Each string is allocated on its own, so moving the
+// holder leaves the views valid.
+using HeaderStorage = std::vector<std::unique_ptr<std::string>>;
 
 // How a body is transfer-encoded; kUnknown (uuencode, x-...) is left to GMime's parser.
 enum class TransferEncoding { kIdentity, kBase64, kQuotedPrintable, kUnknown };
@@ -36,8 +43,10 @@ struct MimeLeaf {
   // The content after transfer decoding, as UTF-8 with '\n' line ends. Parts split without
   // GMime's parser are decoded on first use (most bounces never read the returned message's
   // parts, which are most of the bytes, nor an HTML alternative); the result is the same
-  // either way. Not safe to call from two threads at once on the same leaf.
-  const std::string& text() const;
+  // either way. A body that is its own decoding (7-bit, or valid UTF-8 as labelled, not
+  // transfer-encoded) is viewed where it is, as the Pending body was, not copied. Not safe to
+  // call from two threads at once on the same leaf.
+  std::string_view text() const;
 
   // Not decoded yet: the raw body and how it is encoded. The body views `owner` when the
   // decoder had to copy the message (other line ends than LF, an encoded message/rfc822), else
@@ -53,6 +62,10 @@ struct MimeLeaf {
  private:
   mutable std::string text_;
   mutable std::optional<Pending> pending_;
+  // A body read in place: its bytes, and what holds them (null: the caller's message).
+  mutable std::string_view in_place_;
+  mutable std::shared_ptr<const std::string> in_place_owner_;
+  mutable bool is_in_place_ = false;
 };
 
 // Only the headers the parser reads are kept (From, To, Subject, Message-ID, Return-Path,
@@ -63,6 +76,10 @@ struct MimeView {
   std::string report_type;               // report-type parameter of a multipart/report
   std::vector<MimeLeaf> parts;           // leaves in document order
   std::vector<Header> original_headers;  // headers of the returned message, when attached
+  // What the headers view besides the caller's message: decoded values, and the copies of the
+  // message the decoder made (other line ends than LF, an encoded message/rfc822).
+  HeaderStorage storage;
+  std::vector<std::shared_ptr<const std::string>> owners;
 
   // First value of a header (name lower-case), or "" when absent.
   std::string_view Get(std::string_view name) const;
@@ -71,7 +88,11 @@ struct MimeView {
 
 // Parses a bare header block ("Name: value" lines with folded continuations) up to the first
 // blank line: text/rfc822-headers parts and original messages quoted inline in the text.
-std::vector<Header> ParseHeaderBlock(std::string_view text);
+struct HeaderBlock {
+  std::vector<Header> headers;
+  HeaderStorage storage;  // what `headers` view
+};
+HeaderBlock ParseHeaderBlock(std::string_view text);
 
 // Converts bytes in `charset` (any name iconv knows, or "" when unknown) to valid UTF-8; bytes
 // that are not valid in the charset are replaced. Used for parts and for undeclared 8-bit text.
@@ -88,9 +109,9 @@ bool SingleByteToUtf8(std::string_view bytes, std::string_view charset, std::str
 // anything unusual to GMime's parser; kGMime always uses GMime's parser (tests compare both).
 enum class MimeDecoder { kAuto, kGMime };
 
-// Decodes a message. `message` is cut at the caller's size cap already. Parts may view
-// `message` until first read: keep its bytes alive while the view, or a leaf copied from it,
-// is used.
+// Decodes a message. `message` is cut at the caller's size cap already. Headers may view
+// `message`, and parts until first read: keep its bytes alive while the view, or a leaf copied
+// from it, is used.
 MimeView DecodeMime(std::string_view message, MimeDecoder decoder = MimeDecoder::kAuto);
 
 }  // namespace bounced::dsn

@@ -223,11 +223,14 @@ bool IsReturnedMessageMarker(std::string_view line) {
     ++lead_space;
   if (lead_space == line.size()) return false;
   char first = line[lead_space];
-  if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
-        first == '<' || first == '|')) {
-    char lead = AsciiLower(first);
-    if (lead != 'o' && lead != 'm' && lead != 'b' && lead != 'r' && lead != 'u') return false;
-  }
+  // A rule or bracket character, or the first letter of a heading word (either case): one
+  // table load for the character every line is tested on.
+  static constexpr std::array<bool, 256> kMarkerFirst = [] {
+    std::array<bool, 256> t{};
+    for (char c : std::string_view("-=*_[<|omburOMBUR")) t[static_cast<uint8_t>(c)] = true;
+    return t;
+  }();
+  if (!kMarkerFirst[static_cast<uint8_t>(first)]) return false;
   std::string_view t = TrimSpace(line);
   if (t.size() < 8 || t.size() > 100) return false;
   if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
@@ -723,6 +726,7 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     int recipient;  // index in recipients, or -1
   };
   std::vector<Occurrence> occ;
+  occ.reserve(16);  // a few addresses in most texts: no regrowing
   auto is_excluded = [&](std::string_view address) {
     for (const std::string& x : excluded) {
       if (EqualsNoCase(x, address)) return true;
@@ -824,6 +828,7 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     for (const Occurrence& o : occ) {
       if (o.recipient != r || o.line < last_end) continue;
       named = true;
+      diag.reserve(512);  // a block is a few lines: grown once, not line by line
       // Its block: to the next line naming another recipient, a separator, a blank line once
       // there is reason text, or the line limit.
       size_t j = o.line;
@@ -965,7 +970,8 @@ std::vector<std::string> BlocksFor(const Explanation& explanation,
 
 bool LooksLikeAddress(std::string_view s) {
   s = TrimSpace(s);
-  return s.find('@') != std::string_view::npos && !ContainsAnyOf(s, " \t|") && !s.starts_with("/");
+  return s.find('@') != std::string_view::npos &&
+         FindAnyOf<' ', '\t', '|'>(s.data(), 0, s.size()) == s.size() && !s.starts_with("/");
 }
 
 std::string RemoteHostFromText(std::string_view text) {

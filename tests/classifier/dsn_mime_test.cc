@@ -27,7 +27,8 @@ std::string ReadFile(const std::filesystem::path& path) {
   return s.str();
 }
 
-std::string TrimEnd(std::string s) {
+std::string TrimEnd(std::string_view v) {
+  std::string s(v);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
@@ -287,7 +288,7 @@ TEST(DecodeMime, ReturnedMessagePartsDecodeOnFirstRead) {
       }
       std::vector<std::string> expected;
       for (const MimeLeaf& p : gmime.parts) {
-        if (p.attached) expected.push_back(p.text());
+        if (p.attached) expected.emplace_back(p.text());
       }
       ASSERT_EQ(attached.size(), 2u) << cte;
       // GMime's parser leaves an encoded message/rfc822 undecoded (no parts); the fast path
@@ -480,7 +481,9 @@ TEST(DecodeMime, EveryWantedHeaderNameMatchesExactly) {
     std::string mixed = lower;
     for (size_t i = 0; i < mixed.size(); i += 2) mixed[i] = upper[i];
     for (const std::string& name : {lower, upper, mixed}) {
-      MimeView view = DecodeMime(name + ": v\nX-Other: w\n\nbody\n");
+      // Header values view the message: it outlives the view.
+      const std::string msg = name + ": v\nX-Other: w\n\nbody\n";
+      MimeView view = DecodeMime(msg);
       ASSERT_EQ(view.headers.size(), 1u) << name;
       EXPECT_EQ(view.headers[0].name, lower);
       EXPECT_EQ(view.headers[0].value, "v");
@@ -490,7 +493,8 @@ TEST(DecodeMime, EveryWantedHeaderNameMatchesExactly) {
         if (lower[i] == other) continue;
         std::string name = lower;
         name[i] = other;
-        MimeView view = DecodeMime("X-First: a\n" + name + ": v\n\nbody\n");
+        const std::string msg = "X-First: a\n" + name + ": v\n\nbody\n";
+        MimeView view = DecodeMime(msg);
         EXPECT_TRUE(view.Get(lower).empty()) << lower << " byte " << i << " " << int{other};
       }
     }
@@ -551,15 +555,18 @@ TEST(DecodeMime, ReturnedHeaderBlockKeepsTheHeadersTheParserReads) {
       "Message-ID: <id@example.net>\n"
       "Subject: hello\n";
   for (MimeDecoder decoder : {MimeDecoder::kAuto, MimeDecoder::kGMime}) {
-    MimeView view = DecodeMime(report(block), decoder);
-    std::vector<Header> all = ParseHeaderBlock(block);
+    const std::string msg = report(block);  // viewed by the headers: kept while they are read
+    MimeView view = DecodeMime(msg, decoder);
+    HeaderBlock parsed = ParseHeaderBlock(block);
+    const std::vector<Header>& all = parsed.headers;
     for (const char* name : {"to", "message-id", "subject", "from", "received"}) {
       EXPECT_EQ(MimeView::Find(view.original_headers, name), MimeView::Find(all, name)) << name;
     }
     EXPECT_EQ(MimeView::Find(view.original_headers, "to"),
               "<user@example.org>, <other@example.org>");
     EXPECT_TRUE(MimeView::Find(view.original_headers, "dkim-signature").empty());
-    MimeView others = DecodeMime(report("Received: from a.example\nX-Spam: no\n"), decoder);
+    const std::string other_msg = report("Received: from a.example\nX-Spam: no\n");
+    MimeView others = DecodeMime(other_msg, decoder);
     EXPECT_FALSE(others.original_headers.empty());
   }
 }
