@@ -771,7 +771,10 @@ constexpr uint32_t kSimpleUses = 256;
 // without a newline, so a simple pattern can match it without RE2.
 bool PatternMatches(Pattern& p, std::string_view lower, bool simple_text) {
   if (p.literal_only) return true;
+  // The count is read before it is incremented: once a pattern is past kSimpleUses, threads
+  // parsing at once only read its cache line instead of writing it on every match.
   if (simple_text && p.simple_syntax &&
+      p.simple_uses.load(std::memory_order_relaxed) < kSimpleUses &&
       p.simple_uses.fetch_add(1, std::memory_order_relaxed) < kSimpleUses) {
     std::call_once(p.simple_once, [&] { p.simple = SimplePattern::Build(p.re->text()); });
     bool fallback = false;
