@@ -46,15 +46,21 @@ constexpr size_t kReadChunkBytes = 64 << 10;
 constexpr size_t kOutputFlushBytes = 1 << 20;
 // The pipeline's blocks: new bytes per block (four reads; about 1,500 lines of the bench log,
 // whose parsed fields take some 300 bytes a line), and blocks in flight (the reader runs at most
-// this far ahead of the correlator, so memory is kBlocks blocks, about 3 MB, whatever the log's
+// this far ahead of the correlator, so memory is kBlocks blocks, 3-6 MB, whatever the log's
 // size; a block handed over is read by the other core from the shared L3). Blocks are large
 // enough that handing one over (a lock and, when a thread waits, a wake-up) costs nothing
 // measurable.
 constexpr size_t kBlockBytes = 256 << 10;
 constexpr size_t kBlocks = 4;
+// Lines per block at most: a block of short lines (hostile input: a file of newlines) would
+// otherwise hold a parsed line per byte, about 300 times the block's size. The bench log has
+// about 1,500 lines a block.
+constexpr size_t kMaxBlockLines = 4096;
 // The start of a line that a block did not end, carried to the next block: at most this much of
-// it, which is enough to count it as too long (as LogLineSplitter carries it).
+// it, which is enough to count it as too long (as LogLineSplitter carries it). Lines a full block
+// had no room for are carried whole: they come from the last read, so this bounds them too.
 constexpr size_t kCarryBytes = kMaxLogLineBytes + 2;
+static_assert(kCarryBytes >= kReadChunkBytes);
 
 struct ParseLogOptions {
   std::string format = "jsonl";
@@ -148,25 +154,27 @@ class BlockReader {
     if (n <= kMaxLogLineBytes) ParseLogLine(line.text, &line.parsed);
   }
 
-  // Adds the lines ended in buf[from, to); the first starts at buf[line_start]. Returns where
-  // the line not ended yet starts.
-  static size_t AddLines(ParsedBlock* b, const char* buf, size_t line_start, size_t from,
-                         size_t to) {
+  // Adds the lines ended in buf[from, to), the first one starting at buf[*line_start], while
+  // the block has room, and moves *line_start past them. Returns false once the block is full.
+  static bool AddLines(ParsedBlock* b, const char* buf, size_t* line_start, size_t from,
+                       size_t to) {
     const char* p = buf + from;
     const char* end = buf + to;
-    while (p < end) {
+    while (p < end && b->count < kMaxBlockLines) {
       const void* nl = __builtin_memchr(p, '\n', static_cast<size_t>(end - p));
       if (nl == nullptr) break;
       const char* e = static_cast<const char*>(nl);
-      AddLine(b, buf + line_start, static_cast<size_t>(e - buf) - line_start);
-      line_start = static_cast<size_t>(e - buf) + 1;
+      AddLine(b, buf + *line_start, static_cast<size_t>(e - buf) - *line_start);
+      *line_start = static_cast<size_t>(e - buf) + 1;
       p = e + 1;
     }
-    return line_start;
+    return b->count < kMaxBlockLines;
   }
 
   void Run() {
-    std::string carry;  // the start of the line the last block did not end
+    // What the last block left: the lines it had no room for (at most one read's worth), then
+    // the start of a line not ended yet (kept only as far as counting it needs).
+    std::string carry;
     for (;;) {
       ParsedBlock* b = TakeFree();
       if (b == nullptr) return;
@@ -182,8 +190,9 @@ class BlockReader {
         std::memcpy(buf, carry.data(), carry.size());
         filled = carry.size();
         line_start = 0;
-        const size_t limit = carry.size() + kBlockBytes;
-        while (filled < limit) {
+        bool room = AddLines(b, buf, &line_start, 0, filled);
+        const size_t limit = filled + kBlockBytes;
+        while (room && filled < limit) {
           ssize_t n = read(fd_, buf + filled, std::min(kReadChunkBytes, limit - filled));
           if (n < 0) {
             if (errno == EINTR) continue;
@@ -195,10 +204,11 @@ class BlockReader {
             end = true;
             break;
           }
-          line_start = AddLines(b, buf, line_start, filled, filled + static_cast<size_t>(n));
+          room = AddLines(b, buf, &line_start, filled, filled + static_cast<size_t>(n));
           filled += static_cast<size_t>(n);
         }
-        carry.assign(buf + line_start, std::min(filled - line_start, kCarryBytes));
+        const size_t rest = filled - line_start;
+        carry.assign(buf + line_start, room ? std::min(rest, kCarryBytes) : rest);
       } while (b->count == 0 && !end);
       if (end) {
         // A last line without a newline still counts (as LogLineSplitter::Finish hands it out).

@@ -171,6 +171,27 @@ TEST(CtlParseLog, PipelineReadsEmptyInputAndGarbage) {
   EXPECT_GT(j["lines"]["skipped_garbage"].get<uint64_t>(), 0u);
 }
 
+// Short lines fill a block's line budget long before its bytes: the lines left over move to the
+// next block whole, between real log lines.
+TEST(CtlParseLog, PipelineKeepsEveryLineOfAFileOfShortLines) {
+  TempDir dir;
+  const std::string logs = TestLogs();
+  std::string input;
+  uint64_t lines = 0;
+  for (int round = 0; round < 6; ++round) {
+    input += std::string(500000 + 4099 * round, '\n');
+    lines += 500000 + 4099 * round;
+    for (int i = 0; i < 100000; ++i) input += i % 3 == 0 ? "x\r\n" : "x\n";
+    lines += 100000;
+    input += logs;
+    lines += static_cast<uint64_t>(std::count(logs.begin(), logs.end(), '\n'));
+  }
+  AppendFile(dir / "short.log", input);
+  json j = SummaryJson(ExpectSameOutputBothWays(dir, dir / "short.log"));
+  EXPECT_EQ(j["lines"]["total"].get<uint64_t>(), lines);
+  EXPECT_GT(j["events"].get<uint64_t>(), 100u);
+}
+
 // "-" reads stdin: from a pipe (reads shorter than asked for) and from a redirected file.
 TEST(CtlParseLog, PipelineReadsStdinFromAPipe) {
   TempDir dir;
