@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# parselog_bench.sh: `bouncectl parse-log --summary` against pflogsumm and a raw line scanner,
-# in one run, on logs from the shared generator; plus memory at two log sizes and accuracy
-# against the generator's ground truth. See bench/README.md ("Postfix log parsing").
+# parselog_bench.sh: `bouncectl parse-log --summary` (its default threads, and --jobs 1) against
+# pflogsumm and a raw line scanner, in one run, on logs from the shared generator; plus memory at
+# two log sizes and accuracy against the generator's ground truth. See bench/README.md ("Postfix log parsing").
 #
 # Reads (outside the repository, as bench inputs): ../shared/bench/genlog.py (log generator) and
 # ../shared/bench/scan.cpp (the raw scanner, compiled here with g++ -O2).
@@ -48,6 +48,8 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" >"$OUT/parselog_env.txt"
 for i in $(seq "$RUNS"); do
   time_run scan "$OUT/scan" "$LOG1"
   time_run parselog "$BOUNCECTL" parse-log --summary "$LOG1"
+  # The same on one thread (the default runs two when there are two CPUs).
+  time_run parselog_1t "$BOUNCECTL" parse-log --summary --jobs 1 "$LOG1"
   time_run pflogsumm pflogsumm --syslog-name="$NAME" "$LOG1"
 done
 cat "$LOG4" >/dev/null
@@ -73,15 +75,18 @@ pw, pc = med('parselog', 0), med('parselog', 1)
 res = {
     'log_1M_mb': round(mb, 1),
     'runs': len(rows['parselog']),
-    'wall_s': {k: round(med(k, 0), 3) for k in ('scan', 'parselog', 'pflogsumm')},
-    'cpu_s': {k: round(med(k, 1), 3) for k in ('scan', 'parselog', 'pflogsumm')},
+    'cpus': os.cpu_count(),
+    'wall_s': {k: round(med(k, 0), 3) for k in ('scan', 'parselog', 'parselog_1t', 'pflogsumm')},
+    'cpu_s': {k: round(med(k, 1), 3) for k in ('scan', 'parselog', 'parselog_1t', 'pflogsumm')},
     'parselog_lines_per_s': round(1e6 / pw),
     'parselog_mb_per_s': round(mb / pw, 1),
     'speedup_vs_pflogsumm_wall': round(med('pflogsumm', 0) / pw, 1),
     'speedup_vs_pflogsumm_cpu': round(med('pflogsumm', 1) / pc, 1),
+    'speedup_vs_pflogsumm_wall_1t': round(med('pflogsumm', 0) / med('parselog_1t', 0), 1),
     'fraction_of_scan_speed_wall': round(med('scan', 0) / pw, 3),
     'fraction_of_scan_speed_cpu': round(med('scan', 1) / pc, 3),
     'max_rss_kb': {'parselog_1M': max(r[2] for r in rows['parselog']),
+                   'parselog_1t_1M': max(r[2] for r in rows['parselog_1t']),
                    'parselog_big': rows['parselog_big'][0][2],
                    'pflogsumm_1M': max(r[2] for r in rows['pflogsumm'])},
     'big_log_lines': sum(1 for _ in open(log4, 'rb')),

@@ -289,7 +289,7 @@ struct LogCorrelator::Impl {
   EventStatus cur_status = EventStatus::kSent;
   uint32_t cur_provider = 0;
 
-  ParsedLogLine line;
+  ParsedLogLine line;  // what Feed parses into (reused)
   DeliveryEvent event;
   std::vector<PendingRecipient> expiring;  // reused buffer for OnExpired
   std::string last_timestamp;              // the last timestamp converted, as written
@@ -301,7 +301,7 @@ struct LogCorrelator::Impl {
   std::string scratch_recipient, scratch_orig_recipient, scratch_dsn, scratch_relay;
   log_internal::KeyHash seed = RandomSeed();
 
-  void Feed(sv text);
+  void FeedParsed(sv text, const ParsedLogLine& p);
   QueueState* Find(sv qid);
   QueueState* FindOrCreate(sv qid);
   void Erase(sv qid);
@@ -621,14 +621,13 @@ void LogCorrelator::Impl::OnExpired(const ParsedLogLine& p) {
   }
 }
 
-void LogCorrelator::Impl::Feed(sv text) {
+void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
   ++stats.lines;
   if (text.size() > kMaxLogLineBytes) {
     ++stats.skipped_too_long;
     return;
   }
-  const ParsedLogLine& p = line;
-  switch (ParseLogLine(text, &line)) {
+  switch (p.kind) {
     case LogLineKind::kBlank:
       return;
     case LogLineKind::kGarbage:
@@ -683,7 +682,14 @@ LogCorrelator::LogCorrelator(std::shared_ptr<const RuleSet> rules, Sink sink)
     : impl_(std::make_unique<Impl>(std::move(rules), std::move(sink))) {}
 LogCorrelator::~LogCorrelator() = default;
 
-void LogCorrelator::Feed(std::string_view line) { impl_->Feed(line); }
+void LogCorrelator::Feed(std::string_view text) {
+  // A too-long line is not parsed: FeedParsed only counts it.
+  if (text.size() <= kMaxLogLineBytes) ParseLogLine(text, &impl_->line);
+  impl_->FeedParsed(text, impl_->line);
+}
+void LogCorrelator::FeedParsed(std::string_view text, const ParsedLogLine& parsed) {
+  impl_->FeedParsed(text, parsed);
+}
 const LogStats& LogCorrelator::stats() const { return impl_->stats; }
 void LogCorrelator::set_year(int year) {
   impl_->year = year;
@@ -720,8 +726,12 @@ void LogCorrelator::set_rules(std::shared_ptr<const RuleSet> rules) {
 
 void LogLineSplitter::Carry(std::string_view part) {
   carrying_ = true;
-  // Keep at most one byte past the limit: Feed only needs to see that the line is too long.
-  size_t room = kMaxLogLineBytes + 1 > carry_.size() ? kMaxLogLineBytes + 1 - carry_.size() : 0;
+  // Keep at most two bytes past the limit: Feed only needs to see that the line is too long, and
+  // after Chomp takes a "\r" off the kept part it still is. (One byte was not enough: a long line
+  // whose byte at the limit was "\r" came out at the limit, parsed, but only when it spanned two
+  // chunks; now a line counts as too long exactly when it is, wherever the chunks break.)
+  constexpr size_t kKeep = kMaxLogLineBytes + 2;
+  size_t room = kKeep > carry_.size() ? kKeep - carry_.size() : 0;
   carry_.append(part.substr(0, room));
 }
 

@@ -152,8 +152,12 @@ class LogCorrelator {
   LogCorrelator& operator=(const LogCorrelator&) = delete;
 
   // Feeds one line (without its newline). Calls the sink zero or more times; the event passed
-  // is only valid during the call.
+  // is only valid during the call. The same as ParseLogLine followed by FeedParsed.
   void Feed(std::string_view line);
+  // Feeds one line parsed elsewhere (e.g. on another thread): `parsed` must be what
+  // ParseLogLine(line, &parsed) gave, its views still valid. A line longer than kMaxLogLineBytes
+  // is counted as too long and `parsed` is not read (it need not have been parsed at all).
+  void FeedParsed(std::string_view line, const ParsedLogLine& parsed);
   const LogStats& stats() const;
   // The year assumed for classic syslog timestamps (default: the current year). A month going
   // back by more than six (Dec -> Jan) advances it.
@@ -180,8 +184,9 @@ class LogCorrelator {
 
 // Splits a byte stream into lines for LogCorrelator::Feed (or anything else), without copying
 // complete lines: only a line that spans two chunks is carried over, and at most
-// kMaxLogLineBytes + 1 bytes of it (enough for Feed to see it is too long). "\r\n" ends are
-// accepted; the "\r" is removed.
+// kMaxLogLineBytes + 2 bytes of it (enough for Feed to see it is too long, "\r" removed or not).
+// "\r\n" ends are accepted; the "\r" is removed. What Feed counts does not depend on where the
+// chunks break.
 class LogLineSplitter {
  public:
   // Calls on_line(std::string_view) for every complete line in `chunk`.

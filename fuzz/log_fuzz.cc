@@ -3,8 +3,10 @@
 // Reads: arbitrary bytes as a log. The first byte picks a chunk size for LogLineSplitter (so
 // lines are split across reads) and a small queue id cap (so eviction runs). Every line goes
 // through ParseLogLine, ParseLogTimestamp (on what it found) and a LogCorrelator with the
-// default rules. Checks: no crash, no sanitizer report, and the invariants of the parsed views
-// and of the emitted events (sanitised text, known log statuses).
+// default rules; a second LogCorrelator gets the same lines through FeedParsed with what
+// ParseLogLine gave (as parse-log's pipeline feeds them). Checks: no crash, no sanitizer report,
+// the invariants of the parsed views and of the emitted events (sanitised text, known log
+// statuses), and that both correlators count the same events and lines.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -49,9 +51,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   });
   correlator.set_max_tracked_queue_ids(1u + data[0] % 7u);
   correlator.set_year(2026);
+  bounced::LogCorrelator parsed_ahead(rules, nullptr);
+  parsed_ahead.set_max_tracked_queue_ids(1u + data[0] % 7u);
+  parsed_ahead.set_year(2026);
 
   bounced::LogLineSplitter splitter;
-  auto on_line = [&correlator](std::string_view line) {
+  auto on_line = [&correlator, &parsed_ahead](std::string_view line) {
     bounced::ParsedLogLine p;
     bounced::LogLineKind kind = bounced::ParseLogLine(line, &p);
     Check(kind == p.kind);
@@ -66,10 +71,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       bounced::ParseLogTimestamp(p.timestamp, 2026, 3600, &t, &s);
     }
     correlator.Feed(line);
+    parsed_ahead.FeedParsed(line, p);
   };
   for (size_t i = 0; i < input.size(); i += chunk) splitter.Push(input.substr(i, chunk), on_line);
   splitter.Finish(on_line);
   const bounced::LogStats& st = correlator.stats();
   Check(st.tracked_queue_ids <= 1u + data[0] % 7u);
+  const bounced::LogStats& ahead = parsed_ahead.stats();
+  Check(ahead.events == st.events && ahead.lines == st.lines &&
+        ahead.postfix_lines == st.postfix_lines && ahead.skipped_garbage == st.skipped_garbage &&
+        ahead.skipped_truncated == st.skipped_truncated &&
+        ahead.skipped_too_long == st.skipped_too_long &&
+        ahead.evicted_queue_ids == st.evicted_queue_ids);
   return 0;
 }
