@@ -206,8 +206,10 @@ void BuildReplyKey(std::string_view provider, std::string_view dsn, std::string_
   key->resize(head + reason.size());
   char* const out = key->data();
   char* w = out;
+  // memcpy is never given an empty view's data(): it may be null, which memcpy does not allow
+  // even for zero bytes (UBSan, log_fuzz).
   for (std::string_view part : {provider, dsn, action}) {
-    memcpy(w, part.data(), part.size());
+    if (!part.empty()) memcpy(w, part.data(), part.size());
     w += part.size();
     *w++ = '\x1f';
   }
@@ -238,7 +240,7 @@ void BuildReplyKey(std::string_view provider, std::string_view dsn, std::string_
     }
     pos = end;
   }
-  memcpy(w, r.data() + pos, r.size() - pos);
+  if (pos < r.size()) memcpy(w, r.data() + pos, r.size() - pos);
   w += r.size() - pos;
   key->resize(static_cast<size_t>(w - out));
 }
