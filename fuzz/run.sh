@@ -25,8 +25,12 @@ for t in "${targets[@]}"; do
   pids+=($!)
 done
 rc=0
+# UBSan's reports do not stop the fuzzer (they are recoverable), so a run whose log holds a
+# "runtime error:" line is a finding too, even when the fuzzer itself exited 0.
 for i in "${!pids[@]}"; do
-  if wait "${pids[$i]}"; then echo "${targets[$i]}: clean for ${secs}s ($(grep -E 'stat::number_of_executed_units' "fuzz/artifacts/${targets[$i]}.log" | awk '{print $2}') runs)"
-  else echo "${targets[$i]}: FAILED, see fuzz/artifacts/${targets[$i]}.log"; rc=1; fi
+  log="fuzz/artifacts/${targets[$i]}.log"
+  if wait "${pids[$i]}" && ! grep -q 'runtime error:' "$log"; then
+    echo "${targets[$i]}: clean for ${secs}s ($(grep -E 'stat::number_of_executed_units' "$log" | awk '{print $2}') runs)"
+  else echo "${targets[$i]}: FAILED (crash or sanitizer report), see $log"; rc=1; fi
 done
 exit $rc
