@@ -12,6 +12,33 @@ namespace bounced {
 // character boundary; what matters for classification is at the start of a reply.
 inline constexpr size_t kMaxDiagnosticBytes = 4096;
 
+// Length (2-4) of the well-formed UTF-8 sequence that starts with the non-ASCII byte p[0], of
+// which `avail` bytes are readable; 0 when it is ill-formed (overlong, a surrogate, past
+// U+10FFFF, cut short or a bad continuation byte). The one rule of the project's UTF-8 checks.
+inline size_t Utf8SequenceLength(const unsigned char* p, size_t avail) {
+  const unsigned char c = p[0];
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (len > avail || p[1] < lo || p[1] > hi) return 0;
+  for (size_t k = 2; k < len; ++k) {
+    if (p[k] < 0x80 || p[k] > 0xBF) return 0;
+  }
+  return len;
+}
+
 // ASCII-only helpers (SMTP keywords and codes are ASCII; we never case-fold other scripts).
 inline char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 std::string AsciiLowerCopy(std::string_view s);
