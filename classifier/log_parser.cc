@@ -726,12 +726,8 @@ void LogCorrelator::set_rules(std::shared_ptr<const RuleSet> rules) {
 
 void LogLineSplitter::Carry(std::string_view part) {
   carrying_ = true;
-  // Keep at most two bytes past the limit: Feed only needs to see that the line is too long, and
-  // after Chomp takes a "\r" off the kept part it still is. (One byte was not enough: a long line
-  // whose byte at the limit was "\r" came out at the limit, parsed, but only when it spanned two
-  // chunks; now a line counts as too long exactly when it is, wherever the chunks break.)
-  constexpr size_t kKeep = kMaxLogLineBytes + 2;
-  size_t room = kKeep > carry_.size() ? kKeep - carry_.size() : 0;
+  // Feed only needs to see that the line is too long (see kLogLineCarryBytes).
+  size_t room = kLogLineCarryBytes > carry_.size() ? kLogLineCarryBytes - carry_.size() : 0;
   carry_.append(part.substr(0, room));
 }
 

@@ -37,6 +37,11 @@ namespace bounced {
 
 // A line longer than this is skipped and counted as too long.
 inline constexpr size_t kMaxLogLineBytes = 64 * 1024;
+// How much of a line cut by a read boundary a splitter keeps: two bytes past the limit, so that
+// the kept part is still too long after a trailing "\r" is taken off (one byte was not enough: a
+// long line whose byte at the limit was "\r" then came out at the limit and was parsed, but
+// only when a read boundary fell inside it). LogLineSplitter and parse-log's block reader.
+inline constexpr size_t kLogLineCarryBytes = kMaxLogLineBytes + 2;
 // Queue ids tracked at once by default; beyond it the least recently seen one is evicted.
 inline constexpr size_t kDefaultMaxTrackedQueueIds = 200000;
 // Recipients still pending (last status deferred) remembered per queue id.
@@ -184,7 +189,7 @@ class LogCorrelator {
 
 // Splits a byte stream into lines for LogCorrelator::Feed (or anything else), without copying
 // complete lines: only a line that spans two chunks is carried over, and at most
-// kMaxLogLineBytes + 2 bytes of it (enough for Feed to see it is too long, "\r" removed or not).
+// kLogLineCarryBytes of it (enough for Feed to see it is too long, "\r" removed or not).
 // "\r\n" ends are accepted; the "\r" is removed. What Feed counts does not depend on where the
 // chunks break.
 class LogLineSplitter {

@@ -59,7 +59,7 @@ constexpr size_t kMaxBlockLines = 4096;
 // The start of a line that a block did not end, carried to the next block: at most this much of
 // it, which is enough to count it as too long (as LogLineSplitter carries it). Lines a full block
 // had no room for are carried whole: they come from the last read, so this bounds them too.
-constexpr size_t kCarryBytes = kMaxLogLineBytes + 2;
+constexpr size_t kCarryBytes = kLogLineCarryBytes;
 static_assert(kCarryBytes >= kReadChunkBytes);
 
 struct ParseLogOptions {
