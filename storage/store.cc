@@ -1623,14 +1623,18 @@ Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info, st
   auto cached = kind_ids_.find(h);
   if (cached != kind_ids_.end() && cached->second.key == key) return cached->second.id;
   const KindFields fields = KindFieldsOf(ev, info);
-  sql::Stmt& get = w_.get_kind;
-  for (int i = 0; i < 14; ++i) {
-    if (i == 5) {
-      get.Bind(6, int64_t{info.hard_bounce});
-    } else {
-      get.BindRef(i + 1, fields[i]);
+  // The SELECT and the INSERT take the fields as ?1..?14 (hard_bounce as a number).
+  auto bind_fields = [&](sql::Stmt& st) {
+    for (int i = 0; i < 14; ++i) {
+      if (i == 5) {
+        st.Bind(6, int64_t{info.hard_bounce});
+      } else {
+        st.BindRef(i + 1, fields[i]);
+      }
     }
-  }
+  };
+  sql::Stmt& get = w_.get_kind;
+  bind_fields(get);
   auto found = get.Step();
   int64_t id = found && *found ? get.Int(0) : 0;
   get.Reset();
@@ -1638,13 +1642,7 @@ Expected<int64_t> StoreImpl::KindW(const Event& ev, const CategoryInfo& info, st
   bool inserted = false;
   if (id == 0) {
     sql::Stmt& put = w_.put_kind;
-    for (int i = 0; i < 14; ++i) {
-      if (i == 5) {
-        put.Bind(6, int64_t{info.hard_bounce});
-      } else {
-        put.BindRef(i + 1, fields[i]);
-      }
-    }
+    bind_fields(put);
     if (Status s = put.Run(); !s) return s;
     id = sqlite3_last_insert_rowid(wdb_.get());
     inserted = true;
