@@ -98,6 +98,35 @@ TEST(CtlParse, BadRulesFileStopsTheRunBeforeAnyOutput) {
   }
 }
 
+// Chunks of files that are all unreadable classify nothing, so their workers finish before the
+// rules have loaded: their lines still come out in order with good rules, and not at all with
+// bad ones.
+TEST(CtlParse, ChunksOfUnreadableFilesWaitForTheRules) {
+  TempDir dir;
+  std::vector<std::string> files;
+  for (int i = 0; i < 100; ++i) files.push_back(dir.path() + "/missing-" + std::to_string(i));
+  for (const char* jobs : {"2", "4"}) {
+    int rc = -1;
+    std::vector<std::string> lines =
+        Lines(Shell(kBouncectl + " parse --jobs " + jobs + Args(files) + " 2>/dev/null", &rc));
+    EXPECT_EQ(rc, 1) << jobs;
+    ASSERT_EQ(lines.size(), files.size()) << jobs;
+    for (size_t i = 0; i < files.size(); ++i) {
+      EXPECT_NE(lines[i].find("\"file\":\"" + files[i] + "\""), std::string::npos) << i;
+    }
+  }
+  std::string rules = dir.path() + "/bad.toml";
+  AppendFile(rules, "[[rule]]\ncategory = \"user_unknown\"\n");
+  for (const char* jobs : {"2", "4"}) {
+    int rc = -1;
+    std::string out = Shell(kBouncectl + " parse --jobs " + jobs + " --rules " + Quote(rules) +
+                                Args(files) + " 2>/dev/null",
+                            &rc);
+    EXPECT_EQ(rc, 2) << jobs;
+    EXPECT_EQ(out, "") << jobs;
+  }
+}
+
 TEST(CtlParse, RejectsANegativeJobCount) {
   int rc = -1;
   Shell(kBouncectl + " parse --jobs -1 " + Quote(TestBounces().front()) + " >/dev/null 2>&1", &rc);
