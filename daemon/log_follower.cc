@@ -8,7 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <vector>
+
+#include "common/read_buffer.h"
 
 namespace bounced {
 namespace {
@@ -170,11 +171,14 @@ void LogFollower::EmitPartial(uint64_t inode, uint64_t offset) {
 // Reads until end of file or the per-poll budget. Returns true when it read anything.
 bool LogFollower::ReadAvailable(int fd, uint64_t inode, uint64_t* offset,
                                 bool flush_partial_at_eof) {
-  static thread_local std::vector<char> buf(kReadChunkBytes);
+  // Page-aligned, and each read lands at its file offset's place within a page, so the kernel's
+  // copy out of the page cache runs page onto page (common/read_buffer.h).
+  static thread_local PageBuffer buf(kReadChunkBytes + kPageBytes);
   bool progress = false;
   uint64_t budget = kMaxBytesPerPoll;
   while (budget > 0) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
+    char* at = buf.data() + ReadAlignment(*offset);
+    ssize_t n = ::read(fd, at, kReadChunkBytes);
     if (n < 0) {
       if (errno == EINTR) continue;
       SetProblem("read error on " + options_.path + ": " + std::strerror(errno));
@@ -186,7 +190,7 @@ bool LogFollower::ReadAvailable(int fd, uint64_t inode, uint64_t* offset,
       at_eof_ = true;
       return progress;
     }
-    Consume(buf.data(), static_cast<size_t>(n), inode, *offset);
+    Consume(at, static_cast<size_t>(n), inode, *offset);
     *offset += static_cast<uint64_t>(n);
     stats_.bytes += static_cast<uint64_t>(n);
     budget -= std::min<uint64_t>(budget, static_cast<uint64_t>(n));
