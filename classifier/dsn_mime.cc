@@ -47,12 +47,12 @@ void InitGMimeOnce() {
 // One pass, sixteen bytes a step with SSE2: a block is stored whole and the write position
 // advanced past its bytes before the first '\r' (CRLF text has one per line, so a memchr and an
 // append per line cost more than the copying). The write position never passes the read
-// position, so a store stays inside `out`.
-std::string NormalizeLineEnds(std::string_view in) {
-  std::string out(in.size(), '\0');
+// position, so a store stays inside `out`, which has room for in.size() bytes. Returns the count
+// of bytes written.
+size_t NormalizeLineEndsInto(std::string_view in, char* out) {
   const char* p = in.data();
   const size_t n = in.size();
-  char* w = out.data();
+  char* w = out;
   size_t i = 0;
   while (i < n) {
 #if defined(__SSE2__)
@@ -75,7 +75,12 @@ std::string NormalizeLineEnds(std::string_view in) {
     ++i;
     if (i < n && p[i] == '\n') ++i;
   }
-  out.resize(static_cast<size_t>(w - out.data()));
+  return static_cast<size_t>(w - out);
+}
+
+std::string NormalizeLineEnds(std::string_view in) {
+  std::string out(in.size(), '\0');
+  out.resize(NormalizeLineEndsInto(in, out.data()));
   return out;
 }
 
@@ -472,7 +477,7 @@ std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only, Header
 
 // `owner` holds the bytes `message` points into (null: the caller's bytes, alive as long as
 // the view is used).
-MimeView DecodeMimeNested(std::string_view message, std::shared_ptr<const std::string> owner);
+MimeView DecodeMimeNested(std::string_view message, Owner owner);
 
 struct Walker {
   MimeView* view;
@@ -846,8 +851,7 @@ std::string_view DecodeHeaderValue(std::string_view raw, HeaderStorage* storage)
 
 // The wanted headers of a message's header block into *out; their values may view the bytes
 // `owner` holds (null: the caller's message), which the view then keeps.
-void AddRawHeaders(const RawPart& p, const std::shared_ptr<const std::string>& owner,
-                   std::vector<Header>* out, MimeView* view) {
+void AddRawHeaders(const RawPart& p, const Owner& owner, std::vector<Header>* out, MimeView* view) {
   out->reserve(12);  // the usual count of wanted headers: no regrowing
   for (const auto& [name, value] : p.headers)
     out->push_back(Header{name, DecodeHeaderValue(value, &view->storage)});
@@ -1038,7 +1042,7 @@ std::string LeafText(std::string_view body, TransferEncoding enc, std::string_vi
 struct FastWalker {
   MimeView* view;
   bool nested_ok;
-  std::shared_ptr<const std::string> owner;  // holds the bytes the raw parts point into, or null
+  Owner owner;  // holds the bytes the raw parts point into, or null
   bool have_original = false;
   bool failed = false;
   bool top_without_parts = false;  // a top-level multipart whose boundary never occurs
@@ -1085,7 +1089,7 @@ struct FastWalker {
     if (ct.type == "message/rfc822" || ct.type == "message/global") {
       std::string_view inner = part.body;
       std::string_view cte = part.transfer_encoding;
-      std::shared_ptr<const std::string> outer = owner;
+      Owner outer = owner;
       if (!TrimSpaceView(cte).empty()) {
         auto decoded = std::make_shared<std::string>();
         if (!TransferDecode(part.body, EncodingOf(cte), decoded.get())) {
@@ -1203,8 +1207,7 @@ struct FastWalker {
 };
 
 // Returns false when the message needs GMime's parser.
-bool FastDecode(std::string_view normalized, const std::shared_ptr<const std::string>& owner,
-                bool nested_ok, MimeView* view) {
+bool FastDecode(std::string_view normalized, const Owner& owner, bool nested_ok, MimeView* view) {
   // An mbox "From " separator line before the headers is not part of the message.
   if (normalized.starts_with("From ")) {
     size_t nl = normalized.find('\n');
@@ -1232,8 +1235,7 @@ bool FastDecode(std::string_view normalized, const std::shared_ptr<const std::st
 // Mailbox files hold several messages; a single-part bounce may have a second report glued
 // after it behind an mbox "From " line. Its parts are read too (multipart reports get the
 // same treatment from their epilogue).
-void AppendGluedMessage(std::string_view normalized,
-                        const std::shared_ptr<const std::string>& owner, MimeView* view) {
+void AppendGluedMessage(std::string_view normalized, const Owner& owner, MimeView* view) {
   if (view->content_type.starts_with("multipart/")) return;
   // Past the first message's own header block only.
   size_t pos = normalized.find("\n\n");
@@ -1259,15 +1261,16 @@ void AppendGluedMessage(std::string_view normalized,
   }
 }
 
-MimeView DecodeMimeImpl(std::string_view message, std::shared_ptr<const std::string> owner,
-                        bool nested_ok, bool fast_ok) {
+MimeView DecodeMimeImpl(std::string_view message, Owner owner, bool nested_ok, bool fast_ok) {
   MimeView view;
   // Only line ends other than LF need a copy (the parts then point into it); most messages
   // are read where they are.
   std::string_view normalized = message;
   if (HasByte(message, '\r')) {
-    owner = std::make_shared<const std::string>(NormalizeLineEnds(message));
-    normalized = *owner;
+    // Not zero-filled first (as a std::string would be): every byte is written over at once.
+    std::shared_ptr<char[]> copy = std::make_shared_for_overwrite<char[]>(message.size());
+    normalized = std::string_view(copy.get(), NormalizeLineEndsInto(message, copy.get()));
+    owner = std::move(copy);
   }
   if (fast_ok && FastDecode(normalized, owner, nested_ok, &view)) {
     if (nested_ok) AppendGluedMessage(normalized, owner, &view);
@@ -1308,7 +1311,7 @@ MimeView DecodeMimeImpl(std::string_view message, std::shared_ptr<const std::str
   return view;
 }
 
-MimeView DecodeMimeNested(std::string_view message, std::shared_ptr<const std::string> owner) {
+MimeView DecodeMimeNested(std::string_view message, Owner owner) {
   // Glued-on messages start after blank lines, often with an mbox "From " line.
   size_t start = message.find_first_not_of('\n');
   message.remove_prefix(start == std::string_view::npos ? message.size() : start);

@@ -30,6 +30,10 @@ struct Header {
 // holder leaves the views valid.
 using HeaderStorage = std::vector<std::unique_ptr<std::string>>;
 
+// Holds bytes that views point into: a copy of the message the decoder made (other line ends
+// than LF), a decoded message/rfc822 body, a glued-on report.
+using Owner = std::shared_ptr<const void>;
+
 // How a body is transfer-encoded; kUnknown (uuencode, x-...) is left to GMime's parser.
 enum class TransferEncoding { kIdentity, kBase64, kQuotedPrintable, kUnknown };
 
@@ -52,7 +56,7 @@ struct MimeLeaf {
   // decoder had to copy the message (other line ends than LF, an encoded message/rfc822), else
   // the caller's message (owner null).
   struct Pending {
-    std::shared_ptr<const std::string> owner;
+    Owner owner;
     std::string_view body;
     TransferEncoding encoding = TransferEncoding::kIdentity;
     std::string charset;
@@ -64,7 +68,7 @@ struct MimeLeaf {
   mutable std::optional<Pending> pending_;
   // A body read in place: its bytes, and what holds them (null: the caller's message).
   mutable std::string_view in_place_;
-  mutable std::shared_ptr<const std::string> in_place_owner_;
+  mutable Owner in_place_owner_;
   mutable bool is_in_place_ = false;
 };
 
@@ -79,7 +83,7 @@ struct MimeView {
   // What the headers view besides the caller's message: decoded values, and the copies of the
   // message the decoder made (other line ends than LF, an encoded message/rfc822).
   HeaderStorage storage;
-  std::vector<std::shared_ptr<const std::string>> owners;
+  std::vector<Owner> owners;
 
   // First value of a header (name lower-case), or "" when absent.
   std::string_view Get(std::string_view name) const;

@@ -24,6 +24,9 @@ using dsn::Finding;
 using dsn::Header;
 using dsn::MimeLeaf;
 using dsn::MimeView;
+// Part types are std::strings: compared with views, their sizes decide most comparisons without
+// a call (a comparison with a C string measures it and calls memcmp).
+using namespace std::string_view_literals;
 
 std::string AngleStripped(std::string_view v) {
   v = TrimSpace(v);
@@ -52,7 +55,6 @@ std::string FirstAddress(std::string_view value) {
 
 // Bounce sender local parts and display names MTAs use.
 bool FromMailerDaemon(const MimeView& view) {
-  std::string from = AsciiLowerCopy(view.Get("from"));
   static constexpr std::string_view kWords[] = {
       "mailer-daemon",
       "mailer_daemon",
@@ -71,22 +73,33 @@ bool FromMailerDaemon(const MimeView& view) {
       "system administrator",
       "e-mail interconnect",
   };
-  for (std::string_view w : kWords) {
-    if (from.find(w) != std::string::npos) return true;
-  }
+  static constexpr PhraseSet kDaemon(kWords);
+  if (kDaemon.ContainsAny(view.Get("from"))) return true;
   return view.Get("from").empty() && view.Get("return-path").find("<>") != std::string_view::npos;
 }
 
 bool BounceSubject(std::string_view subject) {
-  // The words containing "deliv" are looked for only when the subject has it.
-  static constexpr std::string_view kDeliv[] = {
-      "undeliver",       "undelivered",           "delivery status",    "delivery fail",
-      "mail delivery",   "not delivered",         "could not be deliv", "non-delivery",
-      "nondeliver",      "delivery notification", "delivery problem",   "message delivery",
-      "delivery report", "unable to deliver",     "delivery error",     "not be delivered",
-      "failed delivery", "delivery has failed",   "email delivery",     "message not deliv",
-  };
   static constexpr std::string_view kWords[] = {
+      "undeliver",
+      "undelivered",
+      "delivery status",
+      "delivery fail",
+      "mail delivery",
+      "not delivered",
+      "could not be deliv",
+      "non-delivery",
+      "nondeliver",
+      "delivery notification",
+      "delivery problem",
+      "message delivery",
+      "delivery report",
+      "unable to deliver",
+      "delivery error",
+      "not be delivered",
+      "failed delivery",
+      "delivery has failed",
+      "email delivery",
+      "message not deliv",
       "returned mail",
       "failure notice",
       "mail system error",
@@ -104,15 +117,8 @@ bool BounceSubject(std::string_view subject) {
       "non recapitabile",
       "onbestelbaar",
   };
-  if (ContainsNoCase(subject, "deliv")) {
-    for (std::string_view w : kDeliv) {
-      if (ContainsNoCase(subject, w)) return true;
-    }
-  }
-  for (std::string_view w : kWords) {
-    if (ContainsNoCase(subject, w)) return true;
-  }
-  return false;
+  static constexpr PhraseSet kSubjects(kWords);
+  return kSubjects.ContainsAny(subject);
 }
 
 bool BounceWording(std::string_view text) {
@@ -169,12 +175,9 @@ bool DelayNotice(std::string_view subject, std::string_view explanation) {
   // own words decide first.
   static constexpr std::string_view kFailure[] = {"undeliver", "fail",      "returned",
                                                   "rejected",  "not be de", "non remis"};
-  bool failure_subject = false;
-  for (std::string_view w : kFailure)
-    failure_subject = failure_subject || ContainsNoCase(subject, w);
-  if (!failure_subject &&
-      (ContainsNoCase(subject, "delay") || ContainsNoCase(subject, "still being retried")))
-    return true;
+  static constexpr std::string_view kDelay[] = {"delay", "still being retried"};
+  static constexpr PhraseSet kFailureSubject(kFailure), kDelaySubject(kDelay);
+  if (!kFailureSubject.ContainsAny(subject) && kDelaySubject.ContainsAny(subject)) return true;
   // The phrases by a word each of them contains: a text without the word skips its group.
   static constexpr std::string_view kDelayed[] = {"message is delayed", "has been delayed",
                                                   "delivery is delayed"};
@@ -196,23 +199,25 @@ bool DelayNotice(std::string_view subject, std::string_view explanation) {
 // RFC 3834 and the vendor headers that mark vacation replies and other auto-responders.
 bool LooksLikeAutoReply(const MimeView& view) {
   std::string_view subject = view.Get("subject");
-  // The phrases containing "auto" are looked for only when the subject has it.
-  static constexpr std::string_view kAuto[] = {
-      "auto:",           "auto reply",          "auto-reply",           "autoreply",
-      "automatic reply", "réponse automatique", "automatische antwort", "respuesta automática",
-  };
   static constexpr std::string_view kSubjects[] = {
-      "out of office", "out of the office", "vacation", "abwesenheit",
-      "absence",       "自動応答",          "不在",
+      "auto:",
+      "auto reply",
+      "auto-reply",
+      "autoreply",
+      "automatic reply",
+      "réponse automatique",
+      "automatische antwort",
+      "respuesta automática",
+      "out of office",
+      "out of the office",
+      "vacation",
+      "abwesenheit",
+      "absence",
+      "自動応答",
+      "不在",
   };
-  if (ContainsNoCase(subject, "auto")) {
-    for (std::string_view s : kAuto) {
-      if (ContainsNoCase(subject, s)) return true;
-    }
-  }
-  for (std::string_view s : kSubjects) {
-    if (ContainsNoCase(subject, s)) return true;
-  }
+  static constexpr PhraseSet kAutoSubject(kSubjects);
+  if (kAutoSubject.ContainsAny(subject)) return true;
   if (!view.Get("x-autoreply").empty() || !view.Get("x-autorespond").empty()) return true;
   if (EqualsNoCase(TrimSpace(view.Get("precedence")), "auto_reply")) return true;
   if (StartsWithNoCase(TrimSpace(view.Get("auto-submitted")), "auto-replied") &&
@@ -552,7 +557,7 @@ std::string OriginalRecipient(const MimeView& view, std::string_view explanation
 std::string AllText(const MimeView& view) {
   std::string all;
   for (const MimeLeaf& p : view.parts) {
-    if (p.type.starts_with("text/") || p.type == "message/rfc822") {
+    if (p.type.starts_with("text/") || p.type == "message/rfc822"sv) {
       all += p.text();
       all += '\n';
       if (all.size() > dsn::kMaxExplanationBytes) break;
@@ -711,7 +716,7 @@ ParsedBounce ParseBounce(std::string_view message,
   const MimeLeaf* feedback = FindPart(view, {"message/feedback-report"}, false);
   bool hotmail_complaint = ContainsNoCase(view.Get("subject"), "complaint about message") &&
                            !view.original_headers.empty();
-  if (feedback != nullptr || view.report_type == "feedback-report" || hotmail_complaint) {
+  if (feedback != nullptr || view.report_type == "feedback-report"sv || hotmail_complaint) {
     out.kind = MessageKind::kFeedbackReport;
     out.mta = "arf";
     findings = FindingsFromFeedback(view, feedback != nullptr ? feedback->text() : "");
@@ -727,8 +732,8 @@ ParsedBounce ParseBounce(std::string_view message,
     for (bool attached : {false, true}) {
       for (const MimeLeaf& p : view.parts) {
         if (p.attached == attached &&
-            (p.type == "message/delivery-status" || p.type == "message/global-delivery-status" ||
-             p.type == "text/delivery-status"))
+            (p.type == "message/delivery-status"sv ||
+             p.type == "message/global-delivery-status"sv || p.type == "text/delivery-status"sv))
           reports.push_back(p.text());
       }
       if (!reports.empty()) break;

@@ -16,6 +16,10 @@
 namespace bounced::dsn {
 namespace {
 
+// Part types are std::strings: compared with views, their sizes decide most comparisons without
+// a call (a comparison with a C string measures it and calls memcmp).
+using namespace std::string_view_literals;
+
 constexpr size_t kMaxBlockLines = 24;
 
 // Byte classes by table: the address scan runs over every line of every explanation.
@@ -215,22 +219,23 @@ bool IsReturnedMessageMarker(std::string_view line) {
   // "The original message was received at ..." (Sendmail) and prose sentences mentioning the
   // original message are explanation, not markers: a marker is a heading, led by a rule or
   // bracket character or by its own words. Its first character is tested first (before the
-  // line is trimmed at its end): most lines fail it at once.
-  size_t lead_space = 0;
-  // TrimSpace's whitespace: ' ' and '\t' to '\r'.
-  while (lead_space < line.size() &&
-         (line[lead_space] == ' ' || static_cast<unsigned char>(line[lead_space] - '\t') <= 4))
-    ++lead_space;
-  if (lead_space == line.size()) return false;
-  char first = line[lead_space];
-  // A rule or bracket character, or the first letter of a heading word (either case): one
-  // table load for the character every line is tested on.
-  static constexpr std::array<bool, 256> kMarkerFirst = [] {
-    std::array<bool, 256> t{};
-    for (char c : std::string_view("-=*_[<|omburOMBUR")) t[static_cast<uint8_t>(c)] = true;
+  // line is trimmed at its end): most lines fail it at once, on one table load for their first
+  // byte.
+  // A rule or bracket character, or the first letter of a heading word (either case); or
+  // TrimSpace's whitespace (' ' and '\t' to '\r'), which may lead such a character.
+  constexpr uint8_t kFirst = 1, kSpace = 2;
+  static constexpr std::array<uint8_t, 256> kLead = [] {
+    std::array<uint8_t, 256> t{};
+    for (char c : std::string_view("-=*_[<|omburOMBUR")) t[static_cast<uint8_t>(c)] = kFirst;
+    for (char c : std::string_view(" \t\n\v\f\r")) t[static_cast<uint8_t>(c)] = kSpace;
     return t;
   }();
-  if (!kMarkerFirst[static_cast<uint8_t>(first)]) return false;
+  auto lead = [&](size_t i) { return kLead[static_cast<uint8_t>(line[i])]; };
+  if (line.empty() || lead(0) == 0) return false;
+  size_t lead_space = 0;
+  while (lead_space < line.size() && lead(lead_space) == kSpace) ++lead_space;
+  if (lead_space == line.size() || lead(lead_space) != kFirst) return false;
+  char first = line[lead_space];
   std::string_view t = TrimSpace(line);
   if (t.size() < 8 || t.size() > 100) return false;
   if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
@@ -365,8 +370,8 @@ bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
   for (std::string_view l : kLabels) {
     if (lead_size == l.size() && lead == l) return true;
   }
-  // Introductions by a word each of them contains: a line without the word skips its group.
-  static constexpr std::string_view kDeliver[] = {
+  // Wording that introduces recipients.
+  static constexpr std::string_view kIntroductions[] = {
       "delivering your mail to",
       "deliver your message to",
       "delivered to",
@@ -376,20 +381,18 @@ bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
       "undeliverable to",
       "failed to deliver to",
       "unable to deliver",
+      "unknown user",
+      "no such user",
+      "user unknown",
+      "following recipient",
+      "recipient address",
+      "for the recipient",
+      "message to",
+      "sent to",
+      "following address",
   };
-  static constexpr std::string_view kUser[] = {"unknown user", "no such user", "user unknown"};
-  static constexpr std::string_view kRecipient[] = {"following recipient", "recipient address",
-                                                    "for the recipient"};
-  static constexpr std::string_view kOther[] = {"message to", "sent to", "following address"};
-  auto any = [&](std::string_view word, const auto& phrases) {
-    if (!word.empty() && !ContainsNoCase(before, word)) return false;
-    for (std::string_view p : phrases) {
-      if (ContainsNoCase(before, p)) return true;
-    }
-    return false;
-  };
-  return any("deliver", kDeliver) || any("user", kUser) || any("recipient", kRecipient) ||
-         any("", kOther);
+  static constexpr PhraseSet kIntroduction(kIntroductions);
+  return kIntroduction.ContainsAny(before);
 }
 
 // The address is someone the bounce is not about (envelope sender, contact addresses).
@@ -397,19 +400,13 @@ bool IsSenderContext(std::string_view line, size_t begin) {
   std::string_view before = line.substr(0, begin);
   size_t from = before.size() > 40 ? before.size() - 40 : 0;
   std::string_view near = before.substr(from);
-  if (ContainsNoCase(near, "sender") || ContainsNoCase(near, "contact") ||
-      ContainsNoCase(near, "return-path"))
-    return true;
-  // The other phrases all contain "from" or "to": text with neither (most) needs no more looks.
-  if (ContainsNoCase(near, "from") &&
-      (ContainsNoCase(near, "mail from") || ContainsNoCase(near, "from:") ||
-       ContainsNoCase(near, "envelope-from") || ContainsNoCase(near, "generated from") ||
-       ContainsNoCase(near, "from <")))
-    return true;
-  return ContainsNoCase(near, "to") &&
-         (ContainsNoCase(near, "reply-to") || ContainsNoCase(near, "mailto:") ||
-          ContainsNoCase(near, "written to") || ContainsNoCase(near, "send mail to") ||
-          ContainsNoCase(near, "address to"));
+  static constexpr std::string_view kSenderWords[] = {
+      "sender",        "contact",        "return-path", "mail from", "from:",
+      "envelope-from", "generated from", "from <",      "reply-to",  "mailto:",
+      "written to",    "send mail to",   "address to",
+  };
+  static constexpr PhraseSet kSender(kSenderWords);
+  return kSender.ContainsAny(near);
 }
 
 bool StartsWithReplyCode(std::string_view t) {
@@ -623,7 +620,7 @@ Explanation::Explanation(const MimeView& view) {
   size_t taken = 0;
   bool have_plain = false;
   for (const MimeLeaf& p : view.parts) {
-    if (!p.attached && p.type == "text/plain") {
+    if (!p.attached && p.type == "text/plain"sv) {
       have_plain = true;
       single = &p;
       ++taken;
@@ -634,10 +631,10 @@ Explanation::Explanation(const MimeView& view) {
   } else {
     for (const MimeLeaf& p : view.parts) {
       if (p.attached) continue;
-      bool take = p.type == "text/plain" || (!have_plain && p.type == "text/html");
+      bool take = p.type == "text/plain"sv || (!have_plain && p.type == "text/html"sv);
       if (!take) continue;
       if (!owned_.empty()) owned_ += "\n\n";
-      if (p.type == "text/html") {
+      if (p.type == "text/html"sv) {
         owned_ += StripHtml(p.text());
       } else {
         owned_ += p.text();

@@ -58,9 +58,21 @@ bool WellFormedUtf8(std::string_view s) {
 
 namespace {
 
+// Whether any of the eight bytes of `w` is one PlainAsciiPrefix stops at: below 0x20 ("any byte
+// below n" and "any zero byte" are the classic exact word tests; a byte of 0x80 or more is caught
+// by its high bit), '"' or '\\'.
+inline bool AnyNotPlain(uint64_t w) {
+  constexpr uint64_t k01 = 0x0101010101010101ull, k80 = 0x8080808080808080ull;
+  auto zero_byte = [](uint64_t x) { return (x - k01) & ~x & k80; };
+  return ((w & k80) | ((w - 0x20 * k01) & ~w & k80) | zero_byte(w ^ ('"' * k01)) |
+          zero_byte(w ^ ('\\' * k01))) != 0;
+}
+
 // Length of the leading run of bytes that JSON takes as they are and that are ASCII (no
 // control character, quote, backslash or byte >= 0x80), sixteen bytes at a time: most fields
-// are entirely such bytes and are then appended in one piece.
+// are entirely such bytes and are then appended in one piece. The bytes after the last whole
+// block are checked in words that may overlap bytes checked already (most fields are short:
+// a status, a stage); only a tail that holds such a byte is read byte by byte.
 size_t PlainAsciiPrefix(std::string_view s) {
   const char* p = s.data();
   size_t n = s.size();
@@ -68,15 +80,37 @@ size_t PlainAsciiPrefix(std::string_view s) {
   const __m128i space = _mm_set1_epi8(0x20);
   const __m128i quote = _mm_set1_epi8('"');
   const __m128i backslash = _mm_set1_epi8('\\');
-  for (; i + 16 <= n; i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+  auto bad_mask = [&](size_t at) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
     // Signed compare: bytes >= 0x80 are negative, so "v < 0x20" catches them with the controls.
     __m128i bad =
         _mm_or_si128(_mm_cmplt_epi8(v, space),
                      _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
-    int mask = _mm_movemask_epi8(bad);
-    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    return static_cast<unsigned>(_mm_movemask_epi8(bad));
+  };
+  for (; i + 16 <= n; i += 16) {
+    unsigned mask = bad_mask(i);
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(mask));
   }
+  if (i == n) return n;
+  auto word = [p](size_t at, size_t size) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + at, size);
+    return w;
+  };
+  bool tail_plain;
+  if (n >= 16) {
+    tail_plain = bad_mask(n - 16) == 0;
+  } else if (n >= 8) {
+    tail_plain = !AnyNotPlain(word(0, 8)) && !AnyNotPlain(word(n - 8, 8));
+  } else if (n >= 4) {
+    // Two words of four, their upper halves filled with a plain byte ('a').
+    constexpr uint64_t kPad = 0x6161616100000000ull;
+    tail_plain = !AnyNotPlain(word(0, 4) | kPad) && !AnyNotPlain(word(n - 4, 4) | kPad);
+  } else {
+    tail_plain = false;  // up to three bytes: read below
+  }
+  if (tail_plain) return n;
   for (; i < n; ++i) {
     unsigned char c = static_cast<unsigned char>(p[i]);
     if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') return i;

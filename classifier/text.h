@@ -3,6 +3,8 @@
 // included): every function accepts arbitrary bytes and never reads out of bounds.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -60,6 +62,49 @@ size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t fro
 inline bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
   return FindNoCase(haystack, needle) != std::string_view::npos;
 }
+
+// A fixed list of phrases (lower case, two bytes or more, at most 64), any of which is looked
+// for in short text (a subject, a sender) ignoring ASCII case: ContainsAny answers as a
+// ContainsNoCase per phrase would, in one pass. Each position is tested against every phrase's
+// first two bytes at once (two table loads); only a position some phrase starts with is
+// compared in full. On long text one FindNoCase per phrase (sixteen bytes a step) is cheaper.
+class PhraseSet {
+ public:
+  template <size_t N>
+  consteval explicit PhraseSet(const std::string_view (&phrases)[N]) {
+    static_assert(N <= 64, "one bit per phrase in a uint64_t");
+    for (size_t k = 0; k < N; ++k) {
+      std::string_view p = phrases[k];
+      if (p.size() < 2) throw "a phrase needs two bytes";  // not a constant expression
+      phrases_[k] = p;
+      for (int at = 0; at < 2; ++at) {
+        auto c = static_cast<unsigned char>(p[at]);
+        if (c >= 'A' && c <= 'Z') throw "phrases are lower case";
+        uint64_t bit = uint64_t{1} << k;
+        (at == 0 ? first_ : second_)[c] |= bit;
+        if (c >= 'a' && c <= 'z') (at == 0 ? first_ : second_)[c - 32] |= bit;
+      }
+    }
+  }
+
+  bool ContainsAny(std::string_view text) const {
+    for (size_t i = 0; i + 1 < text.size(); ++i) {
+      uint64_t m = first_[static_cast<unsigned char>(text[i])] &
+                   second_[static_cast<unsigned char>(text[i + 1])];
+      for (; m != 0; m &= m - 1) {
+        std::string_view p = phrases_[__builtin_ctzll(m)];
+        if (text.size() - i >= p.size() && EqualsNoCaseSameSize(text.substr(i, p.size()), p))
+          return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  uint64_t first_[256] = {};
+  uint64_t second_[256] = {};
+  std::string_view phrases_[64] = {};
+};
 // Whether `s` holds any byte of `set`. One pass over `s` (std::string_view::find_first_of
 // calls memchr on `set` once per byte of `s`, which dominates on header-sized strings).
 inline bool ContainsAnyOf(std::string_view s, std::string_view set) {

@@ -80,5 +80,28 @@ TEST(ResultJson, StringsWithAnyBytesMatchNlohmann) {
   }
 }
 
+// Plain text with one byte to escape (or a non-ASCII character) at each place, in strings of
+// every length up to past two blocks: the writer checks the bytes after the last 16-byte block
+// in overlapping words, which must still see that byte.
+TEST(AppendJsonString, FindsOneByteToEscapeAtAnyPlace) {
+  const std::string odd[] = {"\"",   "\\", std::string(1, '\0'), "\x01",
+                             "\x1f", "\n", "\xc3\xa4",           "\xff"};
+  for (size_t size = 1; size <= 40; ++size) {
+    for (size_t at = 0; at < size; ++at) {
+      for (const std::string& o : odd) {
+        std::string s(size, 'a');
+        s.replace(at, 1, o);
+        std::string out;
+        AppendJsonString(s, &out);
+        ASSERT_EQ(out, Dumped(nlohmann::json(s))) << size << " " << at;
+      }
+    }
+    std::string plain(size, '~');  // 0x7E: plain, next to DEL
+    std::string out;
+    AppendJsonString(plain, &out);
+    ASSERT_EQ(out, '"' + plain + '"');
+  }
+}
+
 }  // namespace
 }  // namespace bounced
