@@ -269,5 +269,32 @@ TEST(FindNoCase, AgreesWithAPlainSearch) {
   }
 }
 
+// PhraseSet::ContainsAny answers as a ContainsNoCase per phrase: on real subjects, and on random
+// text made of the phrases' own bytes in both cases (so that near misses and phrases cut at
+// the end occur), including a non-ASCII phrase.
+TEST(PhraseSet, AgreesWithContainsNoCasePerPhrase) {
+  static constexpr std::string_view kPhrases[] = {"auto reply", "out of office", "vacation",
+                                                  "fail",       "不在",          "mail delivery"};
+  static constexpr PhraseSet kSet(kPhrases);
+  auto expected = [](std::string_view text) {
+    for (std::string_view p : kPhrases) {
+      if (ContainsNoCase(text, p)) return true;
+    }
+    return false;
+  };
+  for (std::string_view text :
+       {"Auto Reply: lunch", "OUT OF OFFICE", "Mail Delivery Subsystem", "Re: vacatio", "", "f",
+        "不在のお知らせ", "Undelivered Mail Returned to Sender"}) {
+    EXPECT_EQ(kSet.ContainsAny(text), expected(text)) << text;
+  }
+  const std::string alphabet = "autoReplyOUTFICEvcnMDL \xe4\xb8\x8d\xe5\x9c\xa8";
+  std::mt19937 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    std::string text(rng() % 40, ' ');
+    for (char& c : text) c = alphabet[rng() % alphabet.size()];
+    ASSERT_EQ(kSet.ContainsAny(text), expected(text)) << text;
+  }
+}
+
 }  // namespace
 }  // namespace bounced
