@@ -213,13 +213,24 @@ bool SingleByteToUtf8(std::string_view bytes, std::string_view charset, std::str
       0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0,      0x017E, 0x0178};
   out->clear();
   out->reserve(bytes.size() + bytes.size() / 4);
-  for (char ch : bytes) {
-    auto b = static_cast<unsigned char>(ch);
+  const char* p = bytes.data();
+  const size_t n = bytes.size();
+  size_t i = 0;
+  while (i < n) {
+    // ASCII runs (most of such text) are copied whole; they are found eight bytes a step.
+    size_t run = i;
+    for (uint64_t w; run + 8 <= n; run += 8) {
+      std::memcpy(&w, p + run, 8);
+      if ((w & 0x8080808080808080ull) != 0) break;
+    }
+    while (run < n && static_cast<unsigned char>(p[run]) < 0x80) ++run;
+    out->append(p + i, run - i);
+    if (run == n) break;
+    auto b = static_cast<unsigned char>(p[run]);  // >= 0x80
+    i = run + 1;
     uint32_t cp = b;
-    if (b >= 0x80 && b < 0xA0 && !latin1) cp = kCp1252High[b - 0x80];
-    if (cp < 0x80 && b < 0x80) {
-      out->push_back(ch);
-    } else if (cp == 0) {
+    if (b < 0xA0 && !latin1) cp = kCp1252High[b - 0x80];
+    if (cp == 0) {
       out->append("\xEF\xBF\xBD");
       ++*invalid;
     } else if (cp < 0x800) {

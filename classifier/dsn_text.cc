@@ -493,14 +493,28 @@ size_t CountLetters(std::string_view s, size_t from, size_t to, bool high) {
   const __m128i fold = _mm_set1_epi8(0x20), below_a = _mm_set1_epi8('a' - 1),
                 above_z = _mm_set1_epi8('z' + 1), zero = _mm_setzero_si128();
   const __m128i high_mask = high ? _mm_set1_epi8(-1) : zero;
-  for (; i + 16 <= to; i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+  // The counted bytes become 1 (others 0) and are summed by PSADBW into the two 64-bit halves
+  // of `sums` (each far below 2^31: the low 32 bits are read): no popcount per block (a libgcc
+  // call on the baseline x86-64 target).
+  const __m128i one = _mm_set1_epi8(1);
+  __m128i sums = zero;
+  auto count_block = [&](size_t at, __m128i keep) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + at));
     __m128i x = _mm_or_si128(v, fold);
     __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(x, below_a), _mm_cmplt_epi8(x, above_z));
     __m128i counted = _mm_or_si128(alpha, _mm_and_si128(_mm_cmplt_epi8(v, zero), high_mask));
-    letters +=
-        static_cast<size_t>(__builtin_popcount(static_cast<unsigned>(_mm_movemask_epi8(counted))));
+    sums =
+        _mm_add_epi64(sums, _mm_sad_epu8(_mm_and_si128(_mm_and_si128(counted, keep), one), zero));
+  };
+  for (; i + 16 <= to; i += 16) count_block(i, _mm_set1_epi8(-1));
+  if (i < to && to - from >= 16) {
+    // The rest as the block ending at `to`, its lanes before i (counted already) masked off.
+    const __m128i lane = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    count_block(to - 16, _mm_cmpgt_epi8(lane, _mm_set1_epi8(static_cast<char>(i - (to - 16) - 1))));
+    i = to;
   }
+  letters += static_cast<size_t>(_mm_cvtsi128_si32(sums)) +
+             static_cast<size_t>(_mm_cvtsi128_si32(_mm_unpackhi_epi64(sums, sums)));
 #endif
   for (; i < to; ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);

@@ -348,6 +348,18 @@ TEST(DecodeMime, SingleByteCharsetsMatchIconv) {
     std::string table;
     ASSERT_TRUE(SingleByteToUtf8(all, charset, &table, &bad_table));
     EXPECT_EQ(table, with_iconv(all, charset, &bad_iconv)) << charset;
+    // ASCII runs are copied a word at a time: a byte to convert at every place of a word.
+    for (size_t at = 0; at < 24; ++at) {
+      for (char b : {'\x80', '\x81', '\xe9'}) {
+        std::string text(24, 'x');
+        text[at] = b;
+        bad_iconv = 0;
+        bad_table = 0;
+        ASSERT_TRUE(SingleByteToUtf8(text, charset, &table, &bad_table));
+        EXPECT_EQ(table, with_iconv(text, charset, &bad_iconv)) << charset << " at " << at;
+        EXPECT_EQ(bad_table, bad_iconv) << charset << " at " << at;
+      }
+    }
   }
   std::string out;
   size_t bad = 0;
