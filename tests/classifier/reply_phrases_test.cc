@@ -214,6 +214,9 @@ const Phrase kPhrases[] = {
     {C::kDomainUnknown, "550 5.4.310 DNS domain example.org does not exist", "u@example.org"},
     {C::kDomainUnknown, "554 5.4.4 SMTPSEND.DNS.NonExistentDomain; nonexistent domain"},
     {C::kDomainUnknown, "Host or domain name not found", "u@aol.com"},
+    {C::kDomainUnknown,
+     "The mail could not be delivered to the recipient because the domain is not reachable",
+     "u@outlook.com"},
     // MTAs' own wording (Sisimai's Lhost modules quote the sources): qmail-remote, Courier,
     // OpenSMTPD.
     {C::kDomainUnknown, "Sorry, I couldn't find any host by that name. (#4.1.2)"},
@@ -222,6 +225,9 @@ const Phrase kPhrases[] = {
     {C::kDomainUnknown, "Invalid domain name"},
     {C::kDomainUnknown, "Domain does not exist"},
     {C::kDomainUnknown, "Illegal host/domain name found"},
+    // Gmail's older bounce text (Sisimai's Lhost::Gmail).
+    {C::kDomainUnknown,
+     "Technical details of permanent failure: DNS Error: DNS server returned answer with no data"},
     {C::kDomainUnknown,
      "Could not be delivered to: <u@example.org> As the remote domain doesnt exist.",
      "u@example.org"},
@@ -447,6 +453,9 @@ const Phrase kPhrases[] = {
      "within. - gsmtp",
      "u@gmail.com"},
     {C::kSpamContent, "550 Spam is embedded in the email", "u@qq.com"},
+    // Zoho files this under the sender (Sisimai: rejected); the reply names spam, which is ours.
+    {C::kSpamContent, "554 5.7.1 Email cannot be delivered. Reason: Email flagged as Spam.",
+     "u@zoho.com"},
     {C::kSpamContent, "550 5.2.1 Content Filter agent quarantined this message", "u@contoso.com"},
 
     // ---- filtered -----------------------------------------------------------------------------
@@ -484,6 +493,7 @@ const Phrase kPhrases[] = {
     {C::kVirusDetected, "554 5.7.1 Virus Phishing/Malicious_URL detected"},
     {C::kVirusDetected, "554 5.7.1 Your message was infected with a virus"},
     {C::kVirusDetected, "552 Virus infected message rejected. IB705"},
+    {C::kVirusDetected, "552 5.7.1 virus Eicar-Test-Signature detected by Zoho Mail", "u@zoho.com"},
     {C::kVirusDetected, "554 5.7.1 Message rejected: virus found (Eicar-Test-Signature)"},
 
     // ---- content_rejected ---------------------------------------------------------------------
@@ -617,6 +627,9 @@ const Phrase kPhrases[] = {
     {C::kPolicyRejection, "550 Message bounced due to content examination policy"},
     {C::kPolicyRejection, "554 Host network not allowed"},
     {C::kPolicyRejection, "554 5.7.1 Attachment extension is forbidden"},
+    {C::kPolicyRejection, "554 5.7.7 Email policy violation detected", "u@zoho.com"},
+    {C::kPolicyRejection, "552 5.1.1 <u@zoho.com> Mailbox delivery restricted by policy error",
+     "u@zoho.com"},
 
     // ---- reputation_block ---------------------------------------------------------------------
     // Sisimai's Reason::Blocked and BadReputation lists; Gmail, Microsoft (5.7.606-649, S3150),
@@ -765,6 +778,8 @@ const Phrase kPhrases[] = {
     {C::kReputationBlock, "550 Suspected spam IP. https://service.mail.qq.com/detail/122/66",
      "u@qq.com"},
     {C::kReputationBlock, "451 IP temporarily blacklisted"},
+    // Cloudflare Email Routing's postmaster page.
+    {C::kReputationBlock, "550 5.7.1 192.0.2.1 found on one or more DNSBLs"},
     {C::kReputationBlock, "550 Local CT IP Reputation - (reject)"},
     {C::kReputationBlock,
      "554 5.7.1 IP address of the sender is blacklisted. https://mail.i.ua/err/9/", "u@i.ua"},
@@ -947,6 +962,9 @@ const Phrase kPhrases[] = {
     {C::kTlsRequired, "553 This route requires encryption (TLS)"},
     {C::kTlsRequired, "553 This route requires TLS version 1.2 or greater"},
     {C::kTlsRequired, "451 TLS/SSLv3 Connection required. (#4.7.1)"},
+    {C::kTlsRequired,
+     "454 454 TLS missing certificate: error:0200100D:system library:fopen:Permission denied "
+     "(#4.3.0) (state 9)."},
 
     // ---- security_error -----------------------------------------------------------------------
     // Sisimai's Reason::SecurityError list (SMTP AUTH and sending credentials); Gmail,
@@ -1082,6 +1100,7 @@ const Phrase kPhrases[] = {
     {C::kRelayDenied, "554 5.7.1 <u@icloud.com>: Relay access denied", "u@icloud.com"},
     {C::kRelayDenied, "550 5.7.64 TenantAttribution; Relay Access Denied", "u@contoso.com"},
     {C::kRelayDenied, "451 Open relay not allowed"},
+    {C::kRelayDenied, "500 Remote server does not support SMTP Authenticated Relay (state 12)."},
     {C::kRelayDenied,
      "Could not be delivered to: <u@example.org> Due to the following SMTP relay error: 550 "
      "5.7.1 Relaying denied"},
@@ -1173,6 +1192,7 @@ const Phrase kPhrases[] = {
      "and try again. IB510"},
     {C::kRateLimited, "550 This IP has sent too many to too many recipients this hour. IB607"},
     {C::kRateLimited, "452 Too many recipients"},
+    {C::kRateLimited, "552 too many recipients", "u@docomo.ne.jp"},
     {C::kRateLimited, "550 Exceeding outbound thread limit"},
     {C::kRateLimited, "452 Too many recipients received this hour"},
     {C::kRateLimited, "460 too many messages (#4.3.0)"},
@@ -1192,6 +1212,8 @@ const Phrase kPhrases[] = {
      "http://postgrey.schweikert.ch/help/example.org.html"},
     {C::kGreylisted, "451 4.7.1 Greylisted, please try again in 300 seconds"},
     {C::kGreylisted, "451 4.7.1 Please try again later, you are greylisted"},
+    // Zoho's greylisting (Sisimai: blocked; the reply says greylisting, which retries pass).
+    {C::kGreylisted, "451 4.7.1 Greylisted, try again after some time", "u@zoho.com"},
     {C::kGreylisted, "421 4.7.0 [GL01] Message from 192.0.2.1 temporarily deferred", "u@yahoo.com"},
 
     // ---- network_error ------------------------------------------------------------------------
@@ -1317,6 +1339,9 @@ const Phrase kPhrases[] = {
     {C::kSystemError, "421 4.3.2 ESMTP server temporarily not available", "u@cox.net"},
     {C::kSystemError, "451 Unable to process connection at this time"},
     {C::kSystemError, "451 Message ended early"},
+    {C::kSystemError, "535 SMTP AUTH failed with the remote server. (state 8)."},
+    {C::kSystemError, "451 4.3.0 Upstream error"},
+    {C::kSystemError, "452 4.3.1 Temporary System Error", "u@zoho.com"},
     {C::kSystemError, "Command died with status 1: \"/usr/bin/filter\""},
     // qmail and qmail-ldap's own failures, Courier's DNS check, iMail's full disk.
     {C::kSystemError, "/usr/local/bin/filter: bad interpreter: No such file or directory"},
