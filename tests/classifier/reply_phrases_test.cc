@@ -1463,6 +1463,27 @@ TEST(ReplyPhrases, SenderSideWordsOutweighAUserUnknownStatus) {
   }
 }
 
+// Wordings close to the phrases above that mean something else keep their own category.
+TEST(ReplyPhrases, NearMissesKeepTheirCategory) {
+  struct NearMiss {
+    const char* text;
+    Category want;
+  };
+  for (const NearMiss& n : {
+           NearMiss{"550 5.7.1 Your message was blocked by the recipient's filter", C::kFiltered},
+           NearMiss{"554 5.7.1 This server does not accept mail from your IP address",
+                    C::kReputationBlock},
+           NearMiss{"550 5.7.1 Message failed to authenticate via SPF", C::kAuthFailure},
+           NearMiss{"550 5.7.1 Spam message was blocked by our content filter", C::kSpamContent},
+       }) {
+    ReplyInput in;
+    in.diagnostic = n.text;
+    in.recipient = "u@example.org";
+    Result r = RuleSet::Default()->Classify(in);
+    EXPECT_EQ(ToString(r.category), ToString(n.want)) << "rule " << r.rule << " for: " << n.text;
+  }
+}
+
 // "Does not accept mail" words that are about something other than the domain (a transport, an
 // attachment, our IP, our sender) must not become not_accept, which suppresses the address.
 TEST(ReplyPhrases, NotAcceptOnlyWhenTheDomainTakesNoMail) {
@@ -1472,6 +1493,7 @@ TEST(ReplyPhrases, NotAcceptOnlyWhenTheDomainTakesNoMail) {
            "mail with attachments or embedded images",
            "550 We do not accept mail from dynamic IPs",
            "550 5.7.1 This server does not accept mail from s@example.com",
+           "554 5.7.1 This server does not accept mail from your IP address",
        }) {
     ReplyInput in;
     in.diagnostic = text;
