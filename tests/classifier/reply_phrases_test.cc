@@ -1475,6 +1475,7 @@ TEST(ReplyPhrases, NearMissesKeepTheirCategory) {
                     C::kReputationBlock},
            NearMiss{"550 5.7.1 Message failed to authenticate via SPF", C::kAuthFailure},
            NearMiss{"550 5.7.1 Spam message was blocked by our content filter", C::kSpamContent},
+           NearMiss{"552 5.2.2 The user has exceeded their limit for storage", C::kMailboxFull},
        }) {
     ReplyInput in;
     in.diagnostic = n.text;
