@@ -57,19 +57,20 @@ def run(cmd):
     return wall, ru.ru_utime + ru.ru_stime, out
 
 def best(cmd):
+    """Runs cmd `rounds` times; returns (best wall, best CPU, stdout, median wall)."""
     runs = [run(cmd) for _ in range(rounds)]
-    wall = min(r[0] for r in runs)
+    walls = sorted(r[0] for r in runs)
     cpu = min(r[1] for r in runs)
-    return wall, cpu, runs[0][2]
+    return walls[0], cpu, runs[0][2], walls[len(walls) // 2]
 
 # One thread (--jobs 1) and the default (one thread per CPU); Sisimai is single-threaded.
 single = [bouncectl, "parse", "--jobs", "1", "--format=jsonl"] + args
 threaded = [bouncectl, "parse", "--format=jsonl"] + args
 theirs = ["perl", sisimai] + args
-w1, c1, out1 = best(single)
-wt, ct, outt = best(threaded)
-sw, sc, sout = best(theirs)
-fw, fc, fout = best([read_floor] + args)
+w1, c1, out1, _ = best(single)
+wt, ct, outt, mt = best(threaded)
+sw, sc, sout, ms = best(theirs)
+fw, fc, fout, _ = best([read_floor] + args)
 if out1 != outt:
     sys.exit("--jobs 1 and the threaded run printed different output")
 lines = out1.count(b"\n")
@@ -81,4 +82,6 @@ print(f"read floor     : wall={fw:.3f}s cpu={fc:.3f}s  (open/fstat/read/close of
 print(f"100x sisimai allows {sc / 100:.3f}s cpu / {sw / 100:.3f}s wall; the read floor alone takes {100 * fc / (sc / 100):.0f}% / {100 * fw / (sw / 100):.0f}% of that")
 print(f"ratio, one thread : {sw / w1:.1f}x wall, {sc / c1:.1f}x cpu")
 print(f"ratio, threads    : {sw / wt:.1f}x wall, {sc / ct:.1f}x cpu")
+# How much the machine's noise moves the ratio, in the same run: the median rounds' ratio.
+print(f"ratio of the median rounds, threads: {ms / mt:.1f}x wall (sisimai {ms:.3f}s, bouncectl {mt:.3f}s)")
 PY

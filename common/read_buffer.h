@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
 
 namespace bounced {
 
@@ -32,6 +33,13 @@ class PageBuffer {
  public:
   PageBuffer() = default;
   explicit PageBuffer(size_t capacity) { Reserve(capacity); }
+  PageBuffer(PageBuffer&& other) noexcept
+      : data_(std::move(other.data_)), capacity_(std::exchange(other.capacity_, 0)) {}
+  PageBuffer& operator=(PageBuffer&& other) noexcept {
+    data_ = std::move(other.data_);
+    capacity_ = std::exchange(other.capacity_, 0);
+    return *this;
+  }
 
   char* data() { return data_.get(); }
   const char* data() const { return data_.get(); }

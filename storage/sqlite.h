@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "common/status.h"
 
@@ -56,6 +57,21 @@ class Stmt {
   Stmt& BindRef(int i, std::string_view v);
   // SQLITE_ROW -> true, SQLITE_DONE -> false; anything else is an error.
   Expected<bool> Step();
+  // Steps through the result rows, calling row() on each to read its columns; a row() that
+  // returns bool ends the walk early with false. Returns the first step's error, else ok.
+  template <typename Row>
+  Status ForEachRow(Row&& row) {
+    for (;;) {
+      Expected<bool> more = Step();
+      if (!more) return more.status();
+      if (!*more) return Status::Ok();
+      if constexpr (std::is_same_v<std::invoke_result_t<Row&>, bool>) {
+        if (!row()) return Status::Ok();
+      } else {
+        row();
+      }
+    }
+  }
   // Steps until done, for statements without results; then resets.
   Status Run();
   // Run, then reset keeping the bindings (cleared only on error): for a hot statement whose

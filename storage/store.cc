@@ -773,11 +773,10 @@ Status StoreImpl::LoadDsnBounceIndex() {
     return s;
   }
   st.Bind(1, first_id).Bind(2, covered_from);
-  for (;;) {
-    auto row = st.Step();
-    if (!row) return row.status();
-    if (!*row) break;
-    dsn_bounces_.Add(st.TextView(1), st.TextView(2), st.Int(0), now);
+  if (Status walked =
+          st.ForEachRow([&] { dsn_bounces_.Add(st.TextView(1), st.TextView(2), st.Int(0), now); });
+      !walked) {
+    return walked;
   }
   dsn_bounces_.Commit();  // committed rows
   return Status::Ok();
@@ -891,31 +890,27 @@ Status StoreImpl::LoadView() {
       !s) {
     return s;
   }
-  for (;;) {
-    auto r = st.Step();
-    if (!r) return r.status();
-    if (!*r) break;
-    SuppressionHit h;
-    h.since = st.Int(1);
-    h.expires = st.Int(2);
-    h.category = CategoryFromName(st.TextView(3)).value_or(Category::kUndetermined);
-    std::string_view src = st.TextView(4);
-    h.manual = src == "manual" || src == "import";
-    view_.Put(st.Text(0), h);
+  if (Status walked = st.ForEachRow([&] {
+        SuppressionHit h;
+        h.since = st.Int(1);
+        h.expires = st.Int(2);
+        h.category = CategoryFromName(st.TextView(3)).value_or(Category::kUndetermined);
+        std::string_view src = st.TextView(4);
+        h.manual = src == "manual" || src == "import";
+        view_.Put(st.Text(0), h);
+      });
+      !walked) {
+    return walked;
   }
   sql::Stmt allow;
   if (Status s = allow.Prepare(db, "SELECT entry, kind FROM allowlist"); !s) return s;
-  for (;;) {
-    auto r = allow.Step();
-    if (!r) return r.status();
-    if (!*r) break;
+  return allow.ForEachRow([&] {
     if (allow.TextView(1) == "domain") {
       view_.AllowDomain(allow.Text(0), true);
     } else {
       view_.AllowAddress(allow.Text(0), true);
     }
-  }
-  return Status::Ok();
+  });
 }
 
 Status StoreImpl::LoadPolicyRows() {
@@ -926,10 +921,7 @@ Status StoreImpl::LoadPolicyRows() {
       !s) {
     return s;
   }
-  for (;;) {
-    auto r = st.Step();
-    if (!r) return r.status();
-    if (!*r) break;
+  return st.ForEachRow([&] {
     PolicyRow p;
     p.display = st.Text(1);
     p.first_seen = st.Int(2);
@@ -938,8 +930,7 @@ Status StoreImpl::LoadPolicyRows() {
     p.last_incident = st.Int(5);
     p.manual_unsuppressed = st.Int(6);
     policy_rows_.emplace(st.Text(0), std::move(p));
-  }
-  return Status::Ok();
+  });
 }
 
 StoreImpl::~StoreImpl() {
@@ -1586,16 +1577,16 @@ Status StoreImpl::PurgeExpiredW() {
   }
   del.Bind(1, txn_now_).Bind(2, kPurgeLimit);
   std::vector<Suppression> gone;
-  for (;;) {
-    auto r = del.Step();
-    if (!r) return r.status();
-    if (!*r) break;
-    Suppression s;
-    s.address = del.Text(0);
-    s.reason = del.Text(1);
-    s.category = del.Text(2);
-    s.source = del.Text(3);
-    gone.push_back(std::move(s));
+  if (Status walked = del.ForEachRow([&] {
+        Suppression s;
+        s.address = del.Text(0);
+        s.reason = del.Text(1);
+        s.category = del.Text(2);
+        s.source = del.Text(3);
+        gone.push_back(std::move(s));
+      });
+      !walked) {
+    return walked;
   }
   del.Reset();
   for (const Suppression& s : gone) {
@@ -1987,11 +1978,8 @@ Expected<std::vector<StoredEvent>> ReadEvents(sql::Db& db, std::string_view key,
   if (Status s = st.Prepare(db, q); !s) return s;
   st.Bind(1, key).Bind(2, static_cast<int64_t>(max));
   std::vector<StoredEvent> out;
-  for (;;) {
-    auto r = st.Step();
-    if (!r) return r.status();
-    if (!*r) break;
-    out.push_back(ReadEvent(st));
+  if (Status walked = st.ForEachRow([&] { out.push_back(ReadEvent(st)); }); !walked) {
+    return walked;
   }
   return out;
 }
@@ -2110,11 +2098,8 @@ Status StoreImpl::List(const ListFilter& f, const std::function<bool(const Suppr
   st.Bind(1, f.after).Bind(2, f.since).Bind(3, f.category).Bind(4, domain).Bind(5, f.source);
   st.Bind(6, int64_t{f.include_expired}).Bind(7, Now());
   st.Bind(8, f.limit == 0 ? int64_t{-1} : static_cast<int64_t>(f.limit));
-  for (;;) {
-    auto r = st.Step();
-    if (!r) return r.status();
-    if (!*r) break;
-    if (!sink(ReadSuppression(st))) break;
+  if (Status walked = st.ForEachRow([&] { return sink(ReadSuppression(st)); }); !walked) {
+    return walked;
   }
   return Status::Ok();
 }
@@ -2153,18 +2138,18 @@ Expected<std::vector<StatsRow>> StoreImpl::Stats(const StatsQuery& q) {
   if (Status s = st.Prepare(**db, sql); !s) return s;
   st.Bind(1, first_day).Bind(2, DayOf(now)).Bind(3, only);
   std::vector<StatsRow> rows;
-  for (;;) {
-    auto r = st.Step();
-    if (!r) return r.status();
-    if (!*r) break;
-    StatsRow row;
-    row.key = st.Text(0);
-    row.day = st.Text(1);
-    row.category = st.Text(2);
-    row.provider_code = st.Text(3);
-    row.log_status = st.Text(4);
-    row.count = st.Int(5);
-    rows.push_back(std::move(row));
+  if (Status walked = st.ForEachRow([&] {
+        StatsRow row;
+        row.key = st.Text(0);
+        row.day = st.Text(1);
+        row.category = st.Text(2);
+        row.provider_code = st.Text(3);
+        row.log_status = st.Text(4);
+        row.count = st.Int(5);
+        rows.push_back(std::move(row));
+      });
+      !walked) {
+    return walked;
   }
   return rows;
 }
@@ -2180,17 +2165,17 @@ Expected<std::vector<AllowEntry>> StoreImpl::AllowList() {
     return s;
   }
   std::vector<AllowEntry> out;
-  for (;;) {
-    auto r = st.Step();
-    if (!r) return r.status();
-    if (!*r) break;
-    AllowEntry a;
-    a.entry = st.Text(0);
-    a.domain = st.TextView(1) == "domain";
-    a.reason = st.Text(2);
-    a.created = st.Int(3);
-    a.actor_uid = st.Int(4);
-    out.push_back(std::move(a));
+  if (Status walked = st.ForEachRow([&] {
+        AllowEntry a;
+        a.entry = st.Text(0);
+        a.domain = st.TextView(1) == "domain";
+        a.reason = st.Text(2);
+        a.created = st.Int(3);
+        a.actor_uid = st.Int(4);
+        out.push_back(std::move(a));
+      });
+      !walked) {
+    return walked;
   }
   return out;
 }

@@ -1,0 +1,53 @@
+// read_buffer_test.cc: common/read_buffer.h, the page-aligned buffer the file readers use.
+#include "common/read_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+namespace bounced::testing {
+namespace {
+
+bool PageAligned(const char* p) { return reinterpret_cast<uintptr_t>(p) % kPageBytes == 0; }
+
+TEST(PageBuffer, IsPageAlignedAndKeepsWhatItIsAskedToKeepWhenItGrows) {
+  PageBuffer buffer;
+  EXPECT_EQ(buffer.capacity(), 0u);
+  buffer.Reserve(10);
+  ASSERT_TRUE(PageAligned(buffer.data()));
+  EXPECT_EQ(buffer.capacity(), kPageBytes);  // rounded up to whole pages
+  const std::string text = "Final-Recipient: rfc822; user@example.org";
+  text.copy(buffer.data(), text.size());
+  buffer.Reserve(kPageBytes);  // no growth: nothing moves
+  EXPECT_EQ(std::string(buffer.data(), text.size()), text);
+  buffer.Reserve(3 * kPageBytes + 1, text.size());
+  ASSERT_TRUE(PageAligned(buffer.data()));
+  EXPECT_EQ(buffer.capacity(), 4 * kPageBytes);
+  EXPECT_EQ(std::string(buffer.data(), text.size()), text);
+  // Keeping more than the old capacity keeps only what there was.
+  buffer.Reserve(8 * kPageBytes, 100 * kPageBytes);
+  EXPECT_EQ(std::string(buffer.data(), text.size()), text);
+}
+
+TEST(PageBuffer, MovesWithoutCopying) {
+  PageBuffer a(100);
+  char* data = a.data();
+  PageBuffer b = std::move(a);
+  EXPECT_EQ(b.data(), data);
+  EXPECT_EQ(b.capacity(), kPageBytes);
+  EXPECT_EQ(a.capacity(), 0u);  // NOLINT(bugprone-use-after-move): a moved-from buffer is empty
+  a.Reserve(1);
+  EXPECT_TRUE(PageAligned(a.data()));
+}
+
+TEST(ReadAlignment, IsTheOffsetWithinItsPage) {
+  EXPECT_EQ(ReadAlignment(0), 0u);
+  EXPECT_EQ(ReadAlignment(4095), 4095u);
+  EXPECT_EQ(ReadAlignment(4096), 0u);
+  EXPECT_EQ(ReadAlignment(65536 + 17), 17u);
+  EXPECT_EQ(ReadAlignment((uint64_t{1} << 40) + 4000), 4000u);
+}
+
+}  // namespace
+}  // namespace bounced::testing
