@@ -616,18 +616,20 @@ HeaderBlock ParseHeaderBlock(std::string_view text) {
 }
 
 std::string ToUtf8(std::string_view bytes, std::string_view charset) {
-  if (AlreadyUtf8(bytes, charset)) return std::string(bytes);
+  // Whether the bytes are 7-bit is asked up to three times below: read once.
+  const bool ascii = IsAscii(bytes);
+  if (ascii && !SevenBitIsNotAscii(charset) && !HasByte(bytes, '\x1b'))
+    return std::string(bytes);  // AlreadyUtf8
   std::string out;
   bool ascii_or_utf8 = charset.empty() || EqualsNoCase(charset, "us-ascii") ||
                        EqualsNoCase(charset, "utf-8") || EqualsNoCase(charset, "utf8") ||
-                       EqualsNoCase(charset, "ascii") ||
-                       (IsAscii(bytes) && !SevenBitIsNotAscii(charset));
+                       EqualsNoCase(charset, "ascii") || (ascii && !SevenBitIsNotAscii(charset));
   if (!ascii_or_utf8) {
     std::string name(charset);
     const char* iconv_name = g_mime_charset_iconv_name(name.c_str());
     // ISO-2022-JP starts in ASCII and stays there without an escape: 7-bit text so labelled
     // (common from Japanese carriers) converts to itself; iconv's stateful converter is slow.
-    if (iconv_name != nullptr && EqualsNoCase(iconv_name, "ISO-2022-JP") && IsAscii(bytes) &&
+    if (iconv_name != nullptr && EqualsNoCase(iconv_name, "ISO-2022-JP") && ascii &&
         !HasByte(bytes, '\x1b'))
       return std::string(bytes);
     size_t invalid = 0;
@@ -652,7 +654,7 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
       return MakeValidUtf8(std::move(out));
     }
   }
-  if (IsAscii(bytes) || ValidUtf8(bytes)) {
+  if (ascii || ValidUtf8(bytes)) {
     // 7-bit text may still be ISO-2022-JP (Japanese carriers send it undeclared).
     if (LooksLikeIso2022Jp(bytes) && TryConvert(bytes, "ISO-2022-JP", &out)) {
       return MakeValidUtf8(std::move(out));
