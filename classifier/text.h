@@ -105,6 +105,7 @@ class PhraseSet {
   uint64_t second_[256] = {};
   std::string_view phrases_[64] = {};
 };
+
 // Whether `s` holds any byte of `set`. One pass over `s` (std::string_view::find_first_of
 // calls memchr on `set` once per byte of `s`, which dominates on header-sized strings).
 inline bool ContainsAnyOf(std::string_view s, std::string_view set) {
