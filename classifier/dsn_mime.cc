@@ -1094,6 +1094,7 @@ struct FastWalker {
     if (depth == 0) {
       view->content_type = ct.type;
       view->report_type = AsciiLowerCopy(ct.report_type);
+      view->body_encoding = EncodingOf(part.transfer_encoding);
     }
     if (ct.type.starts_with("multipart/")) {
       Multipart(part.body, ct, depth, attached);
@@ -1245,29 +1246,60 @@ bool FastDecode(std::string_view normalized, const Owner& owner, bool nested_ok,
   return true;
 }
 
+// Whether a message starts at `text`: an mbox "From " line followed by a header line.
+bool StartsGluedMessage(std::string_view text) {
+  if (!text.starts_with("From ")) return false;
+  size_t nl = text.find('\n');
+  if (nl == std::string_view::npos) return false;
+  std::string_view next = text.substr(nl + 1, 80);
+  size_t colon = next.find(':');
+  return colon != std::string_view::npos && colon > 0 &&
+         next.substr(0, colon).find_first_of(" \t\n") == std::string_view::npos;
+}
+
+// Where the first message glued on at or after `from` starts in `text` (at `from` itself only
+// when that is the text's start), or npos.
+size_t GluedMessageStart(std::string_view text, size_t from) {
+  if (from == 0 && StartsGluedMessage(text)) return 0;
+  for (size_t pos = text.find("\nFrom ", from); pos != std::string_view::npos;
+       pos = text.find("\nFrom ", pos + 6)) {
+    if (StartsGluedMessage(text.substr(pos + 1))) return pos + 1;
+  }
+  return std::string_view::npos;
+}
+
 // Mailbox files hold several messages; a single-part bounce may have a second report glued
 // after it behind an mbox "From " line. Its parts are read too (multipart reports get the
-// same treatment from their epilogue).
+// same treatment from their epilogue). A bounce forwarded inline in a base64 or
+// quoted-printable text body is only seen once the body is decoded, so that is searched too.
 void AppendGluedMessage(std::string_view normalized, const Owner& owner, MimeView* view) {
   if (view->content_type.starts_with("multipart/")) return;
   // Past the first message's own header block only.
-  size_t pos = normalized.find("\n\n");
+  size_t header_end = normalized.find("\n\n");
+  if (header_end == std::string_view::npos) return;
   std::string_view rest;
-  while (pos != std::string_view::npos) {
-    pos = normalized.find("\nFrom ", pos);
-    if (pos == std::string_view::npos) return;
-    rest = normalized.substr(pos + 1);
-    size_t nl = rest.find('\n');
-    if (nl == std::string_view::npos) return;
-    std::string_view next = rest.substr(nl + 1, 80);
-    size_t colon = next.find(':');
-    if (colon != std::string_view::npos && colon > 0 &&
-        next.substr(0, colon).find_first_of(" \t\n") == std::string_view::npos)
-      break;  // "From sender date" followed by a header line: the next message
-    pos += 6;
+  Owner rest_owner = owner;
+  TransferEncoding enc = view->body_encoding;
+  if (enc == TransferEncoding::kBase64 || enc == TransferEncoding::kQuotedPrintable) {
+    // Looked for in the body's text first (which the parser reads anyway), then read from the
+    // decoded bytes themselves: the forwarded message declares its own charsets.
+    if (view->parts.empty() ||
+        GluedMessageStart(view->parts.front().text(), 0) == std::string_view::npos)
+      return;
+    std::string text;
+    if (!TransferDecode(normalized.substr(header_end + 2), enc, &text)) return;
+    auto decoded = std::make_shared<std::string>(HasByte(text, '\r') ? NormalizeLineEnds(text)
+                                                                     : std::move(text));
+    size_t start = GluedMessageStart(*decoded, 0);
+    if (start == std::string_view::npos) return;
+    rest = std::string_view(*decoded).substr(start);
+    rest_owner = std::move(decoded);
+  } else {
+    size_t start = GluedMessageStart(normalized, header_end);
+    if (start == std::string_view::npos) return;
+    rest = normalized.substr(start);
   }
-  if (pos == std::string_view::npos) return;
-  MimeView second = DecodeMimeNested(rest, owner);
+  MimeView second = DecodeMimeNested(rest, std::move(rest_owner));
   for (MimeLeaf& leaf : second.parts) {
     if (view->parts.size() >= kMaxMimeParts) break;
     view->parts.push_back(std::move(leaf));
@@ -1301,6 +1333,13 @@ MimeView DecodeMimeImpl(std::string_view message, Owner owner, bool nested_ok, b
       view.content_type = TypeOf(body);
       const char* rt = g_mime_object_get_content_type_parameter(body, "report-type");
       if (rt != nullptr) view.report_type = AsciiLowerCopy(rt);
+      if (GMIME_IS_PART(body)) {
+        GMimeContentEncoding e = g_mime_part_get_content_encoding(GMIME_PART(body));
+        view.body_encoding = e == GMIME_CONTENT_ENCODING_BASE64 ? TransferEncoding::kBase64
+                             : e == GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE
+                                 ? TransferEncoding::kQuotedPrintable
+                                 : TransferEncoding::kIdentity;
+      }
     }
     Walker walker{&view, nested_ok};
     walker.Walk(body, 0, false);

@@ -75,9 +75,11 @@ struct MimeLeaf {
 // Only the headers the parser reads are kept (From, To, Subject, Message-ID, Return-Path,
 // X-Failed-Recipients, Auto-Submitted and the other auto-reply markers ...).
 struct MimeView {
-  std::vector<Header> headers;           // top-level headers in order
-  std::string content_type;              // top-level type/subtype, lower-case
-  std::string report_type;               // report-type parameter of a multipart/report
+  std::vector<Header> headers;  // top-level headers in order
+  std::string content_type;     // top-level type/subtype, lower-case
+  std::string report_type;      // report-type parameter of a multipart/report
+  // The top-level body's Content-Transfer-Encoding (a single-part message's text may be base64).
+  TransferEncoding body_encoding = TransferEncoding::kIdentity;
   std::vector<MimeLeaf> parts;           // leaves in document order
   std::vector<Header> original_headers;  // headers of the returned message, when attached
   // What the headers view besides the caller's message: decoded values, and the copies of the
