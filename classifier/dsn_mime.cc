@@ -509,7 +509,7 @@ struct Walker {
       // Some mailboxes hold a second report glued after the first one's closing boundary.
       const char* epilogue = g_mime_multipart_get_epilogue(mp);
       if (depth == 0 && !attached && epilogue != nullptr && nested_ok &&
-          std::string_view(epilogue).find("message/delivery-status") != std::string_view::npos) {
+          ContainsNoCase(epilogue, "message/delivery-status")) {  // media types have no case
         // GMime owns the epilogue: the second report's parts get their own copy.
         auto copy = std::make_shared<const std::string>(epilogue);
         MimeView second = DecodeMimeNested(*copy, copy);
@@ -1200,7 +1200,7 @@ struct FastWalker {
     }
     if (closed && depth == 0 && !attached && nested_ok && pos < body.size()) {
       std::string_view epilogue = body.substr(pos);
-      if (epilogue.find("message/delivery-status") != std::string_view::npos) {
+      if (ContainsNoCase(epilogue, "message/delivery-status")) {  // media types have no case
         MimeView second = DecodeMimeNested(epilogue, owner);
         for (MimeLeaf& leaf : second.parts) {
           if (view->parts.size() >= kMaxMimeParts) break;

@@ -1,7 +1,8 @@
 // dsn_metamorphic_test.cc: the same bounce written differently must parse the same. Each real
 // bounce in tests/data/dsn (corpus and Postfix captures) is rewritten in ways MTAs and mail
 // stores really differ (line ends, header-name case, space after the colon, the multipart
-// boundary's spelling and quoting, a folded Content-Type, trailing space on a delimiter line),
+// boundary's spelling and quoting, a folded Content-Type, trailing space on a delimiter line,
+// media types in title case, a single-part body in base64 or quoted-printable),
 // and every recipient's address, category, status and hard_bounce must stay as they were.
 // A parser keyed to one spelling of a message would hold on the corpus and fail on the next
 // MTA's copy of the same bounce.
@@ -178,6 +179,30 @@ std::string EncodeSinglePartBody(const std::string& s, bool base64) {
          "\n\n" + (base64 ? Base64(body) : QuotedPrintable(body));
 }
 
+// Media types in title case ("Message/Delivery-Status"), as some MTAs write them: they have no
+// case (RFC 2045).
+std::string TitleCaseMediaTypes(const std::string& s) {
+  static const std::regex kType(
+      "(\n[Cc]ontent-[Tt]ype:[ \t]*)(multipart/report|multipart/mixed|message/delivery-status|"
+      "message/rfc822|text/plain|text/rfc822-headers)",
+      std::regex::icase);
+  std::string out;
+  auto last = s.cbegin();
+  for (std::sregex_iterator it(s.begin(), s.end(), kType), end; it != end; ++it) {
+    out.append(last, (*it)[0].first);
+    std::string type = (*it)[2].str();
+    bool start = true;
+    for (char& c : type) {
+      c = static_cast<char>(start ? std::toupper(c) : std::tolower(c));
+      start = c == '/' || c == '-';
+    }
+    out += (*it)[1].str() + type;
+    last = (*it)[0].second;
+  }
+  out.append(last, s.cend());
+  return out;
+}
+
 std::string SpaceAfterDelimiters(std::string s) {
   for (const std::string& b : Boundaries(s))
     s = ReplaceAll(s, "\n--" + b + "\n", "\n--" + b + "  \n");
@@ -196,6 +221,7 @@ TEST(DsnMetamorphic, RewritingABounceTheWayOtherMtasWriteItKeepsItsResults) {
           {"unquoted boundary", [](const std::string& s) { return UnquoteBoundaries(s); }},
           {"folded content-type", [](const std::string& s) { return FoldMultipartType(s); }},
           {"space after delimiter", [](const std::string& s) { return SpaceAfterDelimiters(s); }},
+          {"title-case media types", [](const std::string& s) { return TitleCaseMediaTypes(s); }},
           {"base64 body", [](const std::string& s) { return EncodeSinglePartBody(s, true); }},
           {"quoted-printable body",
            [](const std::string& s) { return EncodeSinglePartBody(s, false); }},
@@ -246,6 +272,22 @@ TEST(DsnMetamorphic, ABounceForwardedInlineReadsTheSameInAnyTransferEncoding) {
     ++tried;
   }
   EXPECT_GT(tried, 100u);
+}
+
+// Some mailboxes glue a second report after the first one's closing boundary; it is read
+// however its media types are cased.
+TEST(DsnMetamorphic, ASecondReportGluedAfterTheFirstIsReadInAnyCase) {
+  std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  std::filesystem::path dir = std::filesystem::path(BOUNCED_TEST_DATA) / "dsn" / "postfix";
+  const std::string first = Lf(ReadFile(dir / "gmail-unknown-01.eml"));
+  const std::string second = Lf(ReadFile(dir / "icloud-unknown-09.eml"));
+  const std::string expected =
+      Summary(ParseBounce(first, *rules)) + Summary(ParseBounce(second, *rules));
+  ASSERT_EQ(std::count(expected.begin(), expected.end(), '\n'), 2) << expected;
+  for (bool title_case : {false, true}) {
+    std::string glued = first + "\n" + (title_case ? TitleCaseMediaTypes(second) : second);
+    EXPECT_EQ(Summary(ParseBounce(glued, *rules)), expected) << "title case: " << title_case;
+  }
 }
 
 }  // namespace
