@@ -22,16 +22,10 @@
 #include "classifier/dsn_parser.h"
 #include "classifier/result.h"
 #include "classifier/rules.h"
+#include "tests/read_file.h"
 
 namespace bounced::testing {
 namespace {
-
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<std::filesystem::path> Bounces() {
   std::vector<std::filesystem::path> out;

@@ -2,6 +2,7 @@
 // read every well-formed test bounce exactly as GMime's own parser does, and hand everything
 // odd to GMime.
 #include "classifier/dsn_mime.h"
+#include "tests/read_file.h"
 
 #include <gtest/gtest.h>
 #include <iconv.h>
@@ -20,12 +21,7 @@
 namespace bounced::dsn {
 namespace {
 
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ReadFile;
 
 std::string TrimEnd(std::string_view v) {
   std::string s(v);
@@ -383,7 +379,7 @@ TEST(DecodeMime, HeaderValuesOfEveryLengthDecode) {
       const std::string msg = "From: x" + plain + "y\nTo: x" + folded + "y\nSubject: x" + latin +
                               "y\nReply-To: x" + encoded + "y\n\nbody\n";
       MimeView view = DecodeMime(msg);
-      SCOPED_TRACE(testing::Message() << "n=" << n << " at=" << at);
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " at=" << at);
       EXPECT_EQ(view.Get("from"), "x" + plain + "y");
       std::string unfolded = plain;
       unfolded.insert(at, " ");
@@ -540,7 +536,7 @@ TEST(DecodeMime, Iso2022JpConvertsAsIconvConvertsTheWhole) {
     for (size_t i = 0; i < n; ++i) bytes += pieces[rng() % std::size(pieces)];
     std::string expected;
     if (!with_iconv(bytes, &expected)) continue;  // invalid somewhere: another test's matter
-    EXPECT_EQ(ToUtf8(bytes, "iso-2022-jp"), expected) << testing::PrintToString(bytes);
+    EXPECT_EQ(ToUtf8(bytes, "iso-2022-jp"), expected) << ::testing::PrintToString(bytes);
     ++checked;
   }
   EXPECT_GT(checked, 300);

@@ -2,6 +2,7 @@
 // temp paths, and talks to it over its real sockets and through the real `bouncectl`.
 // Header-only, for the tests in tests/daemon.
 #pragma once
+#include "tests/read_file.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -34,13 +35,6 @@ inline const std::string kBouncectl = std::string(BOUNCED_BINARY_DIR) + "/bounce
 inline const std::string kTestData = BOUNCED_TEST_DATA;
 // Upper bound for anything we wait for; tests never assert on time, only give up.
 inline constexpr std::chrono::seconds kWaitLimit{60};
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 inline void AppendFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::app);

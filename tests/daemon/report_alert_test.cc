@@ -11,6 +11,7 @@
 
 #include "daemon/alert_detector.h"
 #include "daemon/alert_monitor.h"
+#include "tests/read_file.h"
 
 namespace bounced {
 namespace {
@@ -215,12 +216,7 @@ class TempDir {
   std::string path_;
 };
 
-std::string ReadFile(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadFile;
 
 TEST(RunAlertCommandTest, PassesTheDetailsOnStdin) {
   TempDir dir;

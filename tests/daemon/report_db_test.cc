@@ -16,6 +16,7 @@
 #include "daemon/report_db.h"
 #include "daemon/report_render.h"
 #include "storage/store.h"
+#include "tests/read_file.h"
 
 namespace bounced {
 namespace {
@@ -23,12 +24,7 @@ namespace {
 const std::string kData = BOUNCED_TEST_DATA "/reports";
 constexpr int64_t kNow = 1795933200;  // 2026-11-29T06:20:00Z, the morning after
 
-std::string ReadFile(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadFile;
 
 class TempDir {
  public:

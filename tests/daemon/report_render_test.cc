@@ -21,16 +21,12 @@
 #include "daemon/report_model.h"
 #include "daemon/report_render.h"
 #include "storage/store.h"
+#include "tests/read_file.h"
 
 namespace bounced {
 namespace {
 
-std::string ReadFile(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadFile;
 
 class TempDir {
  public:

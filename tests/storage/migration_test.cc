@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "storage/store.h"
+#include "tests/read_file.h"
 #include "tests/storage/test_util.h"
 
 namespace bounced {
@@ -28,12 +29,7 @@ using testing::MakeEvent;
 using testing::OpenStore;
 using testing::TempDir;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadFile;
 
 // Every row of `sql`, columns joined by '|', rows by '\n' (NULL as "<null>").
 std::string Dump(const std::string& path, const std::string& sql) {
