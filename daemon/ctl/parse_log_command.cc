@@ -33,6 +33,7 @@
 #include "classifier/log_parser.h"
 #include "classifier/result_json.h"
 #include "classifier/rules.h"
+#include "common/read_buffer.h"
 #include "daemon/ctl/commands.h"
 
 namespace bounced::ctl {
@@ -253,11 +254,11 @@ void ReportReadError(const std::string& file, int err) {
 // One thread: reads, splits, parses and correlates in turn. Returns the exit code.
 int FeedSequential(int fd, const std::string& file, LogCorrelator* correlator, std::string* out) {
   LogLineSplitter splitter;
-  std::unique_ptr<char[]> buf(new char[kReadChunkBytes]);
+  PageBuffer buf(kReadChunkBytes);  // page-aligned: see common/read_buffer.h
   int rc = kExitOk;
   auto feed = [correlator](std::string_view line) { correlator->Feed(line); };
   for (;;) {
-    ssize_t n = read(fd, buf.get(), kReadChunkBytes);
+    ssize_t n = read(fd, buf.data(), kReadChunkBytes);
     if (n < 0) {
       if (errno == EINTR) continue;
       ReportReadError(file, errno);
@@ -265,7 +266,7 @@ int FeedSequential(int fd, const std::string& file, LogCorrelator* correlator, s
       break;
     }
     if (n == 0) break;
-    splitter.Push(std::string_view(buf.get(), static_cast<size_t>(n)), feed);
+    splitter.Push(std::string_view(buf.data(), static_cast<size_t>(n)), feed);
     FlushWhenFull(out);
   }
   splitter.Finish(feed);
