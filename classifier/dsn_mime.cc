@@ -1,8 +1,6 @@
 // dsn_mime.cc: see dsn_mime.h. All GMime calls of the classifier live here.
 #include "classifier/dsn_mime.h"
 
-#include <gmime/gmime.h>
-
 #include <iconv.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -12,11 +10,13 @@
 #include <bit>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <unordered_map>
 
 #include "classifier/byte_scan.h"
+#include "classifier/gmime_loader.h"
 #include "classifier/text.h"
 
 namespace bounced::dsn {
@@ -38,9 +38,18 @@ bool HasByte(std::string_view s, char c) {
   return !s.empty() && std::memchr(s.data(), c, s.size()) != nullptr;
 }
 
-void InitGMimeOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { g_mime_init(); });
+// GMime, loaded on first use (gmime_loader.h). ParseBounce, the one way in outside the tests,
+// refuses every message while GMime() fails, so every call here finds it loaded.
+const GMimeApi& Gm() {
+  static const GMimeApi* const api = [] {
+    const GMimeApi* loaded = GMime();
+    if (loaded == nullptr) {
+      std::fprintf(stderr, "bounced: %s\n", GMimeLoadError());
+      std::abort();
+    }
+    return loaded;
+  }();
+  return *api;
 }
 
 // CRLF and lone CR become LF: GMime and every scanner after it then see one line-end style.
@@ -427,9 +436,9 @@ bool ValidUtf8(std::string_view s) {
 
 std::string MakeValidUtf8(std::string s) {
   if (IsAscii(s) || ValidUtf8(s)) return s;
-  gchar* valid = g_utf8_make_valid(s.data(), static_cast<gssize>(s.size()));
+  gchar* valid = Gm().g_utf8_make_valid(s.data(), static_cast<gssize>(s.size()));
   std::string out(valid);
-  g_free(valid);
+  Gm().g_free(valid);
   return out;
 }
 
@@ -439,42 +448,42 @@ std::string_view Stored(std::string value, HeaderStorage* storage) {
 }
 
 void AddHeaders(GMimeObject* obj, std::vector<Header>* out, HeaderStorage* storage) {
-  GMimeHeaderList* list = g_mime_object_get_header_list(obj);
+  GMimeHeaderList* list = Gm().g_mime_object_get_header_list(obj);
   if (list == nullptr) return;
-  int n = g_mime_header_list_get_count(list);
+  int n = Gm().g_mime_header_list_get_count(list);
   for (int i = 0; i < n && i < 512; ++i) {
-    GMimeHeader* h = g_mime_header_list_get_header_at(list, i);
+    GMimeHeader* h = Gm().g_mime_header_list_get_header_at(list, i);
     if (h == nullptr) continue;
-    const char* name = g_mime_header_get_name(h);
+    const char* name = Gm().g_mime_header_get_name(h);
     if (name == nullptr) continue;
     std::string_view wanted = WantedHeader(name);  // the name in lower case
     if (wanted.empty()) continue;
-    const char* value = g_mime_header_get_value(h);
+    const char* value = Gm().g_mime_header_get_value(h);
     out->push_back(Header{wanted, Stored(MakeValidUtf8(value != nullptr ? value : ""), storage)});
   }
 }
 
 std::string TypeOf(GMimeObject* obj) {
-  GMimeContentType* ct = g_mime_object_get_content_type(obj);
+  GMimeContentType* ct = Gm().g_mime_object_get_content_type(obj);
   if (ct == nullptr) return "text/plain";
-  const char* type = g_mime_content_type_get_media_type(ct);
-  const char* sub = g_mime_content_type_get_media_subtype(ct);
+  const char* type = Gm().g_mime_content_type_get_media_type(ct);
+  const char* sub = Gm().g_mime_content_type_get_media_subtype(ct);
   return AsciiLowerCopy(std::string(type != nullptr ? type : "text") + "/" +
                         (sub != nullptr ? sub : "plain"));
 }
 
 std::string DecodedContent(GMimePart* part) {
-  GMimeDataWrapper* content = g_mime_part_get_content(part);
+  GMimeDataWrapper* content = Gm().g_mime_part_get_content(part);
   if (content == nullptr) return {};
-  GMimeStream* mem = g_mime_stream_mem_new();
-  g_mime_data_wrapper_write_to_stream(content, mem);
-  GByteArray* bytes = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(mem));
+  GMimeStream* mem = Gm().g_mime_stream_mem_new();
+  Gm().g_mime_data_wrapper_write_to_stream(content, mem);
+  GByteArray* bytes = Gm().g_mime_stream_mem_get_byte_array(reinterpret_cast<GMimeStreamMem*>(mem));
   std::string out;
   if (bytes != nullptr) {
     out.assign(reinterpret_cast<const char*>(bytes->data),
                std::min<size_t>(bytes->len, kMaxPartTextBytes));
   }
-  g_object_unref(mem);
+  Gm().g_object_unref(mem);
   return out;
 }
 
@@ -502,12 +511,12 @@ struct Walker {
 
   void Walk(GMimeObject* obj, int depth, bool attached) {
     if (obj == nullptr || depth > kMaxMimeDepth || view->parts.size() >= kMaxMimeParts) return;
-    if (GMIME_IS_MULTIPART(obj)) {
-      GMimeMultipart* mp = GMIME_MULTIPART(obj);
-      int n = g_mime_multipart_get_count(mp);
-      for (int i = 0; i < n; ++i) Walk(g_mime_multipart_get_part(mp, i), depth + 1, attached);
+    if (Gm().IsA(obj, Gm().g_mime_multipart_get_type())) {
+      GMimeMultipart* mp = reinterpret_cast<GMimeMultipart*>(obj);
+      int n = Gm().g_mime_multipart_get_count(mp);
+      for (int i = 0; i < n; ++i) Walk(Gm().g_mime_multipart_get_part(mp, i), depth + 1, attached);
       // Some mailboxes hold a second report glued after the first one's closing boundary.
-      const char* epilogue = g_mime_multipart_get_epilogue(mp);
+      const char* epilogue = Gm().g_mime_multipart_get_epilogue(mp);
       if (depth == 0 && !attached && epilogue != nullptr && nested_ok &&
           ContainsNoCase(epilogue, "message/delivery-status")) {  // media types have no case
         // GMime owns the epilogue: the second report's parts get their own copy.
@@ -520,23 +529,24 @@ struct Walker {
       }
       return;
     }
-    if (GMIME_IS_MESSAGE_PART(obj)) {
-      GMimeMessage* msg = g_mime_message_part_get_message(GMIME_MESSAGE_PART(obj));
+    if (Gm().IsA(obj, Gm().g_mime_message_part_get_type())) {
+      GMimeMessage* msg =
+          Gm().g_mime_message_part_get_message(reinterpret_cast<GMimeMessagePart*>(obj));
       if (msg == nullptr) return;
       if (!have_original && !attached) {
         have_original = true;
-        AddHeaders(GMIME_OBJECT(msg), &view->original_headers, &view->storage);
+        AddHeaders(reinterpret_cast<GMimeObject*>(msg), &view->original_headers, &view->storage);
       }
       // The returned message's own parts are kept (marked) for bounces that are only a
       // forwarded copy of a bounce; scanners prefer the unattached parts.
-      Walk(g_mime_message_get_mime_part(msg), depth + 1, true);
+      Walk(Gm().g_mime_message_get_mime_part(msg), depth + 1, true);
       return;
     }
-    if (!GMIME_IS_PART(obj)) return;
+    if (!Gm().IsA(obj, Gm().g_mime_part_get_type())) return;
     std::string type = TypeOf(obj);
     if (!IsTextual(type)) return;
-    std::string raw = DecodedContent(GMIME_PART(obj));
-    const char* charset = g_mime_object_get_content_type_parameter(obj, "charset");
+    std::string raw = DecodedContent(reinterpret_cast<GMimePart*>(obj));
+    const char* charset = Gm().g_mime_object_get_content_type_parameter(obj, "charset");
     std::string text = ToUtf8(raw, charset != nullptr ? charset : "");
     if (type == "text/rfc822-headers" && !have_original && !attached) {
       have_original = true;
@@ -626,7 +636,7 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
                        EqualsNoCase(charset, "ascii") || (ascii && !SevenBitIsNotAscii(charset));
   if (!ascii_or_utf8) {
     std::string name(charset);
-    const char* iconv_name = g_mime_charset_iconv_name(name.c_str());
+    const char* iconv_name = Gm().g_mime_charset_iconv_name(name.c_str());
     // ISO-2022-JP starts in ASCII and stays there without an escape: 7-bit text so labelled
     // (common from Japanese carriers) converts to itself; iconv's stateful converter is slow.
     if (iconv_name != nullptr && EqualsNoCase(iconv_name, "ISO-2022-JP") && ascii &&
@@ -853,10 +863,10 @@ std::string_view DecodeHeaderValue(std::string_view raw, HeaderStorage* storage)
   if (PlainHeaderValue(trimmed)) return trimmed;
   std::string v = Unfold(trimmed);
   if (v.find("=?") != std::string::npos) {
-    char* decoded = g_mime_utils_header_decode_text(nullptr, v.c_str());
+    char* decoded = Gm().g_mime_utils_header_decode_text(nullptr, v.c_str());
     if (decoded != nullptr) {
       v = decoded;
-      g_free(decoded);
+      Gm().g_free(decoded);
     }
   }
   return Stored(MakeValidUtf8(std::move(v)), storage);
@@ -981,8 +991,8 @@ TransferEncoding EncodingOf(std::string_view cte_raw) {
 
 size_t DecodeBase64(std::string_view body, char* out) {
   GMimeEncoding state;
-  g_mime_encoding_init_decode(&state, GMIME_CONTENT_ENCODING_BASE64);
-  return g_mime_encoding_flush(&state, body.data(), body.size(), out);
+  Gm().g_mime_encoding_init_decode(&state, GMIME_CONTENT_ENCODING_BASE64);
+  return Gm().g_mime_encoding_flush(&state, body.data(), body.size(), out);
 }
 
 // GMime's quoted-printable decoder, fed only the escapes ("=XY", a soft line break "=\n" and
@@ -993,6 +1003,7 @@ size_t DecodeBase64(std::string_view body, char* out) {
 size_t DecodeQuotedPrintable(std::string_view body, char* out) {
   const char* in = body.data();
   size_t size = body.size();
+  const auto decode_step = Gm().g_mime_encoding_quoted_decode_step;
   char* w = out;
   int state = 0;
   guint32 save = 0;
@@ -1010,9 +1021,8 @@ size_t DecodeQuotedPrintable(std::string_view body, char* out) {
     do {
       end = std::min(end + 3, size);
     } while (end < size && in[end] == '=');
-    w += g_mime_encoding_quoted_decode_step(reinterpret_cast<const unsigned char*>(in + pos),
-                                            end - pos, reinterpret_cast<unsigned char*>(w), &state,
-                                            &save);
+    w += decode_step(reinterpret_cast<const unsigned char*>(in + pos), end - pos,
+                     reinterpret_cast<unsigned char*>(w), &state, &save);
     pos = end;
   }
   return static_cast<size_t>(w - out);
@@ -1322,19 +1332,21 @@ MimeView DecodeMimeImpl(std::string_view message, Owner owner, bool nested_ok, b
     return view;
   }
   view = MimeView();
-  GMimeStream* stream = g_mime_stream_mem_new_with_buffer(normalized.data(), normalized.size());
-  GMimeParser* parser = g_mime_parser_new_with_stream(stream);
-  g_mime_parser_set_format(parser, GMIME_FORMAT_MESSAGE);
-  GMimeMessage* msg = g_mime_parser_construct_message(parser, nullptr);
+  GMimeStream* stream =
+      Gm().g_mime_stream_mem_new_with_buffer(normalized.data(), normalized.size());
+  GMimeParser* parser = Gm().g_mime_parser_new_with_stream(stream);
+  Gm().g_mime_parser_set_format(parser, GMIME_FORMAT_MESSAGE);
+  GMimeMessage* msg = Gm().g_mime_parser_construct_message(parser, nullptr);
   if (msg != nullptr) {
-    AddHeaders(GMIME_OBJECT(msg), &view.headers, &view.storage);
-    GMimeObject* body = g_mime_message_get_mime_part(msg);
+    AddHeaders(reinterpret_cast<GMimeObject*>(msg), &view.headers, &view.storage);
+    GMimeObject* body = Gm().g_mime_message_get_mime_part(msg);
     if (body != nullptr) {
       view.content_type = TypeOf(body);
-      const char* rt = g_mime_object_get_content_type_parameter(body, "report-type");
+      const char* rt = Gm().g_mime_object_get_content_type_parameter(body, "report-type");
       if (rt != nullptr) view.report_type = AsciiLowerCopy(rt);
-      if (GMIME_IS_PART(body)) {
-        GMimeContentEncoding e = g_mime_part_get_content_encoding(GMIME_PART(body));
+      if (Gm().IsA(body, Gm().g_mime_part_get_type())) {
+        GMimeContentEncoding e =
+            Gm().g_mime_part_get_content_encoding(reinterpret_cast<GMimePart*>(body));
         view.body_encoding = e == GMIME_CONTENT_ENCODING_BASE64 ? TransferEncoding::kBase64
                              : e == GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE
                                  ? TransferEncoding::kQuotedPrintable
@@ -1343,17 +1355,17 @@ MimeView DecodeMimeImpl(std::string_view message, Owner owner, bool nested_ok, b
     }
     Walker walker{&view, nested_ok};
     walker.Walk(body, 0, false);
-    if (view.parts.empty() && body != nullptr && GMIME_IS_MULTIPART(body)) {
+    if (view.parts.empty() && body != nullptr && Gm().IsA(body, Gm().g_mime_multipart_get_type())) {
       // A multipart type with no parts (the boundary never occurs): the body is plain text.
       size_t blank = normalized.find("\n\n");
       if (blank != std::string_view::npos) {
         view.parts.emplace_back("text/plain", ToUtf8(normalized.substr(blank + 2), ""), false);
       }
     }
-    g_object_unref(msg);
+    Gm().g_object_unref(msg);
   }
-  g_object_unref(parser);
-  g_object_unref(stream);
+  Gm().g_object_unref(parser);
+  Gm().g_object_unref(stream);
   if (view.headers.empty() && view.parts.empty()) {
     // Not a message GMime could read (no header block): scan the bytes as plain text.
     view.content_type = "text/plain";
@@ -1396,7 +1408,6 @@ std::string_view MimeLeaf::text() const {
 }
 
 MimeView DecodeMime(std::string_view message, MimeDecoder decoder) {
-  InitGMimeOnce();
   return DecodeMimeImpl(message, nullptr, true, decoder == MimeDecoder::kAuto);
 }
 

@@ -15,6 +15,7 @@
 #include "classifier/dsn_mime.h"
 #include "classifier/dsn_ses.h"
 #include "classifier/dsn_text.h"
+#include "classifier/gmime_loader.h"
 #include "classifier/text.h"
 
 namespace bounced {
@@ -699,6 +700,11 @@ ParsedBounce ParseBounce(std::string_view message,
   if (message.size() > kMaxMessageBytes) message = message.substr(0, kMaxMessageBytes);
   if (TrimSpace(message).empty()) {
     out.error = "empty message";
+    return out;
+  }
+  // GMime is loaded on first use (gmime_loader.h): without it no message is read.
+  if (dsn::GMime() == nullptr) {
+    out.error = dsn::GMimeLoadError();
     return out;
   }
   MimeView view = dsn::DecodeMime(message);

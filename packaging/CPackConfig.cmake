@@ -48,8 +48,11 @@ set(CPACK_DEBIAN_PACKAGE_SECTION mail)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # postfix: its group owns the sockets Postfix connects to; systemd: sysusers, tmpfiles and the
-# units; init-system-helpers: deb-systemd-helper/-invoke in the maintainer scripts.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "postfix, systemd, init-system-helpers (>= 1.54~)")
+# units; init-system-helpers: deb-systemd-helper/-invoke in the maintainer scripts;
+# libgmime-3.0-0: opened with dlopen on first use (classifier/gmime_loader.h), which
+# dpkg-shlibdeps does not see.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS
+    "postfix, systemd, init-system-helpers (>= 1.54~), libgmime-3.0-0 (>= 3.2)")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "sqlite3")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${BOUNCED_PKG_DIR}/conffiles ${BOUNCED_PKG_DIR}/postinst ${BOUNCED_PKG_DIR}/prerm

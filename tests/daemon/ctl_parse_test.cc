@@ -1,6 +1,7 @@
 // ctl_parse_test.cc: `bouncectl parse` as a process over the repository's test bounces: the
 // output of several threads is the sequential output, line for line, in the order the files
-// were given, and an unreadable file in the middle keeps its place and sets exit code 1.
+// were given, and an unreadable file in the middle keeps its place and sets exit code 1. GMime
+// is loaded only by commands that parse messages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -125,6 +126,27 @@ TEST(CtlParse, ChunksOfUnreadableFilesWaitForTheRules) {
     EXPECT_EQ(rc, 2) << jobs;
     EXPECT_EQ(out, "") << jobs;
   }
+}
+
+// GMime is opened on first use (classifier/gmime_loader.h): a command that decodes no message
+// never loads its libraries, and parse loads them and reads the bounce. The dynamic loader says
+// which libraries it opens (LD_DEBUG=files).
+TEST(CtlParse, GMimeLoadsOnlyWhenAMessageIsParsed) {
+  int rc = -1;
+  std::string classify = Shell(
+      "LD_DEBUG=files " + kBouncectl + " classify '550 5.1.1 <a@b.example> user unknown' 2>&1",
+      &rc);
+  EXPECT_EQ(rc, 0) << classify;
+  EXPECT_NE(classify.find("user_unknown"), std::string::npos) << classify;
+  EXPECT_NE(classify.find("libstdc++"), std::string::npos) << "LD_DEBUG said nothing";
+  EXPECT_EQ(classify.find("libgmime"), std::string::npos) << classify;
+
+  std::vector<std::string> files = TestBounces();
+  ASSERT_FALSE(files.empty());
+  std::string parse = Shell(
+      "LD_DEBUG=files " + kBouncectl + " parse --jobs 1 " + Quote(files.front()) + " 2>&1", &rc);
+  EXPECT_NE(parse.find("libgmime-3.0.so.0"), std::string::npos) << parse;
+  EXPECT_NE(parse.find("\"recipients\":[{"), std::string::npos) << parse;
 }
 
 TEST(CtlParse, RejectsANegativeJobCount) {
