@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,31 @@ TEST(CtlParse, GMimeLoadsOnlyWhenAMessageIsParsed) {
       "LD_DEBUG=files " + kBouncectl + " parse --jobs 1 " + Quote(files.front()) + " 2>&1", &rc);
   EXPECT_NE(parse.find("libgmime-3.0.so.0"), std::string::npos) << parse;
   EXPECT_NE(parse.find("\"recipients\":[{"), std::string::npos) << parse;
+}
+
+// A GMime that cannot be loaded (here: a broken file found first on the library path) is each
+// message's error, and the run fails; nothing crashes.
+TEST(CtlParse, AGMimeThatCannotBeLoadedIsEachMessagesError) {
+  TempDir dir;
+  {
+    std::ofstream broken(dir.path() + "/libgmime-3.0.so.0");
+    broken << "not a shared library\n";
+  }
+  std::vector<std::string> files = TestBounces();
+  ASSERT_GE(files.size(), 2u);
+  int rc = -1;
+  std::string out =
+      Shell("LD_LIBRARY_PATH=" + Quote(dir.path()) + " " + kBouncectl + " parse --jobs 1 " +
+                Quote(files[0]) + " " + Quote(files[1]) + " 2>&1",
+            &rc);
+  EXPECT_EQ(rc, 1) << out;
+  std::vector<std::string> lines = Lines(out);
+  ASSERT_EQ(lines.size(), 2u) << out;
+  for (const std::string& line : lines) {
+    EXPECT_NE(line.find("\"error\":\"cannot load GMime (libgmime-3.0.so.0)"), std::string::npos)
+        << line;
+    EXPECT_NE(line.find("\"recipients\":[]"), std::string::npos) << line;
+  }
 }
 
 TEST(CtlParse, RejectsANegativeJobCount) {
