@@ -690,6 +690,8 @@ std::string_view ToString(MessageKind k) {
   return "not_bounce";
 }
 
+std::string MimeLibraryProblem() { return dsn::GMime() == nullptr ? dsn::GMimeLoadError() : ""; }
+
 ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
   return ParseBounce(message, [&rules]() -> const RuleSet& { return rules; });
 }

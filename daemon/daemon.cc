@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "classifier/dsn_parser.h"
 #include "daemon/alert_monitor.h"
 #include "daemon/log_input.h"
 #include "daemon/netstring.h"
@@ -65,6 +66,11 @@ struct Daemon::Impl {
       : config(std::move(c)), options(std::move(o)), store_retry(io), watchdog(io), alert_tick(io) {
     services.SetConfig(config);
     services.SetRules(r.rules, r.sources);
+    // The MIME library is loaded here rather than by the first bounce the milter or a query
+    // brings; a broken install is said at start.
+    if (std::string why = MimeLibraryProblem(); !why.empty()) {
+      spdlog::error("DSN messages cannot be read: {}", why);
+    }
     alerts = std::make_shared<AlertMonitor>(config.alerts);
     services.AddObserver(std::make_shared<AlertObserver>(alerts));
     services.alerts_json = [a = alerts] { return a->ToJson(); };
