@@ -586,12 +586,16 @@ std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only, Header
       continue;
     }
     size_t colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0 ||
-        ContainsAnyOf(line.substr(0, colon), " \t")) {
+    // Blanks may stand between a name and its colon (RFC 822's "To : a@b"), not inside it.
+    size_t name_end = colon == std::string_view::npos
+                          ? colon
+                          : line.find_last_not_of(" \t", colon == 0 ? 0 : colon - 1);
+    if (colon == std::string_view::npos || colon == 0 || name_end == std::string_view::npos ||
+        ContainsAnyOf(line.substr(0, name_end + 1), " \t")) {
       if (parsed > 0) break;
       continue;
     }
-    std::string_view name = line.substr(0, colon);
+    std::string_view name = line.substr(0, name_end + 1);
     std::string_view value = line.substr(colon + 1);
     size_t first = value.find_first_not_of(" \t");
     value = first == std::string_view::npos ? std::string_view() : value.substr(first);

@@ -2,7 +2,8 @@
 // bounce in tests/data/dsn (corpus and Postfix captures) is rewritten in ways MTAs and mail
 // stores really differ (line ends, header-name case, space after the colon, the multipart
 // boundary's spelling and quoting, a folded Content-Type, trailing space on a delimiter line,
-// media types in title case, a single-part body in base64 or quoted-printable),
+// media types in title case, a single-part body in base64 or quoted-printable, blanks before
+// a header's or a DSN field's colon, a To address on a folded line behind a display name),
 // and every recipient's address, category, status and hard_bounce must stay as they were.
 // A parser keyed to one spelling of a message would hold on the corpus and fail on the next
 // MTA's copy of the same bounce.
@@ -197,6 +198,21 @@ std::string TitleCaseMediaTypes(const std::string& s) {
   return out;
 }
 
+// "Final-Recipient : rfc822;..." and "To : ...": RFC 822 allowed blanks before the colon, and
+// Mimecast still writes every DSN field so.
+std::string BlankBeforeColon(const std::string& s) {
+  return std::regex_replace(s, kHeaderName, "$1$2 : ");
+}
+
+// "To: a@b" as "To: \"Some Person\"\n <a@b>", in the bounce's own headers and in the returned
+// message's, the address alone or in angle brackets: mailers fold a long To between the name
+// and the address.
+std::string FoldedDisplayNameTo(const std::string& s) {
+  static const std::regex kTo(
+      "(^|\n)(To)[ \t]*:[ \t]*<?([^\\s<>\",;]+@[^\\s<>\",;]+)>?[ \t]*(?=\n)", std::regex::icase);
+  return std::regex_replace(s, kTo, "$1$2: \"Some Person\"\n <$3>");
+}
+
 std::string SpaceAfterDelimiters(std::string s) {
   for (const std::string& b : Boundaries(s))
     s = ReplaceAll(s, "\n--" + b + "\n", "\n--" + b + "  \n");
@@ -216,6 +232,8 @@ TEST(DsnMetamorphic, RewritingABounceTheWayOtherMtasWriteItKeepsItsResults) {
           {"folded content-type", [](const std::string& s) { return FoldMultipartType(s); }},
           {"space after delimiter", [](const std::string& s) { return SpaceAfterDelimiters(s); }},
           {"title-case media types", [](const std::string& s) { return TitleCaseMediaTypes(s); }},
+          {"blank before colon", [](const std::string& s) { return BlankBeforeColon(s); }},
+          {"folded display-name To", [](const std::string& s) { return FoldedDisplayNameTo(s); }},
           {"base64 body", [](const std::string& s) { return EncodeSinglePartBody(s, true); }},
           {"quoted-printable body",
            [](const std::string& s) { return EncodeSinglePartBody(s, false); }},
