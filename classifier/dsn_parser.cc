@@ -543,12 +543,12 @@ std::vector<Finding> FindingsFromFeedback(const MimeView& view, std::string_view
   return out;
 }
 
-// The recipient of the returned message, for text bounces that name none.
+// The recipient of the returned message, for text bounces that name none. The bounce's own
+// X-Original-To and Delivered-To are not read: they name the mailbox the bounce was filed in
+// (the sender's), as Postfix's local(8) and LMTP servers write them on every message.
 std::string OriginalRecipient(const MimeView& view, std::string_view explanation) {
-  for (std::string_view name : {"x-failed-recipients", "x-original-to", "delivered-to"}) {
-    std::string a = FirstAddress(view.Get(name));
-    if (!a.empty()) return a;
-  }
+  std::string failed = FirstAddress(view.Get("x-failed-recipients"));
+  if (!failed.empty()) return failed;
   for (std::string_view name : {"to", "x-original-to", "delivered-to", "envelope-to"}) {
     std::string a = FirstAddress(MimeView::Find(view.original_headers, name));
     if (!a.empty()) return a;

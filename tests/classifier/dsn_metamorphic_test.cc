@@ -3,7 +3,8 @@
 // stores really differ (line ends, header-name case, space after the colon, the multipart
 // boundary's spelling and quoting, a folded Content-Type, trailing space on a delimiter line,
 // media types in title case, a single-part body in base64 or quoted-printable, blanks before
-// a header's or a DSN field's colon, a To address on a folded line behind a display name),
+// a header's or a DSN field's colon, a To address on a folded line behind a display name, the
+// delivery headers a mailbox adds),
 // and every recipient's address, category, status and hard_bounce must stay as they were.
 // A parser keyed to one spelling of a message would hold on the corpus and fail on the next
 // MTA's copy of the same bounce.
@@ -213,6 +214,19 @@ std::string FoldedDisplayNameTo(const std::string& s) {
   return std::regex_replace(s, kTo, "$1$2: \"Some Person\"\n <$3>");
 }
 
+// The bounce as filed in the sender's mailbox by Postfix's local(8) or an LMTP server:
+// X-Original-To and Delivered-To name the bounce's own recipient on top of its headers.
+std::string FiledInSendersMailbox(const std::string& s) {
+  static const std::regex kTo("(^|\n)to:[ \t]*[^\n]*?<?([^\\s<>\",;:]+@[^\\s<>\",;]+)>?",
+                              std::regex::icase);
+  size_t header_end = s.find("\n\n");
+  std::smatch to;
+  if (header_end == std::string::npos ||
+      !std::regex_search(s.cbegin(), s.cbegin() + static_cast<long>(header_end), to, kTo))
+    return s;
+  return "X-Original-To: " + to[2].str() + "\nDelivered-To: " + to[2].str() + "\n" + s;
+}
+
 std::string SpaceAfterDelimiters(std::string s) {
   for (const std::string& b : Boundaries(s))
     s = ReplaceAll(s, "\n--" + b + "\n", "\n--" + b + "  \n");
@@ -234,6 +248,8 @@ TEST(DsnMetamorphic, RewritingABounceTheWayOtherMtasWriteItKeepsItsResults) {
           {"title-case media types", [](const std::string& s) { return TitleCaseMediaTypes(s); }},
           {"blank before colon", [](const std::string& s) { return BlankBeforeColon(s); }},
           {"folded display-name To", [](const std::string& s) { return FoldedDisplayNameTo(s); }},
+          {"filed in the sender's mailbox",
+           [](const std::string& s) { return FiledInSendersMailbox(s); }},
           {"base64 body", [](const std::string& s) { return EncodeSinglePartBody(s, true); }},
           {"quoted-printable body",
            [](const std::string& s) { return EncodeSinglePartBody(s, false); }},
