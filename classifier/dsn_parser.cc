@@ -576,11 +576,15 @@ std::string OriginalRecipient(const MimeView& view, std::string_view explanation
 std::string AllText(const MimeView& view) {
   std::string all;
   for (const MimeLeaf& p : view.parts) {
-    if (p.type.starts_with("text/") || p.type == "message/rfc822"sv) {
+    if (p.type == "text/html"sv) {
+      all += dsn::StripHtml(p.text());  // an HTML bounce quotes "To: &lt;a@b&gt;<br>"
+    } else if (p.type.starts_with("text/") || p.type == "message/rfc822"sv) {
       all += p.text();
-      all += '\n';
-      if (all.size() > dsn::kMaxExplanationBytes) break;
+    } else {
+      continue;
     }
+    all += '\n';
+    if (all.size() > dsn::kMaxExplanationBytes) break;
   }
   return all;
 }

@@ -4,7 +4,7 @@
 // boundary's spelling and quoting, a folded Content-Type, trailing space on a delimiter line,
 // media types in title case, a single-part body in base64 or quoted-printable, blanks before
 // a header's or a DSN field's colon, a To address on a folded line behind a display name, the
-// delivery headers a mailbox adds),
+// delivery headers a mailbox adds, the explanation as HTML only),
 // and every recipient's address, category, status and hard_bounce must stay as they were.
 // A parser keyed to one spelling of a message would hold on the corpus and fail on the next
 // MTA's copy of the same bounce.
@@ -227,6 +227,69 @@ std::string FiledInSendersMailbox(const std::string& s) {
   return "X-Original-To: " + to[2].str() + "\nDelivered-To: " + to[2].str() + "\n" + s;
 }
 
+// HTML for a text: a line per "<br>", with the source's own line end after it, as HTML mailers
+// write it.
+std::string AsHtml(const std::string& text) {
+  std::string html = "<html><body>\n";
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    for (char c : line) {
+      if (c == '<') {
+        html += "&lt;";
+      } else if (c == '>') {
+        html += "&gt;";
+      } else if (c == '&') {
+        html += "&amp;";
+      } else {
+        html += c;
+      }
+    }
+    html += "<br>\n";
+  }
+  return html + "</body></html>";
+}
+
+// A multipart bounce's plain text parts (its explanation; the returned message is left alone)
+// sent as HTML only.
+std::string HtmlOnlyExplanation(const std::string& s) {
+  static const std::regex kTopType("(^|\n)content-type:[ \t]*multipart/[^\n]*(\n[ \t][^\n]*)*",
+                                   std::regex::icase);
+  static const std::regex kPlain("(^|\n)content-type:[ \t]*text/plain", std::regex::icase);
+  static const std::regex kAnyType("(^|\n)content-type:", std::regex::icase);
+  static const std::regex kEncoded("(^|\n)content-transfer-encoding:[ \t]*(base64|quoted)",
+                                   std::regex::icase);
+  if (s.find('\r') != std::string::npos) return s;
+  size_t header_end = s.find("\n\n");
+  std::smatch top;
+  if (header_end == std::string::npos ||
+      !std::regex_search(s.cbegin(), s.cbegin() + static_cast<long>(header_end) + 1, top, kTopType))
+    return s;
+  std::set<std::string> in_type = Boundaries(top.str());
+  if (in_type.size() != 1) return s;
+  const std::string delimiter = "\n--" + *in_type.begin();
+  std::string out = s;
+  for (size_t part = out.find(delimiter + "\n", header_end); part != std::string::npos;
+       part = out.find(delimiter + "\n", part)) {
+    part += delimiter.size() + 1;
+    size_t body = out.find("\n\n", part - 1);
+    size_t end = out.find(delimiter, part);
+    if (body == std::string::npos || end == std::string::npos || body > end) break;
+    std::string headers = out.substr(part, body + 1 - part);
+    if (std::regex_search(headers, kEncoded)) continue;
+    if (std::regex_search(headers, kPlain)) {
+      headers = std::regex_replace(headers, kPlain, "$1Content-Type: text/html");
+    } else if (!std::regex_search(headers, kAnyType)) {
+      headers += "Content-Type: text/html\n";
+    } else {
+      continue;
+    }
+    std::string replaced = headers + "\n" + AsHtml(out.substr(body + 2, end - body - 2));
+    out.replace(part, end - part, replaced);
+    part += replaced.size();
+  }
+  return out;
+}
+
 std::string SpaceAfterDelimiters(std::string s) {
   for (const std::string& b : Boundaries(s))
     s = ReplaceAll(s, "\n--" + b + "\n", "\n--" + b + "  \n");
@@ -250,6 +313,7 @@ TEST(DsnMetamorphic, RewritingABounceTheWayOtherMtasWriteItKeepsItsResults) {
           {"folded display-name To", [](const std::string& s) { return FoldedDisplayNameTo(s); }},
           {"filed in the sender's mailbox",
            [](const std::string& s) { return FiledInSendersMailbox(s); }},
+          {"HTML-only explanation", [](const std::string& s) { return HtmlOnlyExplanation(s); }},
           {"base64 body", [](const std::string& s) { return EncodeSinglePartBody(s, true); }},
           {"quoted-printable body",
            [](const std::string& s) { return EncodeSinglePartBody(s, false); }},
@@ -316,6 +380,40 @@ TEST(DsnMetamorphic, ASecondReportGluedAfterTheFirstIsReadInAnyCase) {
     std::string glued = first + "\n" + (title_case ? TitleCaseMediaTypes(second) : second);
     EXPECT_EQ(Summary(ParseBounce(glued, *rules)), expected) << "title case: " << title_case;
   }
+}
+
+// An Exim bounce (lhost-exim-49 in the corpus) whose explanation comes as HTML only: the
+// step the remote server refused ("after EHLO") is read as from the plain text, which the
+// category depends on. HTML sources end each "<br>" line with a line end of their own.
+TEST(DsnMetamorphic, AnHtmlOnlyExplanationReadsAsItsPlainText) {
+  const std::string head =
+      "From: Mail Delivery System <mailer-daemon@neko.example.com>\n"
+      "To: sironeko-nyaan@neko.example.com\n"
+      "Subject: Mail delivery failed: returning message to sender\nMIME-Version: 1.0\n"
+      "Content-Type: multipart/report; report-type=delivery-status; boundary=b1\n\n--b1\n";
+  const std::string text =
+      "This message was created automatically by mail delivery software.\n\n"
+      "A message that you sent could not be delivered to one or more of its\n"
+      "recipients. This is a permanent error. The following address(es) failed:\n\n"
+      "  kijitora@example.com\n"
+      "    host example.com.nekochan.example.net [203.0.113.222]\n"
+      "    SMTP error from remote mail server after EHLO neko.example.com:\n"
+      "    550 Rejected\n";
+  const std::string report =
+      "\n--b1\nContent-Type: message/delivery-status\n\nReporting-MTA: dns; neko.example.com\n\n"
+      "Action: failed\nFinal-Recipient: rfc822;kijitora@example.com\nStatus: 5.0.0\n"
+      "Remote-MTA: dns; example.com.nekochan.example.net\nDiagnostic-Code: smtp; 550 Rejected\n"
+      "\n--b1--\n";
+  std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  ParsedBounce plain =
+      ParseBounce(head + "Content-Type: text/plain; charset=us-ascii\n\n" + text + report, *rules);
+  ParsedBounce html = ParseBounce(
+      head + "Content-Type: text/html; charset=us-ascii\n\n" + AsHtml(text) + report, *rules);
+  ASSERT_EQ(plain.recipients.size(), 1u);
+  EXPECT_EQ(plain.recipients[0].stage, "helo");
+  EXPECT_EQ(Summary(html), Summary(plain));
+  ASSERT_EQ(html.recipients.size(), 1u);
+  EXPECT_EQ(html.recipients[0].stage, plain.recipients[0].stage);
 }
 
 }  // namespace
