@@ -4,7 +4,7 @@
 // boundary's spelling and quoting, a folded Content-Type, trailing space on a delimiter line,
 // media types in title case, a single-part body in base64 or quoted-printable, blanks before
 // a header's or a DSN field's colon, a To address on a folded line behind a display name, the
-// delivery headers a mailbox adds, the explanation as HTML only),
+// delivery headers a mailbox adds, the explanation as HTML only, RFC 6533's media types),
 // and every recipient's address, category, status and hard_bounce must stay as they were.
 // A parser keyed to one spelling of a message would hold on the corpus and fail on the next
 // MTA's copy of the same bounce.
@@ -290,6 +290,21 @@ std::string HtmlOnlyExplanation(const std::string& s) {
   return out;
 }
 
+// The report's media types as RFC 6533 names them for internationalised mail (Postfix sends
+// them for SMTPUTF8 messages): message/global-delivery-status, message/global and
+// message/global-headers.
+std::string GlobalMediaTypes(const std::string& s) {
+  static const std::regex kDeliveryStatus("(\n[Cc]ontent-[Tt]ype:[ \t]*)message/delivery-status",
+                                          std::regex::icase);
+  static const std::regex kMessage("(\n[Cc]ontent-[Tt]ype:[ \t]*)message/rfc822",
+                                   std::regex::icase);
+  static const std::regex kHeaders("(\n[Cc]ontent-[Tt]ype:[ \t]*)text/rfc822-headers",
+                                   std::regex::icase);
+  std::string out = std::regex_replace(s, kDeliveryStatus, "$1message/global-delivery-status");
+  out = std::regex_replace(out, kMessage, "$1message/global");
+  return std::regex_replace(out, kHeaders, "$1message/global-headers");
+}
+
 std::string SpaceAfterDelimiters(std::string s) {
   for (const std::string& b : Boundaries(s))
     s = ReplaceAll(s, "\n--" + b + "\n", "\n--" + b + "  \n");
@@ -314,6 +329,7 @@ TEST(DsnMetamorphic, RewritingABounceTheWayOtherMtasWriteItKeepsItsResults) {
           {"filed in the sender's mailbox",
            [](const std::string& s) { return FiledInSendersMailbox(s); }},
           {"HTML-only explanation", [](const std::string& s) { return HtmlOnlyExplanation(s); }},
+          {"RFC 6533 media types", [](const std::string& s) { return GlobalMediaTypes(s); }},
           {"base64 body", [](const std::string& s) { return EncodeSinglePartBody(s, true); }},
           {"quoted-printable body",
            [](const std::string& s) { return EncodeSinglePartBody(s, false); }},
@@ -367,7 +383,7 @@ TEST(DsnMetamorphic, ABounceForwardedInlineReadsTheSameInAnyTransferEncoding) {
 }
 
 // Some mailboxes glue a second report after the first one's closing boundary; it is read
-// however its media types are cased.
+// however its media types are cased, and in RFC 6533's types.
 TEST(DsnMetamorphic, ASecondReportGluedAfterTheFirstIsReadInAnyCase) {
   std::shared_ptr<const RuleSet> rules = RuleSet::Default();
   std::filesystem::path dir = std::filesystem::path(BOUNCED_TEST_DATA) / "dsn" / "postfix";
@@ -376,10 +392,31 @@ TEST(DsnMetamorphic, ASecondReportGluedAfterTheFirstIsReadInAnyCase) {
   const std::string expected =
       Summary(ParseBounce(first, *rules)) + Summary(ParseBounce(second, *rules));
   ASSERT_EQ(std::count(expected.begin(), expected.end(), '\n'), 2) << expected;
-  for (bool title_case : {false, true}) {
-    std::string glued = first + "\n" + (title_case ? TitleCaseMediaTypes(second) : second);
-    EXPECT_EQ(Summary(ParseBounce(glued, *rules)), expected) << "title case: " << title_case;
+  for (const std::string& written :
+       {second, TitleCaseMediaTypes(second), GlobalMediaTypes(second)}) {
+    ASSERT_NE(written.find("--"), std::string::npos);
+    EXPECT_EQ(Summary(ParseBounce(first + "\n" + written, *rules)), expected)
+        << written.substr(written.find("\n--"), 400);
   }
+}
+
+// A report returning only the original's headers in RFC 6533's message/global-headers (Postfix,
+// for SMTPUTF8 mail) is read as with text/rfc822-headers: the original's Message-ID too.
+TEST(DsnMetamorphic, ReturnedHeadersReadTheSameInRfc6533Types) {
+  std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  static const std::regex kHeadersOnly("content-type:[ \t]*text/rfc822-headers", std::regex::icase);
+  size_t tried = 0;
+  for (const std::filesystem::path& file : Bounces()) {
+    const std::string original = ReadFile(file);
+    if (!std::regex_search(original, kHeadersOnly)) continue;
+    ParsedBounce as_is = ParseBounce(original, *rules);
+    if (as_is.original_message_id.empty()) continue;
+    ParsedBounce global = ParseBounce(GlobalMediaTypes(original), *rules);
+    EXPECT_EQ(global.original_message_id, as_is.original_message_id) << file.filename().string();
+    EXPECT_EQ(Summary(global), Summary(as_is)) << file.filename().string();
+    ++tried;
+  }
+  EXPECT_GT(tried, 3u);
 }
 
 // An Exim bounce (lhost-exim-49 in the corpus) whose explanation comes as HTML only: the
