@@ -53,13 +53,6 @@ bool HasField(const std::vector<Field>& group, std::string_view lower) {
   return false;
 }
 
-// Names RFC 3464 (and Postfix, Exchange, Sendmail) put in the per-message block.
-bool IsPerMessageField(std::string_view name) {
-  return name == "reporting-mta" || name == "arrival-date" || name == "received-from-mta" ||
-         name == "original-envelope-id" || name == "dsn-gateway" ||
-         name.starts_with("x-postfix-") || name == "x-original-message-id";
-}
-
 }  // namespace
 
 std::string_view StripTypePrefix(std::string_view value) {
@@ -138,9 +131,12 @@ DeliveryStatus ParseDeliveryStatus(std::string_view text) {
       current = &out.per_recipient.emplace_back();
       current->reserve(8);
       in_recipient = true;
-    } else if (!in_recipient && !IsPerMessageField(lname) &&
-               (lname == "action" || lname == "status" || lname == "diagnostic-code")) {
-      // Recipient fields with no recipient line at all: still a group of its own.
+    } else if ((lname == "action" || lname == "status" || lname == "diagnostic-code") &&
+               (!in_recipient || (blank_since_field && HasField(*current, lname)))) {
+      // Recipient fields with no recipient line at all: still a group of its own. After a
+      // blank line, a field the current group already has starts the next group: Mimecast
+      // writes each group's recipient fields last.
+      if (out.per_recipient.size() >= kMaxRecipientGroups) break;
       current = &out.per_recipient.emplace_back();
       current->reserve(8);
       in_recipient = true;

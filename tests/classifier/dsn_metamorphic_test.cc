@@ -4,7 +4,8 @@
 // boundary's spelling and quoting, a folded Content-Type, trailing space on a delimiter line,
 // media types in title case, a single-part body in base64 or quoted-printable, blanks before
 // a header's or a DSN field's colon, a To address on a folded line behind a display name, the
-// delivery headers a mailbox adds, the explanation as HTML only, RFC 6533's media types),
+// delivery headers a mailbox adds, the explanation as HTML only, RFC 6533's media types, each
+// recipient group's recipient fields last),
 // and every recipient's address, category, status and hard_bounce must stay as they were.
 // A parser keyed to one spelling of a message would hold on the corpus and fail on the next
 // MTA's copy of the same bounce.
@@ -305,6 +306,46 @@ std::string GlobalMediaTypes(const std::string& s) {
   return std::regex_replace(out, kHeaders, "$1message/global-headers");
 }
 
+// Each recipient group of the delivery-status part with its recipient fields last, as Mimecast
+// and Sun's Messaging Server write them ("Action: failed\nStatus: ...\nFinal-Recipient: ...").
+std::string RecipientFieldsLast(const std::string& s) {
+  static const std::regex kReport("\ncontent-type:[ \t]*message/delivery-status[^\n]*\n",
+                                  std::regex::icase);
+  static const std::regex kRecipient("(final|original)-recipient[ \t]*:", std::regex::icase);
+  std::smatch report;
+  if (s.find('\r') != std::string::npos || !std::regex_search(s, report, kReport)) return s;
+  size_t start = s.find("\n\n", static_cast<size_t>(report.position(0)));
+  if (start == std::string::npos) return s;
+  start += 2;
+  size_t end = s.find("\n--", start);
+  if (end == std::string::npos) return s;
+  std::string out = s.substr(0, start);
+  size_t at = start;
+  while (at < end) {
+    size_t group_end = std::min(s.find("\n\n", at), end);
+    // The group's fields, each with its folded lines.
+    std::vector<std::string> fields;
+    std::istringstream lines(s.substr(at, group_end - at));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find_first_not_of(" \t") == std::string::npos) return s;  // a blank-ish line
+      if ((line[0] == ' ' || line[0] == '\t') && !fields.empty()) {
+        fields.back() += "\n" + line;
+      } else {
+        fields.push_back(line);
+      }
+    }
+    std::stable_partition(fields.begin(), fields.end(), [](const std::string& f) {
+      return !std::regex_search(f, kRecipient, std::regex_constants::match_continuous);
+    });
+    for (size_t i = 0; i < fields.size(); ++i) out += (i > 0 ? "\n" : "") + fields[i];
+    size_t next = s.find_first_not_of('\n', group_end);
+    if (next == std::string::npos || next > end) next = end;
+    out += s.substr(group_end, next - group_end);
+    at = next;
+  }
+  return out + s.substr(end);
+}
+
 std::string SpaceAfterDelimiters(std::string s) {
   for (const std::string& b : Boundaries(s))
     s = ReplaceAll(s, "\n--" + b + "\n", "\n--" + b + "  \n");
@@ -330,6 +371,7 @@ TEST(DsnMetamorphic, RewritingABounceTheWayOtherMtasWriteItKeepsItsResults) {
            [](const std::string& s) { return FiledInSendersMailbox(s); }},
           {"HTML-only explanation", [](const std::string& s) { return HtmlOnlyExplanation(s); }},
           {"RFC 6533 media types", [](const std::string& s) { return GlobalMediaTypes(s); }},
+          {"recipient fields last", [](const std::string& s) { return RecipientFieldsLast(s); }},
           {"base64 body", [](const std::string& s) { return EncodeSinglePartBody(s, true); }},
           {"quoted-printable body",
            [](const std::string& s) { return EncodeSinglePartBody(s, false); }},
