@@ -27,13 +27,18 @@ bool IsBlank(std::string_view line) {
   return true;
 }
 
-// A field line: a name of letters, digits and '-' followed by ':'.
+// A field line: a name of letters, digits and '-' followed by ':'. Blanks may stand between
+// the name and the colon (RFC 822's syntax, which RFC 5322 still reads): Mimecast writes every
+// field as "Final-Recipient : rfc822;...".
 bool SplitField(std::string_view line, std::string_view* name, std::string_view* value) {
   size_t i = 0;
   while (i < line.size() && IsNameByte(line[i])) ++i;
-  if (i == 0 || i >= line.size() || line[i] != ':' || i > 64) return false;
+  if (i == 0 || i > 64) return false;
+  size_t colon = i;
+  while (colon < line.size() && (line[colon] == ' ' || line[colon] == '\t')) ++colon;
+  if (colon >= line.size() || line[colon] != ':') return false;
   *name = line.substr(0, i);
-  *value = TrimSpace(line.substr(i + 1));
+  *value = TrimSpace(line.substr(colon + 1));
   return true;
 }
 
@@ -48,13 +53,6 @@ bool HasField(const std::vector<Field>& group, std::string_view lower) {
   return false;
 }
 
-// Names RFC 3464 (and Postfix, Exchange, Sendmail) put in the per-message block.
-bool IsPerMessageField(std::string_view name) {
-  return name == "reporting-mta" || name == "arrival-date" || name == "received-from-mta" ||
-         name == "original-envelope-id" || name == "dsn-gateway" ||
-         name.starts_with("x-postfix-") || name == "x-original-message-id";
-}
-
 }  // namespace
 
 std::string_view StripTypePrefix(std::string_view value) {
@@ -62,9 +60,11 @@ std::string_view StripTypePrefix(std::string_view value) {
   size_t semi = value.find(';');
   if (semi != std::string_view::npos && semi > 0 && semi <= 16) {
     std::string_view type = value.substr(0, semi);
+    // A word; '/' too, which an atom (RFC 3464's address-type) may hold: Mimecast writes
+    // "rfc/822;".
     bool word = true;
     for (char c : type) {
-      if (!IsNameByte(c) && c != '_') word = false;
+      if (!IsNameByte(c) && c != '_' && c != '/') word = false;
     }
     if (word) return TrimSpace(value.substr(semi + 1));
   }
@@ -131,9 +131,12 @@ DeliveryStatus ParseDeliveryStatus(std::string_view text) {
       current = &out.per_recipient.emplace_back();
       current->reserve(8);
       in_recipient = true;
-    } else if (!in_recipient && !IsPerMessageField(lname) &&
-               (lname == "action" || lname == "status" || lname == "diagnostic-code")) {
-      // Recipient fields with no recipient line at all: still a group of its own.
+    } else if ((lname == "action" || lname == "status" || lname == "diagnostic-code") &&
+               (!in_recipient || (blank_since_field && HasField(*current, lname)))) {
+      // Recipient fields with no recipient line at all: still a group of its own. After a
+      // blank line, a field the current group already has starts the next group: Mimecast
+      // writes each group's recipient fields last.
+      if (out.per_recipient.size() >= kMaxRecipientGroups) break;
       current = &out.per_recipient.emplace_back();
       current->reserve(8);
       in_recipient = true;

@@ -493,6 +493,26 @@ bool IsTextual(std::string_view type) {
   return type.starts_with("text/") || type.starts_with("message/") || type == "application/json";
 }
 
+// A part holding only the returned message's headers: text/rfc822-headers, or RFC 6533's
+// message/global-headers, which Postfix sends for a message with UTF-8 headers (SMTPUTF8).
+bool IsReturnedHeaders(std::string_view type) {
+  return type == "text/rfc822-headers" || type == "message/global-headers";
+}
+
+// Whether an epilogue holds a report glued after the message (a mailbox holding two): its
+// delivery-status part, in any case (media types have none), RFC 3464's or RFC 6533's. One
+// scan of the epilogue, which may be long.
+bool HoldsGluedReport(std::string_view epilogue) {
+  for (size_t at = FindNoCase(epilogue, "delivery-status"); at != std::string_view::npos;
+       at = FindNoCase(epilogue, "delivery-status", at + 1)) {
+    for (std::string_view type : {"message/", "message/global-"}) {
+      if (at >= type.size() && EqualsNoCase(epilogue.substr(at - type.size(), type.size()), type))
+        return true;
+    }
+  }
+  return false;
+}
+
 std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only, HeaderStorage* storage);
 
 // `owner` holds the bytes `message` points into (null: the caller's bytes, alive as long as
@@ -518,7 +538,7 @@ struct Walker {
       // Some mailboxes hold a second report glued after the first one's closing boundary.
       const char* epilogue = Gm().g_mime_multipart_get_epilogue(mp);
       if (depth == 0 && !attached && epilogue != nullptr && nested_ok &&
-          ContainsNoCase(epilogue, "message/delivery-status")) {  // media types have no case
+          HoldsGluedReport(epilogue)) {
         // GMime owns the epilogue: the second report's parts get their own copy.
         auto copy = std::make_shared<const std::string>(epilogue);
         MimeView second = DecodeMimeNested(*copy, copy);
@@ -548,7 +568,7 @@ struct Walker {
     std::string raw = DecodedContent(reinterpret_cast<GMimePart*>(obj));
     const char* charset = Gm().g_mime_object_get_content_type_parameter(obj, "charset");
     std::string text = ToUtf8(raw, charset != nullptr ? charset : "");
-    if (type == "text/rfc822-headers" && !have_original && !attached) {
+    if (IsReturnedHeaders(type) && !have_original && !attached) {
       have_original = true;
       view->original_headers = ParseHeaders(text, true, &view->storage);
     }
@@ -596,12 +616,16 @@ std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only, Header
       continue;
     }
     size_t colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0 ||
-        ContainsAnyOf(line.substr(0, colon), " \t")) {
+    // Blanks may stand between a name and its colon (RFC 822's "To : a@b"), not inside it.
+    size_t name_end = colon == std::string_view::npos
+                          ? colon
+                          : line.find_last_not_of(" \t", colon == 0 ? 0 : colon - 1);
+    if (colon == std::string_view::npos || colon == 0 || name_end == std::string_view::npos ||
+        ContainsAnyOf(line.substr(0, name_end + 1), " \t")) {
       if (parsed > 0) break;
       continue;
     }
-    std::string_view name = line.substr(0, colon);
+    std::string_view name = line.substr(0, name_end + 1);
     std::string_view value = line.substr(colon + 1);
     size_t first = value.find_first_not_of(" \t");
     value = first == std::string_view::npos ? std::string_view() : value.substr(first);
@@ -1077,7 +1101,7 @@ struct FastWalker {
       failed = true;
       return;
     }
-    if (ct->type == "text/rfc822-headers" && !have_original && !attached) {
+    if (IsReturnedHeaders(ct->type) && !have_original && !attached) {
       // The returned message's headers: read now.
       have_original = true;
       std::string text = LeafText(part.body, enc, ct->charset);
@@ -1210,7 +1234,7 @@ struct FastWalker {
     }
     if (closed && depth == 0 && !attached && nested_ok && pos < body.size()) {
       std::string_view epilogue = body.substr(pos);
-      if (ContainsNoCase(epilogue, "message/delivery-status")) {  // media types have no case
+      if (HoldsGluedReport(epilogue)) {
         MimeView second = DecodeMimeNested(epilogue, owner);
         for (MimeLeaf& leaf : second.parts) {
           if (view->parts.size() >= kMaxMimeParts) break;

@@ -375,14 +375,26 @@ ReplyPair StatedReply(std::string_view text) {
   return ReplyPair{std::string(first_code), std::string(first_status)};
 }
 
+// Where the first line holding field `line_name` ("\nAction", a line end and the name) starts
+// in `text` at or after `from` (at its '\n'), or npos. Blanks may stand before the colon, as
+// ParseDeliveryStatus reads them ("Action : failed").
+size_t FindFieldLine(std::string_view text, std::string_view line_name, size_t from = 0) {
+  for (size_t pos = FindNoCase(text, line_name, from); pos != std::string_view::npos;
+       pos = FindNoCase(text, line_name, pos + 1)) {
+    size_t colon = text.find_first_not_of(" \t", pos + line_name.size());
+    if (colon != std::string_view::npos && text[colon] == ':') return pos;
+  }
+  return std::string_view::npos;
+}
+
 // DSN fields written into a text part (some gateways paste them there instead of a
 // message/delivery-status part): from the first recipient field on.
 std::string EmbeddedDeliveryStatus(std::string_view text) {
-  size_t pos = FindNoCase(text, "\nFinal-Recipient:");
+  size_t pos = FindFieldLine(text, "\nFinal-Recipient");
   if (pos == std::string_view::npos) return {};
   std::string_view rest = text.substr(pos + 1);
-  if (FindNoCase(rest, "\nAction:") == std::string_view::npos &&
-      FindNoCase(rest, "\nStatus:") == std::string_view::npos)
+  if (FindFieldLine(rest, "\nAction") == std::string_view::npos &&
+      FindFieldLine(rest, "\nStatus") == std::string_view::npos)
     return {};
   // Fields before Final-Recipient in the same paragraph belong to the group too.
   size_t para = text.rfind("\n\n", pos);
@@ -532,25 +544,32 @@ std::vector<Finding> FindingsFromFeedback(const MimeView& view, std::string_view
   return out;
 }
 
-// The recipient of the returned message, for text bounces that name none.
+// The recipient of the returned message, for text bounces that name none. The bounce's own
+// X-Original-To and Delivered-To are not read: they name the mailbox the bounce was filed in
+// (the sender's), as Postfix's local(8) and LMTP servers write them on every message.
 std::string OriginalRecipient(const MimeView& view, std::string_view explanation) {
-  for (std::string_view name : {"x-failed-recipients", "x-original-to", "delivered-to"}) {
-    std::string a = FirstAddress(view.Get(name));
-    if (!a.empty()) return a;
-  }
+  std::string failed = FirstAddress(view.Get("x-failed-recipients"));
+  if (!failed.empty()) return failed;
   for (std::string_view name : {"to", "x-original-to", "delivered-to", "envelope-to"}) {
     std::string a = FirstAddress(MimeView::Find(view.original_headers, name));
     if (!a.empty()) return a;
   }
-  // Inline copies of the returned message ("To: a@b" in the quoted headers).
-  size_t pos = 0;
+  // Inline copies of the returned message ("To: a@b" in the quoted headers), read with the
+  // value's folded lines ("To: Neko\n <a@b>").
   std::string_view all = explanation;
-  while ((pos = FindNoCase(all, "\nTo:", pos)) != std::string_view::npos) {
-    size_t end = all.find('\n', pos + 1);
-    std::string a = FirstAddress(all.substr(
-        pos + 4, end == std::string_view::npos ? std::string_view::npos : end - pos - 4));
+  for (size_t pos = FindFieldLine(all, "\nTo"); pos != std::string_view::npos;
+       pos = FindFieldLine(all, "\nTo", pos + 1)) {
+    size_t start = all.find(':', pos) + 1;
+    size_t end = all.find('\n', start);
+    while (end != std::string_view::npos && end + 1 < all.size() &&
+           (all[end + 1] == ' ' || all[end + 1] == '\t') && end - start < 998)
+      end = all.find('\n', end + 1);
+    std::string value(all.substr(start, end == std::string_view::npos ? end : end - start));
+    for (char& c : value) {
+      if (c == '\n' || c == '\t') c = ' ';
+    }
+    std::string a = FirstAddress(value);
     if (!a.empty()) return a;
-    pos += 4;
   }
   return {};
 }
@@ -558,11 +577,15 @@ std::string OriginalRecipient(const MimeView& view, std::string_view explanation
 std::string AllText(const MimeView& view) {
   std::string all;
   for (const MimeLeaf& p : view.parts) {
-    if (p.type.starts_with("text/") || p.type == "message/rfc822"sv) {
+    if (p.type == "text/html"sv) {
+      all += dsn::StripHtml(p.text());  // an HTML bounce quotes "To: &lt;a@b&gt;<br>"
+    } else if (p.type.starts_with("text/") || p.type == "message/rfc822"sv) {
       all += p.text();
-      all += '\n';
-      if (all.size() > dsn::kMaxExplanationBytes) break;
+    } else {
+      continue;
     }
+    all += '\n';
+    if (all.size() > dsn::kMaxExplanationBytes) break;
   }
   return all;
 }

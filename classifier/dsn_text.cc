@@ -286,6 +286,8 @@ size_t NextTagOrEntity(std::string_view html, size_t from) {
   return FindAnyOf<'<', '&'>(html.data(), from, html.size());
 }
 
+}  // namespace
+
 std::string StripHtml(std::string_view html) {
   std::string out;
   out.reserve(html.size());
@@ -298,15 +300,18 @@ std::string StripHtml(std::string_view html) {
     if (html[i] == '<') {
       // Block elements end a line so reason blocks keep their shape.
       std::string_view rest = html.substr(i + 1, 4);
-      if (StartsWithNoCase(rest, "br") || StartsWithNoCase(rest, "p") ||
-          StartsWithNoCase(rest, "/p") || StartsWithNoCase(rest, "div") ||
-          StartsWithNoCase(rest, "/div") || StartsWithNoCase(rest, "tr") ||
-          StartsWithNoCase(rest, "li"))
-        out.push_back('\n');
+      bool ends_line = StartsWithNoCase(rest, "br") || StartsWithNoCase(rest, "p") ||
+                       StartsWithNoCase(rest, "/p") || StartsWithNoCase(rest, "div") ||
+                       StartsWithNoCase(rest, "/div") || StartsWithNoCase(rest, "tr") ||
+                       StartsWithNoCase(rest, "li");
+      if (ends_line) out.push_back('\n');
       // The tag, up to and with its '>', is dropped; an unclosed tag runs to the end.
       size_t gt = html.find('>', i + 1);
       if (gt == std::string_view::npos) break;
       i = gt + 1;
+      // The source's own line end after such a tag ("line<br>\n") is whitespace to HTML, not
+      // a second line end: kept, it would make every line a paragraph of its own.
+      if (ends_line && i < html.size() && html[i] == '\n') ++i;
       continue;
     }
     static constexpr std::pair<std::string_view, char> kEntities[] = {
@@ -326,6 +331,8 @@ std::string StripHtml(std::string_view html) {
   }
   return out;
 }
+
+namespace {
 
 // The line is about this address as a failed recipient: the address leads the line (after
 // list markers, quotes or angle brackets), or follows wording that introduces recipients.

@@ -58,6 +58,10 @@ class Explanation {
   std::vector<std::string_view> lines_;
 };
 
+// The text of an HTML part: tags dropped (block elements and <br> end a line), the common
+// entities decoded.
+std::string StripHtml(std::string_view html);
+
 // Addresses the bounce cannot be about: its own From/To/Return-Path and the like (lower-case).
 std::vector<std::string> ExcludedAddresses(const MimeView& view);
 

@@ -2,7 +2,10 @@
 // bounce in tests/data/dsn (corpus and Postfix captures) is rewritten in ways MTAs and mail
 // stores really differ (line ends, header-name case, space after the colon, the multipart
 // boundary's spelling and quoting, a folded Content-Type, trailing space on a delimiter line,
-// media types in title case, a single-part body in base64 or quoted-printable),
+// media types in title case, a single-part body in base64 or quoted-printable, blanks before
+// a header's or a DSN field's colon, a To address on a folded line behind a display name, the
+// delivery headers a mailbox adds, the explanation as HTML only, RFC 6533's media types, each
+// recipient group's recipient fields last),
 // and every recipient's address, category, status and hard_bounce must stay as they were.
 // A parser keyed to one spelling of a message would hold on the corpus and fail on the next
 // MTA's copy of the same bounce.
@@ -197,6 +200,152 @@ std::string TitleCaseMediaTypes(const std::string& s) {
   return out;
 }
 
+// "Final-Recipient : rfc822;..." and "To : ...": RFC 822 allowed blanks before the colon, and
+// Mimecast still writes every DSN field so.
+std::string BlankBeforeColon(const std::string& s) {
+  return std::regex_replace(s, kHeaderName, "$1$2 : ");
+}
+
+// "To: a@b" as "To: \"Some Person\"\n <a@b>", in the bounce's own headers and in the returned
+// message's, the address alone or in angle brackets: mailers fold a long To between the name
+// and the address.
+std::string FoldedDisplayNameTo(const std::string& s) {
+  static const std::regex kTo(
+      "(^|\n)(To)[ \t]*:[ \t]*<?([^\\s<>\",;]+@[^\\s<>\",;]+)>?[ \t]*(?=\n)", std::regex::icase);
+  return std::regex_replace(s, kTo, "$1$2: \"Some Person\"\n <$3>");
+}
+
+// The bounce as filed in the sender's mailbox by Postfix's local(8) or an LMTP server:
+// X-Original-To and Delivered-To name the bounce's own recipient on top of its headers.
+std::string FiledInSendersMailbox(const std::string& s) {
+  static const std::regex kTo("(^|\n)to:[ \t]*[^\n]*?<?([^\\s<>\",;:]+@[^\\s<>\",;]+)>?",
+                              std::regex::icase);
+  size_t header_end = s.find("\n\n");
+  std::smatch to;
+  if (header_end == std::string::npos ||
+      !std::regex_search(s.cbegin(), s.cbegin() + static_cast<long>(header_end), to, kTo))
+    return s;
+  return "X-Original-To: " + to[2].str() + "\nDelivered-To: " + to[2].str() + "\n" + s;
+}
+
+// HTML for a text: a line per "<br>", with the source's own line end after it, as HTML mailers
+// write it.
+std::string AsHtml(const std::string& text) {
+  std::string html = "<html><body>\n";
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    for (char c : line) {
+      if (c == '<') {
+        html += "&lt;";
+      } else if (c == '>') {
+        html += "&gt;";
+      } else if (c == '&') {
+        html += "&amp;";
+      } else {
+        html += c;
+      }
+    }
+    html += "<br>\n";
+  }
+  return html + "</body></html>";
+}
+
+// A multipart bounce's plain text parts (its explanation; the returned message is left alone)
+// sent as HTML only.
+std::string HtmlOnlyExplanation(const std::string& s) {
+  static const std::regex kTopType("(^|\n)content-type:[ \t]*multipart/[^\n]*(\n[ \t][^\n]*)*",
+                                   std::regex::icase);
+  static const std::regex kPlain("(^|\n)content-type:[ \t]*text/plain", std::regex::icase);
+  static const std::regex kAnyType("(^|\n)content-type:", std::regex::icase);
+  static const std::regex kEncoded("(^|\n)content-transfer-encoding:[ \t]*(base64|quoted)",
+                                   std::regex::icase);
+  if (s.find('\r') != std::string::npos) return s;
+  size_t header_end = s.find("\n\n");
+  std::smatch top;
+  if (header_end == std::string::npos ||
+      !std::regex_search(s.cbegin(), s.cbegin() + static_cast<long>(header_end) + 1, top, kTopType))
+    return s;
+  std::set<std::string> in_type = Boundaries(top.str());
+  if (in_type.size() != 1) return s;
+  const std::string delimiter = "\n--" + *in_type.begin();
+  std::string out = s;
+  for (size_t part = out.find(delimiter + "\n", header_end); part != std::string::npos;
+       part = out.find(delimiter + "\n", part)) {
+    part += delimiter.size() + 1;
+    size_t body = out.find("\n\n", part - 1);
+    size_t end = out.find(delimiter, part);
+    if (body == std::string::npos || end == std::string::npos || body > end) break;
+    std::string headers = out.substr(part, body + 1 - part);
+    if (std::regex_search(headers, kEncoded)) continue;
+    if (std::regex_search(headers, kPlain)) {
+      headers = std::regex_replace(headers, kPlain, "$1Content-Type: text/html");
+    } else if (!std::regex_search(headers, kAnyType)) {
+      headers += "Content-Type: text/html\n";
+    } else {
+      continue;
+    }
+    std::string replaced = headers + "\n" + AsHtml(out.substr(body + 2, end - body - 2));
+    out.replace(part, end - part, replaced);
+    part += replaced.size();
+  }
+  return out;
+}
+
+// The report's media types as RFC 6533 names them for internationalised mail (Postfix sends
+// them for SMTPUTF8 messages): message/global-delivery-status, message/global and
+// message/global-headers.
+std::string GlobalMediaTypes(const std::string& s) {
+  static const std::regex kDeliveryStatus("(\n[Cc]ontent-[Tt]ype:[ \t]*)message/delivery-status",
+                                          std::regex::icase);
+  static const std::regex kMessage("(\n[Cc]ontent-[Tt]ype:[ \t]*)message/rfc822",
+                                   std::regex::icase);
+  static const std::regex kHeaders("(\n[Cc]ontent-[Tt]ype:[ \t]*)text/rfc822-headers",
+                                   std::regex::icase);
+  std::string out = std::regex_replace(s, kDeliveryStatus, "$1message/global-delivery-status");
+  out = std::regex_replace(out, kMessage, "$1message/global");
+  return std::regex_replace(out, kHeaders, "$1message/global-headers");
+}
+
+// Each recipient group of the delivery-status part with its recipient fields last, as Mimecast
+// and Sun's Messaging Server write them ("Action: failed\nStatus: ...\nFinal-Recipient: ...").
+std::string RecipientFieldsLast(const std::string& s) {
+  static const std::regex kReport("\ncontent-type:[ \t]*message/delivery-status[^\n]*\n",
+                                  std::regex::icase);
+  static const std::regex kRecipient("(final|original)-recipient[ \t]*:", std::regex::icase);
+  std::smatch report;
+  if (s.find('\r') != std::string::npos || !std::regex_search(s, report, kReport)) return s;
+  size_t start = s.find("\n\n", static_cast<size_t>(report.position(0)));
+  if (start == std::string::npos) return s;
+  start += 2;
+  size_t end = s.find("\n--", start);
+  if (end == std::string::npos) return s;
+  std::string out = s.substr(0, start);
+  size_t at = start;
+  while (at < end) {
+    size_t group_end = std::min(s.find("\n\n", at), end);
+    // The group's fields, each with its folded lines.
+    std::vector<std::string> fields;
+    std::istringstream lines(s.substr(at, group_end - at));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find_first_not_of(" \t") == std::string::npos) return s;  // a blank-ish line
+      if ((line[0] == ' ' || line[0] == '\t') && !fields.empty()) {
+        fields.back() += "\n" + line;
+      } else {
+        fields.push_back(line);
+      }
+    }
+    std::stable_partition(fields.begin(), fields.end(), [](const std::string& f) {
+      return !std::regex_search(f, kRecipient, std::regex_constants::match_continuous);
+    });
+    for (size_t i = 0; i < fields.size(); ++i) out += (i > 0 ? "\n" : "") + fields[i];
+    size_t next = s.find_first_not_of('\n', group_end);
+    if (next == std::string::npos || next > end) next = end;
+    out += s.substr(group_end, next - group_end);
+    at = next;
+  }
+  return out + s.substr(end);
+}
+
 std::string SpaceAfterDelimiters(std::string s) {
   for (const std::string& b : Boundaries(s))
     s = ReplaceAll(s, "\n--" + b + "\n", "\n--" + b + "  \n");
@@ -216,6 +365,13 @@ TEST(DsnMetamorphic, RewritingABounceTheWayOtherMtasWriteItKeepsItsResults) {
           {"folded content-type", [](const std::string& s) { return FoldMultipartType(s); }},
           {"space after delimiter", [](const std::string& s) { return SpaceAfterDelimiters(s); }},
           {"title-case media types", [](const std::string& s) { return TitleCaseMediaTypes(s); }},
+          {"blank before colon", [](const std::string& s) { return BlankBeforeColon(s); }},
+          {"folded display-name To", [](const std::string& s) { return FoldedDisplayNameTo(s); }},
+          {"filed in the sender's mailbox",
+           [](const std::string& s) { return FiledInSendersMailbox(s); }},
+          {"HTML-only explanation", [](const std::string& s) { return HtmlOnlyExplanation(s); }},
+          {"RFC 6533 media types", [](const std::string& s) { return GlobalMediaTypes(s); }},
+          {"recipient fields last", [](const std::string& s) { return RecipientFieldsLast(s); }},
           {"base64 body", [](const std::string& s) { return EncodeSinglePartBody(s, true); }},
           {"quoted-printable body",
            [](const std::string& s) { return EncodeSinglePartBody(s, false); }},
@@ -269,7 +425,7 @@ TEST(DsnMetamorphic, ABounceForwardedInlineReadsTheSameInAnyTransferEncoding) {
 }
 
 // Some mailboxes glue a second report after the first one's closing boundary; it is read
-// however its media types are cased.
+// however its media types are cased, and in RFC 6533's types.
 TEST(DsnMetamorphic, ASecondReportGluedAfterTheFirstIsReadInAnyCase) {
   std::shared_ptr<const RuleSet> rules = RuleSet::Default();
   std::filesystem::path dir = std::filesystem::path(BOUNCED_TEST_DATA) / "dsn" / "postfix";
@@ -278,10 +434,65 @@ TEST(DsnMetamorphic, ASecondReportGluedAfterTheFirstIsReadInAnyCase) {
   const std::string expected =
       Summary(ParseBounce(first, *rules)) + Summary(ParseBounce(second, *rules));
   ASSERT_EQ(std::count(expected.begin(), expected.end(), '\n'), 2) << expected;
-  for (bool title_case : {false, true}) {
-    std::string glued = first + "\n" + (title_case ? TitleCaseMediaTypes(second) : second);
-    EXPECT_EQ(Summary(ParseBounce(glued, *rules)), expected) << "title case: " << title_case;
+  for (const std::string& written :
+       {second, TitleCaseMediaTypes(second), GlobalMediaTypes(second)}) {
+    ASSERT_NE(written.find("--"), std::string::npos);
+    EXPECT_EQ(Summary(ParseBounce(first + "\n" + written, *rules)), expected)
+        << written.substr(written.find("\n--"), 400);
   }
+}
+
+// A report returning only the original's headers in RFC 6533's message/global-headers (Postfix,
+// for SMTPUTF8 mail) is read as with text/rfc822-headers: the original's Message-ID too.
+TEST(DsnMetamorphic, ReturnedHeadersReadTheSameInRfc6533Types) {
+  std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  static const std::regex kHeadersOnly("content-type:[ \t]*text/rfc822-headers", std::regex::icase);
+  size_t tried = 0;
+  for (const std::filesystem::path& file : Bounces()) {
+    const std::string original = ReadFile(file);
+    if (!std::regex_search(original, kHeadersOnly)) continue;
+    ParsedBounce as_is = ParseBounce(original, *rules);
+    if (as_is.original_message_id.empty()) continue;
+    ParsedBounce global = ParseBounce(GlobalMediaTypes(original), *rules);
+    EXPECT_EQ(global.original_message_id, as_is.original_message_id) << file.filename().string();
+    EXPECT_EQ(Summary(global), Summary(as_is)) << file.filename().string();
+    ++tried;
+  }
+  EXPECT_GT(tried, 3u);
+}
+
+// An Exim bounce (lhost-exim-49 in the corpus) whose explanation comes as HTML only: the
+// step the remote server refused ("after EHLO") is read as from the plain text, which the
+// category depends on. HTML sources end each "<br>" line with a line end of their own.
+TEST(DsnMetamorphic, AnHtmlOnlyExplanationReadsAsItsPlainText) {
+  const std::string head =
+      "From: Mail Delivery System <mailer-daemon@neko.example.com>\n"
+      "To: sironeko-nyaan@neko.example.com\n"
+      "Subject: Mail delivery failed: returning message to sender\nMIME-Version: 1.0\n"
+      "Content-Type: multipart/report; report-type=delivery-status; boundary=b1\n\n--b1\n";
+  const std::string text =
+      "This message was created automatically by mail delivery software.\n\n"
+      "A message that you sent could not be delivered to one or more of its\n"
+      "recipients. This is a permanent error. The following address(es) failed:\n\n"
+      "  kijitora@example.com\n"
+      "    host example.com.nekochan.example.net [203.0.113.222]\n"
+      "    SMTP error from remote mail server after EHLO neko.example.com:\n"
+      "    550 Rejected\n";
+  const std::string report =
+      "\n--b1\nContent-Type: message/delivery-status\n\nReporting-MTA: dns; neko.example.com\n\n"
+      "Action: failed\nFinal-Recipient: rfc822;kijitora@example.com\nStatus: 5.0.0\n"
+      "Remote-MTA: dns; example.com.nekochan.example.net\nDiagnostic-Code: smtp; 550 Rejected\n"
+      "\n--b1--\n";
+  std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  ParsedBounce plain =
+      ParseBounce(head + "Content-Type: text/plain; charset=us-ascii\n\n" + text + report, *rules);
+  ParsedBounce html = ParseBounce(
+      head + "Content-Type: text/html; charset=us-ascii\n\n" + AsHtml(text) + report, *rules);
+  ASSERT_EQ(plain.recipients.size(), 1u);
+  EXPECT_EQ(plain.recipients[0].stage, "helo");
+  EXPECT_EQ(Summary(html), Summary(plain));
+  ASSERT_EQ(html.recipients.size(), 1u);
+  EXPECT_EQ(html.recipients[0].stage, plain.recipients[0].stage);
 }
 
 }  // namespace
