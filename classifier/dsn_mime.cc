@@ -553,6 +553,7 @@ struct Walker {
       GMimeMessage* msg =
           Gm().g_mime_message_part_get_message(reinterpret_cast<GMimeMessagePart*>(obj));
       if (msg == nullptr) return;
+      if (!attached && depth <= 1) ++view->attached_messages;
       if (!have_original && !attached) {
         have_original = true;
         AddHeaders(reinterpret_cast<GMimeObject*>(msg), &view->original_headers, &view->storage);
@@ -1146,6 +1147,10 @@ struct FastWalker {
         }
         inner = *decoded;
         owner = std::move(decoded);
+      }
+      if (!attached && depth <= 1 && view->attached_messages++ == 0) {
+        view->attached_message = inner;
+        view->attached_owner = owner;
       }
       bool first_original = !have_original && !attached;
       RawPart msg = SplitHeaders(inner, true, true, first_original);
