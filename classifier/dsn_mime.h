@@ -86,8 +86,9 @@ struct MimeView {
   // The messages attached at the top level (message/rfc822 or message/global parts of the
   // top-level multipart, or the whole body): how many, and the first one's bytes after transfer
   // decoding, headers and all, so that a bounce forwarded as an attachment can be read as a
-  // message of its own. The bytes view `attached_owner` (null: the caller's message); only the
-  // decoder's own split sets them (GMime's parser keeps no bytes to view), never a copy.
+  // message of its own. The bytes view `attached_owner` (null: the caller's message): the
+  // decoder's own split views them where they are; only after GMime's parser, which keeps no
+  // bytes to view, are they a copy (the message as GMime writes it out).
   size_t attached_messages = 0;
   std::string_view attached_message;
   Owner attached_owner;

@@ -550,6 +550,13 @@ TEST(DsnMetamorphic, ABounceForwardedAsAnAttachmentReadsAsTheBounce) {
         << file.filename().string() << " forwarded twice";
     EXPECT_EQ(Summary(ParseBounce(ReplaceAll(Lf(twice), "\n", "\r\n"), *rules)), expected)
         << file.filename().string() << " forwarded twice, CRLF";
+    // A note in an encoding only GMime's parser reads sends the whole forward there.
+    std::string note_head = "Content-Type: text/plain; charset=utf-8\n";
+    std::string for_gmime = ForwardedAsAttachment(original, "text/plain", "message/rfc822", "");
+    for_gmime.insert(for_gmime.find(note_head) + note_head.size(),
+                     "Content-Transfer-Encoding: x-uuencode\n");
+    EXPECT_EQ(Summary(ParseBounce(for_gmime, *rules)), expected)
+        << file.filename().string() << " forwarded, read by GMime's parser";
     ++tried;
   }
   EXPECT_GT(tried, 100u);
