@@ -487,6 +487,17 @@ std::string DecodedContent(GMimePart* part) {
   return out;
 }
 
+// An attached message as GMime writes it out again (its parser keeps no bytes to view).
+std::string WrittenOut(GMimeObject* obj) {
+  GMimeStream* mem = Gm().g_mime_stream_mem_new();
+  Gm().g_mime_object_write_to_stream(obj, nullptr, mem);
+  GByteArray* bytes = Gm().g_mime_stream_mem_get_byte_array(reinterpret_cast<GMimeStreamMem*>(mem));
+  std::string out;
+  if (bytes != nullptr) out.assign(reinterpret_cast<const char*>(bytes->data), bytes->len);
+  Gm().g_object_unref(mem);
+  return out;
+}
+
 // Parts worth reading as text: text/*, message/* reports, and the odd report sent as
 // application/octet-stream is left out (binary attachments carry no bounce text).
 bool IsTextual(std::string_view type) {
@@ -553,6 +564,12 @@ struct Walker {
       GMimeMessage* msg =
           Gm().g_mime_message_part_get_message(reinterpret_cast<GMimeMessagePart*>(obj));
       if (msg == nullptr) return;
+      if (!attached && depth <= 1 && view->attached_messages++ == 0) {
+        auto bytes =
+            std::make_shared<const std::string>(WrittenOut(reinterpret_cast<GMimeObject*>(msg)));
+        view->attached_message = *bytes;
+        view->attached_owner = std::move(bytes);
+      }
       if (!have_original && !attached) {
         have_original = true;
         AddHeaders(reinterpret_cast<GMimeObject*>(msg), &view->original_headers, &view->storage);
@@ -1146,6 +1163,10 @@ struct FastWalker {
         }
         inner = *decoded;
         owner = std::move(decoded);
+      }
+      if (!attached && depth <= 1 && view->attached_messages++ == 0) {
+        view->attached_message = inner;
+        view->attached_owner = owner;
       }
       bool first_original = !have_original && !attached;
       RawPart msg = SplitHeaders(inner, true, true, first_original);

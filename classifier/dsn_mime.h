@@ -1,7 +1,8 @@
 // dsn_mime.h: the MIME layer of the DSN parser (internal to classifier/). Reads one message's
 // bytes, decodes it with GMime 3 (transfer encodings, charsets, RFC 2047 headers, broken
 // structure) and returns a flat view: top-level headers, the decoded leaf parts in document
-// order, and the headers of the returned (original) message. Never fails: unparseable input
+// order, the headers of the returned (original) message, and where a message attached at the top
+// level lies (a forwarded bounce is read from there). Never fails: unparseable input
 // yields a view whose only part is the raw text.
 #pragma once
 
@@ -82,6 +83,15 @@ struct MimeView {
   TransferEncoding body_encoding = TransferEncoding::kIdentity;
   std::vector<MimeLeaf> parts;           // leaves in document order
   std::vector<Header> original_headers;  // headers of the returned message, when attached
+  // The messages attached at the top level (message/rfc822 or message/global parts of the
+  // top-level multipart, or the whole body): how many, and the first one's bytes after transfer
+  // decoding, headers and all, so that a bounce forwarded as an attachment can be read as a
+  // message of its own. The bytes view `attached_owner` (null: the caller's message): the
+  // decoder's own split views them where they are; only after GMime's parser, which keeps no
+  // bytes to view, are they a copy (the message as GMime writes it out).
+  size_t attached_messages = 0;
+  std::string_view attached_message;
+  Owner attached_owner;
   // What the headers view besides the caller's message: decoded values, and the copies of the
   // message the decoder made (other line ends than LF, an encoded message/rfc822).
   HeaderStorage storage;

@@ -719,8 +719,24 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
   return ParseBounce(message, [&rules]() -> const RuleSet& { return rules; });
 }
 
-ParsedBounce ParseBounce(std::string_view message,
-                         const std::function<const RuleSet&()>& get_rules) {
+namespace {
+
+// A bounce forwarded as an attachment is read from the attached message, and one forwarded
+// again from the one inside that; no deeper (each level decodes the attachment again).
+constexpr int kMaxForwardDepth = 2;
+
+// Whether a mailer daemon's bounce names its recipients in its own text, as step 4 of
+// ParseMessage reads them: then a report inside its returned message is another bounce's (the
+// message it returns was itself a bounce), not its own.
+bool DaemonTextNamesRecipients(const MimeView& view, const dsn::Explanation& explained) {
+  if (!FromMailerDaemon(view) || TrimSpace(explained.text()).empty()) return false;
+  return !dsn::ScanExplanation(explained, dsn::ExcludedAddresses(view), FailedRecipients(view))
+              .empty();
+}
+
+// ParseBounce for a message that is `depth` attachments deep in the message given.
+ParsedBounce ParseMessage(std::string_view message,
+                          const std::function<const RuleSet&()>& get_rules, int depth) {
   ParsedBounce out;
   if (message.size() > kMaxMessageBytes) message = message.substr(0, kMaxMessageBytes);
   if (TrimSpace(message).empty()) {
@@ -742,6 +758,9 @@ ParsedBounce ParseBounce(std::string_view message,
   std::vector<Finding> findings;
   std::optional<Category> forced;
   std::string_view forced_rule;
+  // The findings are only what the message holds inside its attached message, or a guess from
+  // its headers: an attached bounce read as a message of its own says more.
+  bool weak = false;
 
   // 1. ARF feedback reports, and Hotmail's older complaint mails (no report part).
   const MimeLeaf* feedback = FindPart(view, {"message/feedback-report"}, false);
@@ -753,6 +772,10 @@ ParsedBounce ParseBounce(std::string_view message,
     findings = FindingsFromFeedback(view, feedback != nullptr ? feedback->text() : "");
     forced = Category::kComplaint;
     forced_rule = "arf";
+    // Hotmail's complaints are told by their subject alone, which a forward of one keeps
+    // behind its "Fwd:".
+    weak = feedback == nullptr && view.report_type != "feedback-report"sv &&
+           !StartsWithNoCase(TrimSpace(view.Get("subject")), "complaint about message");
   }
 
   // 2. RFC 3464 delivery-status: the report part, else one pasted into the text.
@@ -760,6 +783,7 @@ ParsedBounce ParseBounce(std::string_view message,
     // Every report part outside the returned message (a few mailboxes glue two reports into
     // one file); only when there is none, one inside it (a forwarded bounce).
     std::vector<std::string_view> reports;
+    bool reports_attached = false;
     for (bool attached : {false, true}) {
       for (const MimeLeaf& p : view.parts) {
         if (p.attached == attached &&
@@ -767,7 +791,12 @@ ParsedBounce ParseBounce(std::string_view message,
              p.type == "message/global-delivery-status"sv || p.type == "text/delivery-status"sv))
           reports.push_back(p.text());
       }
+      reports_attached = attached && !reports.empty();
       if (!reports.empty()) break;
+    }
+    if (reports_attached && DaemonTextNamesRecipients(view, explained)) {
+      reports.clear();
+      reports_attached = false;
     }
     std::string embedded;
     if (reports.empty()) {
@@ -804,6 +833,9 @@ ParsedBounce ParseBounce(std::string_view message,
     }
     {
       if (!findings.empty()) {
+        // A mailer daemon's bounce that returns another's report relays it; anyone else's
+        // may forward it.
+        weak = reports_attached && !FromMailerDaemon(view);
         out.kind = MessageKind::kDsn;
         out.mta = explanation.find("This is the mail system at host") != std::string::npos ||
                           !out.postfix_queue_id.empty()
@@ -847,6 +879,8 @@ ParsedBounce ParseBounce(std::string_view message,
       std::vector<std::string> hint = FailedRecipients(view);
       findings = dsn::ScanExplanation(explained, dsn::ExcludedAddresses(view), hint);
       if (findings.empty() && announced) {
+        // A mailer daemon's own bounce stays one; anyone else's may be a forward of one.
+        weak = !daemon;
         Finding f;
         f.recipient = OriginalRecipient(view, AllText(view));
         f.diagnostic = explanation.substr(0, dsn::kMaxFallbackReasonBytes);
@@ -886,6 +920,22 @@ ParsedBounce ParseBounce(std::string_view message,
     out.mta = "rfc3834";
     forced = Category::kAutoReply;
     forced_rule = "rfc3834";
+    // Told by its subject or headers, which a forward of one keeps ("Fwd: Auto: ...").
+    weak = true;
+  }
+
+  // A bounce forwarded as an attachment (a person's or a helpdesk's "Fwd:" whose one
+  // message/rfc822 part is the bounce): when the message says nothing of its own, or only what
+  // its headers suggest or its attachment holds, the attached message is read as the bounce,
+  // headers and all, and wins when it has recipients. A bounce's own report or text always
+  // wins, so its returned message is never read (nor decoded again) here.
+  if ((findings.empty() || weak) && depth < kMaxForwardDepth && view.attached_messages == 1 &&
+      !view.attached_message.empty()) {
+    ParsedBounce forwarded = ParseMessage(view.attached_message, get_rules, depth + 1);
+    if (!forwarded.recipients.empty()) {
+      out = std::move(forwarded);  // `out` stays the one object returned (moved into place)
+      return out;
+    }
   }
 
   if (findings.empty()) {
@@ -904,6 +954,13 @@ ParsedBounce ParseBounce(std::string_view message,
     }
   }
   return out;
+}
+
+}  // namespace
+
+ParsedBounce ParseBounce(std::string_view message,
+                         const std::function<const RuleSet&()>& get_rules) {
+  return ParseMessage(message, get_rules, 0);
 }
 
 }  // namespace bounced

@@ -35,6 +35,7 @@ namespace bounced::dsn {
   X(g_mime_part_get_content)                  \
   X(g_mime_part_get_content_encoding)         \
   X(g_mime_data_wrapper_write_to_stream)      \
+  X(g_mime_object_write_to_stream)            \
   X(g_mime_stream_mem_new)                    \
   X(g_mime_stream_mem_new_with_buffer)        \
   X(g_mime_stream_mem_get_byte_array)         \

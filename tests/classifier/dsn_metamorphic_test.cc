@@ -5,7 +5,7 @@
 // media types in title case, a single-part body in base64 or quoted-printable, blanks before
 // a header's or a DSN field's colon, a To address on a folded line behind a display name, the
 // delivery headers a mailbox adds, the explanation as HTML only, RFC 6533's media types, each
-// recipient group's recipient fields last),
+// recipient group's recipient fields last, the whole bounce forwarded as an attachment),
 // and every recipient's address, category, status and hard_bounce must stay as they were.
 // A parser keyed to one spelling of a message would hold on the corpus and fail on the next
 // MTA's copy of the same bounce.
@@ -493,6 +493,115 @@ TEST(DsnMetamorphic, AnHtmlOnlyExplanationReadsAsItsPlainText) {
   EXPECT_EQ(Summary(html), Summary(plain));
   ASSERT_EQ(html.recipients.size(), 1u);
   EXPECT_EQ(html.recipients[0].stage, plain.recipients[0].stage);
+}
+
+// A bounce forwarded as an attachment: a person's or a helpdesk's new message whose first part
+// is a short note and whose second is the whole bounce as message/rfc822 (or RFC 6533's
+// message/global), as mail clients and ticket systems forward one. `boundary` must differ from
+// the bounce's own boundaries.
+std::string ForwardedAsAttachment(const std::string& bounce, std::string_view note_type,
+                                  std::string_view message_type, std::string_view encoding,
+                                  const std::string& boundary = "fwd-42") {
+  std::string subject;
+  static const std::regex kSubject("(^|\n)subject[ \t]*:[ \t]*([^\r\n]*)", std::regex::icase);
+  std::smatch m;
+  const std::string head = bounce.substr(0, bounce.find("\n\n"));
+  if (std::regex_search(head, m, kSubject)) subject = m[2].str();
+  std::string note = note_type == "text/html"
+                         ? "<html><body><p>See the bounce below.</p></body></html>\n"
+                         : "See the bounce below.\n";
+  std::string out = "From: \"Helpdesk\" <help@forward.example>\nTo: postmaster@example.org\n";
+  out += "Subject: Fwd: " + subject + "\nMIME-Version: 1.0\n";
+  out += "Content-Type: multipart/mixed; boundary=\"" + boundary + "\"\n\n";
+  out += "--" + boundary + "\nContent-Type: " + std::string(note_type) + "; charset=utf-8\n\n";
+  out += note + "\n--" + boundary + "\nContent-Type: " + std::string(message_type) + "\n";
+  if (!encoding.empty()) out += "Content-Transfer-Encoding: " + std::string(encoding) + "\n";
+  out += "\n" + bounce + (bounce.ends_with("\n") ? "" : "\n") + "--" + boundary + "--\n";
+  return out;
+}
+
+// Each test bounce forwarded as an attachment, in the ways clients write it (and forwarded
+// again), reads as the bounce itself: the attached message is read when the forward says
+// nothing of its own.
+TEST(DsnMetamorphic, ABounceForwardedAsAnAttachmentReadsAsTheBounce) {
+  std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  size_t tried = 0;
+  for (const std::filesystem::path& file : Bounces()) {
+    const std::string original = ReadFile(file);
+    const std::string expected = Summary(ParseBounce(original, *rules));
+    if (expected.empty()) continue;
+    struct Way {
+      const char* note;
+      const char* type;
+      const char* encoding;
+    };
+    for (const Way& way :
+         {Way{"text/plain", "message/rfc822", ""}, Way{"text/plain", "message/rfc822", "7bit"},
+          Way{"text/html", "message/rfc822", "8bit"}, Way{"text/plain", "message/global", ""}}) {
+      std::string forwarded = ForwardedAsAttachment(original, way.note, way.type, way.encoding);
+      EXPECT_EQ(Summary(ParseBounce(forwarded, *rules)), expected)
+          << file.filename().string() << " forwarded as " << way.type << " " << way.encoding
+          << " after " << way.note;
+    }
+    std::string twice =
+        ForwardedAsAttachment(ForwardedAsAttachment(original, "text/plain", "message/rfc822", ""),
+                              "text/plain", "message/rfc822", "", "fwd-43");
+    EXPECT_EQ(Summary(ParseBounce(twice, *rules)), expected)
+        << file.filename().string() << " forwarded twice";
+    EXPECT_EQ(Summary(ParseBounce(ReplaceAll(Lf(twice), "\n", "\r\n"), *rules)), expected)
+        << file.filename().string() << " forwarded twice, CRLF";
+    // A note in an encoding only GMime's parser reads sends the whole forward there.
+    std::string note_head = "Content-Type: text/plain; charset=utf-8\n";
+    std::string for_gmime = ForwardedAsAttachment(original, "text/plain", "message/rfc822", "");
+    for_gmime.insert(for_gmime.find(note_head) + note_head.size(),
+                     "Content-Transfer-Encoding: x-uuencode\n");
+    EXPECT_EQ(Summary(ParseBounce(for_gmime, *rules)), expected)
+        << file.filename().string() << " forwarded, read by GMime's parser";
+    ++tried;
+  }
+  EXPECT_GT(tried, 100u);
+}
+
+// A real bounce whose returned message is itself a bounce (a bounce of a bounce, or of a
+// forward of one) reads as the outer bounce: its own report and text win over the attachment.
+TEST(DsnMetamorphic, ABounceReturningABounceReadsAsItself) {
+  std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  std::filesystem::path dir = std::filesystem::path(BOUNCED_TEST_DATA) / "dsn" / "postfix";
+  const std::string returned = Lf(ReadFile(dir / "icloud-unknown-09.eml"));
+  const std::string returned_summary = Summary(ParseBounce(returned, *rules));
+  ASSERT_FALSE(returned_summary.empty());
+  const std::string head =
+      "From: MAILER-DAEMON@mx.example.net (Mail Delivery System)\n"
+      "To: postmaster@example.org\nSubject: Undelivered Mail Returned to Sender\n"
+      "MIME-Version: 1.0\n";
+  const std::string text =
+      "This is the mail system at host mx.example.net.\n\n"
+      "I'm sorry to have to inform you that your message could not\n"
+      "be delivered to one or more recipients.\n\n"
+      "<bob@example.com>: host mx.example.com[192.0.2.7] said: 550 5.1.1 <bob@example.com>:\n"
+      "    Recipient address rejected: User unknown in local recipient table (in reply to\n"
+      "    RCPT TO command)\n";
+  const std::string report =
+      "Content-Type: message/delivery-status\n\nReporting-MTA: dns; mx.example.net\n\n"
+      "Final-Recipient: rfc822; bob@example.com\nAction: failed\nStatus: 5.1.1\n"
+      "Remote-MTA: dns; mx.example.com\nDiagnostic-Code: smtp; 550 5.1.1 <bob@example.com>:\n"
+      "    Recipient address rejected: User unknown in local recipient table\n";
+  const std::string expected = "bob@example.com user_unknown 5.1.1 hard\n";
+  // A DSN, and the same bounce in text only (Exim and Sendmail send no report part).
+  const std::string dsn =
+      head + "Content-Type: multipart/report; report-type=delivery-status; boundary=b1\n\n--b1\n" +
+      "Content-Type: text/plain\n\n" + text + "\n--b1\n" + report + "\n--b1\n" +
+      "Content-Type: message/rfc822\n\n" + returned + "\n--b1--\n";
+  const std::string text_only = head + "Content-Type: multipart/mixed; boundary=b1\n\n--b1\n" +
+                                "Content-Type: text/plain\n\n" + text + "\n--b1\n" +
+                                "Content-Type: message/rfc822\n\n" + returned + "\n--b1--\n";
+  for (const std::string& bounce : {dsn, text_only}) {
+    EXPECT_EQ(Summary(ParseBounce(bounce, *rules)), expected);
+    // Forwarded as an attachment, it is still the outer bounce that is read.
+    EXPECT_EQ(Summary(ParseBounce(ForwardedAsAttachment(bounce, "text/plain", "message/rfc822", ""),
+                                  *rules)),
+              expected);
+  }
 }
 
 }  // namespace
