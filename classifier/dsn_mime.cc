@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <unordered_map>
 
 #include "classifier/byte_scan.h"
@@ -472,30 +473,34 @@ std::string TypeOf(GMimeObject* obj) {
                         (sub != nullptr ? sub : "plain"));
 }
 
-std::string DecodedContent(GMimePart* part) {
-  GMimeDataWrapper* content = Gm().g_mime_part_get_content(part);
-  if (content == nullptr) return {};
+// What `write` writes into a memory stream, at most `limit` bytes of it.
+template <typename Write>
+std::string StreamedBytes(Write&& write, size_t limit) {
   GMimeStream* mem = Gm().g_mime_stream_mem_new();
-  Gm().g_mime_data_wrapper_write_to_stream(content, mem);
+  write(mem);
   GByteArray* bytes = Gm().g_mime_stream_mem_get_byte_array(reinterpret_cast<GMimeStreamMem*>(mem));
   std::string out;
   if (bytes != nullptr) {
-    out.assign(reinterpret_cast<const char*>(bytes->data),
-               std::min<size_t>(bytes->len, kMaxPartTextBytes));
+    out.assign(reinterpret_cast<const char*>(bytes->data), std::min<size_t>(bytes->len, limit));
   }
   Gm().g_object_unref(mem);
   return out;
 }
 
-// An attached message as GMime writes it out again (its parser keeps no bytes to view).
+std::string DecodedContent(GMimePart* part) {
+  GMimeDataWrapper* content = Gm().g_mime_part_get_content(part);
+  if (content == nullptr) return {};
+  return StreamedBytes(
+      [content](GMimeStream* mem) { Gm().g_mime_data_wrapper_write_to_stream(content, mem); },
+      kMaxPartTextBytes);
+}
+
+// An attached message as GMime writes it out again (its parser keeps no bytes to view), whole:
+// it is no larger than the message it came from.
 std::string WrittenOut(GMimeObject* obj) {
-  GMimeStream* mem = Gm().g_mime_stream_mem_new();
-  Gm().g_mime_object_write_to_stream(obj, nullptr, mem);
-  GByteArray* bytes = Gm().g_mime_stream_mem_get_byte_array(reinterpret_cast<GMimeStreamMem*>(mem));
-  std::string out;
-  if (bytes != nullptr) out.assign(reinterpret_cast<const char*>(bytes->data), bytes->len);
-  Gm().g_object_unref(mem);
-  return out;
+  return StreamedBytes(
+      [obj](GMimeStream* mem) { Gm().g_mime_object_write_to_stream(obj, nullptr, mem); },
+      std::numeric_limits<size_t>::max());
 }
 
 // Parts worth reading as text: text/*, message/* reports, and the odd report sent as
