@@ -1,6 +1,7 @@
 // bouncectl: the command-line tool. Offline commands (parse, parse-log, classify, report) work
 // on files and the database; the others talk to a running bounced over its query socket.
 #include <cstdio>
+#include <cstdlib>
 
 #include "daemon/ctl/commands.h"
 
@@ -22,6 +23,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? bounced::ctl::kExitOk : bounced::ctl::kExitUsage;
+  }
+  if (ctx.fast_exit) {
+    std::fflush(nullptr);
+    std::_Exit(ctx.exit_code);
   }
   return ctx.exit_code;
 }

@@ -254,6 +254,11 @@ int ParseParallel(const ParseOptions& opt, std::shared_future<LoadedRules> loadi
   };
   auto worker = [&] {
     ReadBuffer message;
+    // GMime loads on first use (3-4 ms of mapping and relocating its 15 libraries), and every
+    // thread's first message waits for it. A worker started while the rules load does it then,
+    // on the CPU the rules leave free, instead of both workers waiting for it afterwards. A
+    // failure is not acted on here: each message reports it (ParseBounce).
+    if (rules_loading()) (void)MimeLibraryProblem();
     std::unique_lock lock(mu);
     for (;;) {
       written.wait(lock, [&] {
@@ -378,7 +383,10 @@ void RegisterParseCommands(CLI::App& app, Context& ctx) {
                    "threads parsing files at once (0: one per CPU); output order is unchanged")
       ->check(CLI::Range(0u, 256u));
   parse->add_option("files", opt->files, "message files ('-' for stdin)")->required();
-  parse->callback([opt, &ctx] { ctx.exit_code = RunParse(*opt); });
+  parse->callback([opt, &ctx] {
+    ctx.exit_code = RunParse(*opt);
+    ctx.fast_exit = true;
+  });
 }
 
 }  // namespace bounced::ctl
