@@ -18,6 +18,7 @@ namespace bounced::dsn {
 inline constexpr int kMaxMimeDepth = 8;
 inline constexpr size_t kMaxMimeParts = 128;
 inline constexpr size_t kMaxPartTextBytes = 1024 * 1024;
+inline constexpr size_t kMaxAttachedMessages = 16;
 
 // A header as views: into the message's own bytes (a plain value, as most are), into static
 // memory (a name the parser reads), or into the storage of the MimeView or HeaderBlock that
@@ -84,14 +85,19 @@ struct MimeView {
   std::vector<MimeLeaf> parts;           // leaves in document order
   std::vector<Header> original_headers;  // headers of the returned message, when attached
   // The messages attached at the top level (message/rfc822 or message/global parts of the
-  // top-level multipart, or the whole body): how many, and the first one's bytes after transfer
-  // decoding, headers and all, so that a bounce forwarded as an attachment can be read as a
-  // message of its own. The bytes view `attached_owner` (null: the caller's message): the
+  // top-level multipart or multipart/digest, or the whole body), the first
+  // kMaxAttachedMessages in order: each one's bytes after transfer decoding, headers and all,
+  // so that a bounce forwarded as an attachment (or several in one forward or digest) can be
+  // read as a message of its own. The bytes view `owner` (null: the caller's message): the
   // decoder's own split views them where they are; only after GMime's parser, which keeps no
   // bytes to view, are they a copy (the message as GMime writes it out).
-  size_t attached_messages = 0;
-  std::string_view attached_message;
-  Owner attached_owner;
+  struct Attached {
+    std::string_view bytes;
+    Owner owner;
+  };
+  std::vector<Attached> attached_messages;
+  // Adds one to attached_messages unless kMaxAttachedMessages are there already.
+  void AddAttached(std::string_view bytes, Owner owner);
   // What the headers view besides the caller's message: decoded values, and the copies of the
   // message the decoder made (other line ends than LF, an encoded message/rfc822).
   HeaderStorage storage;
