@@ -935,7 +935,7 @@ std::string_view DecodeHeaderValue(std::string_view raw, HeaderStorage* storage)
   if (PlainHeaderValue(trimmed)) return trimmed;
   std::string v = Unfold(trimmed);
   if (v.find("=?") != std::string::npos) {
-    if (v.find("=?= ") != std::string::npos) JoinPaddedBase64Words(&v);  // dsn_words.h
+    if (v.find("=?=") != std::string::npos) JoinPaddedBase64Words(&v);  // dsn_words.h
     char* decoded = Gm().g_mime_utils_header_decode_text(nullptr, v.c_str());
     if (decoded != nullptr) {
       v = decoded;

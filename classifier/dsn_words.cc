@@ -65,6 +65,14 @@ void AppendBase64(std::string_view in, std::string* out) {
 
 void JoinPaddedBase64Words(std::string* value) {
   std::string_view v = *value;
+  // Most values with a padded word ("...=?=", a From's display name) have no word after it.
+  bool followed = false;
+  for (size_t pad = v.find("=?="); pad != std::string_view::npos && !followed;
+       pad = v.find("=?=", pad + 3)) {
+    size_t next = v.find_first_not_of(" \t", pad + 3);
+    followed = next != std::string_view::npos && v.substr(next, 2) == "=?";
+  }
+  if (!followed) return;
   std::string out;
   size_t copied = 0;
   for (size_t at = v.find("=?"); at != std::string_view::npos; at = v.find("=?", at + 1)) {
@@ -82,7 +90,8 @@ void JoinPaddedBase64Words(std::string* value) {
       std::string_view next_charset;
       std::string_view next_payload;
       size_t next_end = 0;
-      if (next == std::string_view::npos || next == end ||
+      // Words written without a blank between them are one run to GMime too.
+      if (next == std::string_view::npos ||
           !Base64Word(v, next, &next_charset, &next_payload, &next_end) ||
           !EqualsNoCase(next_charset, charset))
         break;

@@ -363,9 +363,10 @@ std::string RecipientFieldAddresses(const std::string& s, const std::string& rep
 }
 
 // The bounce's Subject as RFC 2047 base64 words, split in two as mailers split a long one, each
-// word padded on its own ("=?UTF-8?B?QXV0byByZXA=?=\n =?UTF-8?B?bHk6IE55YWFu?="). Subjects
-// with 8-bit bytes or encoded words already are left alone.
-std::string SubjectInTwoBase64Words(const std::string& s) {
+// word padded on its own ("=?UTF-8?B?QXV0byByZXA=?=\n =?UTF-8?B?bHk6IE55YWFu?="), folded or,
+// as some mailers write them, with nothing between. Subjects with 8-bit bytes or encoded words
+// already are left alone.
+std::string SubjectInTwoBase64Words(const std::string& s, bool folded) {
   static const std::regex kSubject("(^|\n)subject[ \t]*:[ \t]*([^\r\n]*)", std::regex::icase);
   size_t header_end = Lf(s).find("\n\n");
   std::smatch m;
@@ -384,8 +385,8 @@ std::string SubjectInTwoBase64Words(const std::string& s) {
     return "=?UTF-8?B?" + b + "?=";
   };
   std::string crlf = s.find("\r\n") != std::string::npos ? "\r\n" : "\n";
-  return s.substr(0, static_cast<size_t>(m.position(2))) + word(subject.substr(0, half)) + crlf +
-         " " + word(subject.substr(half)) +
+  return s.substr(0, static_cast<size_t>(m.position(2))) + word(subject.substr(0, half)) +
+         (folded ? crlf + " " : "") + word(subject.substr(half)) +
          s.substr(static_cast<size_t>(m.position(2) + m.length(2)));
 }
 
@@ -428,7 +429,9 @@ TEST(DsnMetamorphic, RewritingABounceTheWayOtherMtasWriteItKeepsItsResults) {
            [](const std::string& s) { return "\xEF\xBB\xBF" + s; }},
           {"blank lines before the headers", [](const std::string& s) { return "\n\n" + s; }},
           {"subject in two base64 words",
-           [](const std::string& s) { return SubjectInTwoBase64Words(s); }},
+           [](const std::string& s) { return SubjectInTwoBase64Words(s, true); }},
+          {"subject in two base64 words, nothing between",
+           [](const std::string& s) { return SubjectInTwoBase64Words(s, false); }},
       };
   std::shared_ptr<const RuleSet> rules = RuleSet::Default();
   std::vector<std::filesystem::path> files = Bounces();
