@@ -554,8 +554,9 @@ TEST(DsnMetamorphic, AnHtmlOnlyExplanationReadsAsItsPlainText) {
 
 // A bounce forwarded as an attachment: a person's or a helpdesk's new message whose first part
 // is a short note and whose second is the whole bounce as message/rfc822 (or RFC 6533's
-// message/global), as mail clients and ticket systems forward one. `boundary` must differ from
-// the bounce's own boundaries.
+// message/global, or a saved .eml file of unknown type), as mail clients and ticket systems
+// forward one; in base64 when `encoding` says so. `boundary` must differ from the bounce's own
+// boundaries.
 std::string ForwardedAsAttachment(const std::string& bounce, std::string_view note_type,
                                   std::string_view message_type, std::string_view encoding,
                                   const std::string& boundary = "fwd-42") {
@@ -573,8 +574,12 @@ std::string ForwardedAsAttachment(const std::string& bounce, std::string_view no
   out += "--" + boundary + "\nContent-Type: " + std::string(note_type) + "; charset=utf-8\n\n";
   out += note + "\n--" + boundary + "\nContent-Type: " + std::string(message_type) + "\n";
   if (!encoding.empty()) out += "Content-Transfer-Encoding: " + std::string(encoding) + "\n";
-  out += "\n" + bounce + (bounce.ends_with("\n") ? "" : "\n") + "--" + boundary + "--\n";
-  return out;
+  if (encoding == "base64") {
+    out += "\n" + Base64(bounce);
+  } else {
+    out += "\n" + bounce + (bounce.ends_with("\n") ? "" : "\n");
+  }
+  return out + "--" + boundary + "--\n";
 }
 
 // Each test bounce forwarded as an attachment, in the ways clients write it (and forwarded
@@ -594,7 +599,11 @@ TEST(DsnMetamorphic, ABounceForwardedAsAnAttachmentReadsAsTheBounce) {
     };
     for (const Way& way :
          {Way{"text/plain", "message/rfc822", ""}, Way{"text/plain", "message/rfc822", "7bit"},
-          Way{"text/html", "message/rfc822", "8bit"}, Way{"text/plain", "message/global", ""}}) {
+          Way{"text/html", "message/rfc822", "8bit"}, Way{"text/plain", "message/global", ""},
+          Way{"text/plain", "message/rfc822", "base64"},
+          // A saved message attached as a file of unknown type.
+          Way{"text/plain", "application/octet-stream; name=\"bounce.eml\"", "base64"},
+          Way{"text/plain", "Application/Octet-Stream; name=Returned.EML", ""}}) {
       std::string forwarded = ForwardedAsAttachment(original, way.note, way.type, way.encoding);
       EXPECT_EQ(Summary(ParseBounce(forwarded, *rules)), expected)
           << file.filename().string() << " forwarded as " << way.type << " " << way.encoding
