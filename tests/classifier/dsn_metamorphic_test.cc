@@ -618,11 +618,15 @@ TEST(DsnMetamorphic, ABounceForwardedAsAnAttachmentReadsAsTheBounce) {
         << file.filename().string() << " forwarded twice, CRLF";
     // A note in an encoding only GMime's parser reads sends the whole forward there.
     std::string note_head = "Content-Type: text/plain; charset=utf-8\n";
-    std::string for_gmime = ForwardedAsAttachment(original, "text/plain", "message/rfc822", "");
-    for_gmime.insert(for_gmime.find(note_head) + note_head.size(),
-                     "Content-Transfer-Encoding: x-uuencode\n");
-    EXPECT_EQ(Summary(ParseBounce(for_gmime, *rules)), expected)
-        << file.filename().string() << " forwarded, read by GMime's parser";
+    for (const Way& way :
+         {Way{"text/plain", "message/rfc822", ""},
+          Way{"text/plain", "application/octet-stream; name=bounce.eml", "base64"}}) {
+      std::string for_gmime = ForwardedAsAttachment(original, way.note, way.type, way.encoding);
+      for_gmime.insert(for_gmime.find(note_head) + note_head.size(),
+                       "Content-Transfer-Encoding: x-uuencode\n");
+      EXPECT_EQ(Summary(ParseBounce(for_gmime, *rules)), expected)
+          << file.filename().string() << " forwarded as " << way.type << ", read by GMime's parser";
+    }
     ++tried;
   }
   EXPECT_GT(tried, 100u);
