@@ -1,9 +1,10 @@
 // dsn_mime.h: the MIME layer of the DSN parser (internal to classifier/). Reads one message's
 // bytes, decodes it with GMime 3 (transfer encodings, charsets, RFC 2047 headers, broken
 // structure) and returns a flat view: top-level headers, the decoded leaf parts in document
-// order, the headers of the returned (original) message, and where a message attached at the top
-// level lies (a forwarded bounce is read from there). Never fails: unparseable input
-// yields a view whose only part is the raw text.
+// order, the headers of the returned (original) message, and where the messages attached at the
+// top level lie (message/rfc822 parts, a digest's parts, saved .eml files: a forwarded bounce is
+// read from there). A byte-order mark or blank lines before the headers are skipped. Never
+// fails: unparseable input yields a view whose only part is the raw text.
 #pragma once
 
 #include <memory>
@@ -85,7 +86,8 @@ struct MimeView {
   std::vector<MimeLeaf> parts;           // leaves in document order
   std::vector<Header> original_headers;  // headers of the returned message, when attached
   // The messages attached at the top level (message/rfc822 or message/global parts of the
-  // top-level multipart or multipart/digest, or the whole body), the first
+  // top-level multipart or multipart/digest, saved .eml files attached as
+  // application/octet-stream, or the whole body), the first
   // kMaxAttachedMessages in order: each one's bytes after transfer decoding, headers and all,
   // so that a bounce forwarded as an attachment (or several in one forward or digest) can be
   // read as a message of its own. The bytes view `owner` (null: the caller's message): the
