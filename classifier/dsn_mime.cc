@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "classifier/byte_scan.h"
+#include "classifier/dsn_words.h"
 #include "classifier/gmime_loader.h"
 #include "classifier/text.h"
 
@@ -136,7 +137,10 @@ struct NameKey {
 };
 
 // NameIsSameSize(name, key.lower) a word at a time; name.size() == key.lower.size() >= 8.
-inline bool NameIs(std::string_view name, const NameKey& key) {
+// Always inlined: with a constant key the loop unrolls to a compare or two, while a call costs
+// more than the compare, and whether the compiler inlined it on its own changed with unrelated
+// code elsewhere in this file.
+[[gnu::always_inline]] inline bool NameIs(std::string_view name, const NameKey& key) {
   for (int k = 0; k < key.words; ++k) {
     size_t at = std::min(8 * static_cast<size_t>(k), name.size() - 8);
     if ((LoadWord(name.data() + at) | key.fold[k]) != key.value[k]) return false;
@@ -487,12 +491,25 @@ std::string StreamedBytes(Write&& write, size_t limit) {
   return out;
 }
 
+size_t DecodeQuotedPrintable(std::string_view body, char* out);
+
 std::string DecodedContent(GMimePart* part) {
   GMimeDataWrapper* content = Gm().g_mime_part_get_content(part);
   if (content == nullptr) return {};
-  return StreamedBytes(
-      [content](GMimeStream* mem) { Gm().g_mime_data_wrapper_write_to_stream(content, mem); },
-      kMaxPartTextBytes);
+  auto write = [content](GMimeStream* mem) {
+    Gm().g_mime_data_wrapper_write_to_stream(content, mem);
+  };
+  if (content->encoding != GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE)
+    return StreamedBytes(write, kMaxPartTextBytes);
+  // Quoted-printable is decoded as the decoder's own split decodes it (DecodeQuotedPrintable
+  // drops the soft line breaks padded with blanks that GMime's decoder keeps): the wrapper
+  // writes its bytes as they are while its encoding (a public field) says identity.
+  content->encoding = GMIME_CONTENT_ENCODING_DEFAULT;
+  std::string raw = StreamedBytes(write, 4 * kMaxPartTextBytes);
+  content->encoding = GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE;
+  std::string out(raw.size() + 2, '\0');
+  out.resize(std::min(DecodeQuotedPrintable(raw, out.data()), kMaxPartTextBytes));
+  return out;
 }
 
 // An attached message as GMime writes it out again (its parser keeps no bytes to view), whole:
@@ -507,6 +524,22 @@ std::string WrittenOut(GMimeObject* obj) {
 // application/octet-stream is left out (binary attachments carry no bounce text).
 bool IsTextual(std::string_view type) {
   return type.starts_with("text/") || type.starts_with("message/") || type == "application/json";
+}
+
+// type.starts_with("multipart/"), always inlined: called on every part, and whether the compiler
+// inlined starts_with there changed with unrelated code elsewhere in this file.
+[[gnu::always_inline]] inline bool IsMultipart(std::string_view type) {
+  constexpr std::string_view kMultipart = "multipart/";
+  return type.size() >= kMultipart.size() &&
+         std::memcmp(type.data(), kMultipart.data(), kMultipart.size()) == 0;
+}
+
+// A saved message attached as a file of unknown type ("bounce.eml" as application/octet-stream,
+// as mail clients and ticket systems attach a file they have no type for): read as an attached
+// message/rfc822 is.
+bool IsMessageFile(std::string_view type, std::string_view file_name) {
+  return file_name.size() > 4 && EqualsNoCase(file_name.substr(file_name.size() - 4), ".eml") &&
+         type == "application/octet-stream";
 }
 
 // A part holding only the returned message's headers: text/rfc822-headers, or RFC 6533's
@@ -569,11 +602,11 @@ struct Walker {
       GMimeMessage* msg =
           Gm().g_mime_message_part_get_message(reinterpret_cast<GMimeMessagePart*>(obj));
       if (msg == nullptr) return;
-      if (!attached && depth <= 1 && view->attached_messages++ == 0) {
+      if (!attached && depth <= 1 && view->attached_messages.size() < kMaxAttachedMessages) {
         auto bytes =
             std::make_shared<const std::string>(WrittenOut(reinterpret_cast<GMimeObject*>(msg)));
-        view->attached_message = *bytes;
-        view->attached_owner = std::move(bytes);
+        std::string_view written = *bytes;
+        view->AddAttached(written, std::move(bytes));
       }
       if (!have_original && !attached) {
         have_original = true;
@@ -586,6 +619,17 @@ struct Walker {
     }
     if (!Gm().IsA(obj, Gm().g_mime_part_get_type())) return;
     std::string type = TypeOf(obj);
+    if (type == "application/octet-stream" && !attached && depth <= 1 &&
+        view->attached_messages.size() < kMaxAttachedMessages) {
+      const char* name = Gm().g_mime_object_get_content_type_parameter(obj, "name");
+      if (name != nullptr && IsMessageFile(type, name)) {
+        auto bytes =
+            std::make_shared<const std::string>(DecodedContent(reinterpret_cast<GMimePart*>(obj)));
+        std::string_view decoded = *bytes;
+        view->AddAttached(decoded, std::move(bytes));
+        return;
+      }
+    }
     if (!IsTextual(type)) return;
     std::string raw = DecodedContent(reinterpret_cast<GMimePart*>(obj));
     const char* charset = Gm().g_mime_object_get_content_type_parameter(obj, "charset");
@@ -608,6 +652,13 @@ std::string_view MimeView::Find(const std::vector<Header>& headers, std::string_
 }
 
 std::string_view MimeView::Get(std::string_view name) const { return Find(headers, name); }
+
+// Out of line: inlined, it made the decoder's walk too big for the compiler to inline the
+// small helpers the walk calls on every part.
+void MimeView::AddAttached(std::string_view bytes, Owner owner) {
+  if (attached_messages.size() < kMaxAttachedMessages)
+    attached_messages.push_back(Attached{bytes, std::move(owner)});
+}
 
 namespace {
 
@@ -817,7 +868,9 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
         return part;
       }
       std::string_view name = line.substr(0, colon);
-      std::string_view value = line.substr(colon + 1);
+      // Built, not line.substr(colon + 1): the compiler did not always inline that call (with its
+      // bounds check) here, on every header line.
+      std::string_view value(line.data() + colon + 1, line.size() - colon - 1);
       any = true;
       part.any_header = true;
       last_listed = false;
@@ -909,6 +962,7 @@ std::string_view DecodeHeaderValue(std::string_view raw, HeaderStorage* storage)
   if (PlainHeaderValue(trimmed)) return trimmed;
   std::string v = Unfold(trimmed);
   if (v.find("=?") != std::string::npos) {
+    if (v.find("=?=") != std::string::npos) JoinPaddedBase64Words(&v);  // dsn_words.h
     char* decoded = Gm().g_mime_utils_header_decode_text(nullptr, v.c_str());
     if (decoded != nullptr) {
       v = decoded;
@@ -937,6 +991,7 @@ struct ContentType {
   std::string_view charset;
   std::string_view boundary;
   std::string_view report_type;
+  std::string_view file_name;  // the name parameter
   bool ok = true;
   std::string unfolded;
 
@@ -1019,6 +1074,8 @@ void ParseContentType(std::string_view raw, std::string_view fallback, ContentTy
       ct->boundary = value;
     } else if (ct->report_type.data() == nullptr && EqualsNoCase(name, "report-type")) {
       ct->report_type = value;
+    } else if (ct->file_name.data() == nullptr && EqualsNoCase(name, "name")) {
+      ct->file_name = value;
     }
   }
 }
@@ -1041,11 +1098,22 @@ size_t DecodeBase64(std::string_view body, char* out) {
   return Gm().g_mime_encoding_flush(&state, body.data(), body.size(), out);
 }
 
+// Where a soft line break padded with blanks ("=" then spaces or tabs, then the line end) that
+// starts at `eq` ends (past its line end), or 0 when there is none at `eq`. Transport padding:
+// RFC 2045 6.7 has decoders drop blanks at a line's end, which GMime's decoder does not.
+inline size_t PaddedSoftBreakEnd(const char* in, size_t size, size_t eq) {
+  size_t i = eq + 1;
+  if (i >= size || (in[i] != ' ' && in[i] != '\t')) return 0;  // the usual case, inlined
+  while (i < size && (in[i] == ' ' || in[i] == '\t')) ++i;
+  if (i < size && in[i] != '\n') return 0;
+  return i < size ? i + 1 : size;
+}
+
 // GMime's quoted-printable decoder, fed only the escapes ("=XY", a soft line break "=\n" and
 // the byte after it, a run of them as one call): elsewhere it copies byte by byte what memcpy
 // copies at once. Its state carries over between calls, and runs are copied only while it is
-// at the start (no '=' pending), so the output is the one-call output. `out` has room for
-// body.size() + 2 bytes.
+// at the start (no '=' pending), so the output is the one-call output. A soft line break
+// padded with blanks is dropped here (no call). `out` has room for body.size() + 2 bytes.
 size_t DecodeQuotedPrintable(std::string_view body, char* out) {
   const char* in = body.data();
   size_t size = body.size();
@@ -1062,11 +1130,15 @@ size_t DecodeQuotedPrintable(std::string_view body, char* out) {
       w += at - pos;
       pos = at;
       if (pos == size) break;
+      if (size_t past = PaddedSoftBreakEnd(in, size, pos); past != 0) {
+        pos = past;
+        continue;
+      }
     }
     size_t end = pos;
     do {
       end = std::min(end + 3, size);
-    } while (end < size && in[end] == '=');
+    } while (end < size && in[end] == '=' && PaddedSoftBreakEnd(in, size, end) == 0);
     w += decode_step(reinterpret_cast<const unsigned char*>(in + pos), end - pos,
                      reinterpret_cast<unsigned char*>(w), &state, &save);
     pos = end;
@@ -1138,6 +1210,23 @@ struct FastWalker {
         attached));
   }
 
+  // A saved message attached as a file (IsMessageFile): only kept as an attached message, its
+  // bytes transfer-decoded (the first kMaxPartTextBytes, as GMime's path reads a part).
+  void AttachedFile(const RawPart& part, const ContentType& ct, int depth, bool attached) {
+    if (attached || depth > 1) return;
+    if (ct.file_name.find("=?") != std::string_view::npos) {
+      failed = true;  // an RFC 2047 encoded name: GMime's parser decodes it
+      return;
+    }
+    auto decoded = std::make_shared<std::string>();
+    if (!TransferDecode(part.body, EncodingOf(part.transfer_encoding), decoded.get())) {
+      failed = true;
+      return;
+    }
+    std::string_view bytes = *decoded;
+    view->AddAttached(bytes, std::move(decoded));
+  }
+
   // One entity (a message's body part or a multipart's part), given its headers and body.
   void Entity(const RawPart& part, int depth, bool attached, std::string_view default_type) {
     if (failed || depth > kMaxMimeDepth || view->parts.size() >= kMaxMimeParts) return;
@@ -1152,7 +1241,7 @@ struct FastWalker {
       view->report_type = AsciiLowerCopy(ct.report_type);
       view->body_encoding = EncodingOf(part.transfer_encoding);
     }
-    if (ct.type.starts_with("multipart/")) {
+    if (IsMultipart(ct.type)) {
       Multipart(part.body, ct, depth, attached);
       return;
     }
@@ -1162,17 +1251,19 @@ struct FastWalker {
       Owner outer = owner;
       if (!TrimSpaceView(cte).empty()) {
         auto decoded = std::make_shared<std::string>();
-        if (!TransferDecode(part.body, EncodingOf(cte), decoded.get())) {
+        TransferEncoding encoding = EncodingOf(cte);
+        if (!TransferDecode(part.body, encoding, decoded.get())) {
           failed = true;
           return;
         }
+        // Mailers that encode a message (RFC 2046 has them not) encode its canonical form, with
+        // CRLF line ends; the split reads LF. (7bit and 8bit bodies have LF ends already.)
+        if (encoding != TransferEncoding::kIdentity && HasByte(*decoded, '\r'))
+          *decoded = NormalizeLineEnds(*decoded);
         inner = *decoded;
         owner = std::move(decoded);
       }
-      if (!attached && depth <= 1 && view->attached_messages++ == 0) {
-        view->attached_message = inner;
-        view->attached_owner = owner;
-      }
+      if (!attached && depth <= 1) view->AddAttached(inner, owner);
       bool first_original = !have_original && !attached;
       RawPart msg = SplitHeaders(inner, true, true, first_original);
       if (!msg.ok) {
@@ -1185,6 +1276,10 @@ struct FastWalker {
       }
       Entity(msg, depth + 1, true, "text/plain");
       owner = std::move(outer);
+      return;
+    }
+    if (IsMessageFile(ct.type, ct.file_name)) {
+      AttachedFile(part, ct, depth, attached);
       return;
     }
     Leaf(part, &ct, attached);
@@ -1457,8 +1552,34 @@ std::string_view MimeLeaf::text() const {
   return is_in_place_ ? in_place_ : std::string_view(text_);
 }
 
+namespace {
+
+// What some stored copies put before a message's first header, which is no part of it: a UTF-8
+// byte-order mark (Windows tools save .eml files with one) and blank lines (exports and pastes).
+// Cut only when a header line or an mbox "From " line follows, so that text without a header
+// block stays as it is.
+std::string_view WithoutLeadingJunk(std::string_view message) {
+  std::string_view s = message;
+  if (s.starts_with("\xEF\xBB\xBF")) s.remove_prefix(3);
+  size_t line_start = 0;
+  for (size_t i = 0; i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n');
+       ++i) {
+    if (s[i] == '\r' || s[i] == '\n') line_start = i + 1;
+  }
+  s.remove_prefix(line_start);
+  if (s.size() == message.size()) return message;
+  size_t limit = std::min<size_t>(s.size(), 77);
+  size_t name_end = NameEnd(s.substr(0, limit));
+  size_t colon = name_end;
+  while (colon < limit && (s[colon] == ' ' || s[colon] == '\t')) ++colon;  // "Name : value"
+  bool header = name_end > 0 && colon < limit && s[colon] == ':';
+  return header || s.starts_with("From ") ? s : message;
+}
+
+}  // namespace
+
 MimeView DecodeMime(std::string_view message, MimeDecoder decoder) {
-  return DecodeMimeImpl(message, nullptr, true, decoder == MimeDecoder::kAuto);
+  return DecodeMimeImpl(WithoutLeadingJunk(message), nullptr, true, decoder == MimeDecoder::kAuto);
 }
 
 }  // namespace bounced::dsn

@@ -1,9 +1,10 @@
 // dsn_mime.h: the MIME layer of the DSN parser (internal to classifier/). Reads one message's
 // bytes, decodes it with GMime 3 (transfer encodings, charsets, RFC 2047 headers, broken
 // structure) and returns a flat view: top-level headers, the decoded leaf parts in document
-// order, the headers of the returned (original) message, and where a message attached at the top
-// level lies (a forwarded bounce is read from there). Never fails: unparseable input
-// yields a view whose only part is the raw text.
+// order, the headers of the returned (original) message, and where the messages attached at the
+// top level lie (message/rfc822 parts, a digest's parts, saved .eml files: a forwarded bounce is
+// read from there). A byte-order mark or blank lines before the headers are skipped. Never
+// fails: unparseable input yields a view whose only part is the raw text.
 #pragma once
 
 #include <memory>
@@ -18,6 +19,7 @@ namespace bounced::dsn {
 inline constexpr int kMaxMimeDepth = 8;
 inline constexpr size_t kMaxMimeParts = 128;
 inline constexpr size_t kMaxPartTextBytes = 1024 * 1024;
+inline constexpr size_t kMaxAttachedMessages = 16;
 
 // A header as views: into the message's own bytes (a plain value, as most are), into static
 // memory (a name the parser reads), or into the storage of the MimeView or HeaderBlock that
@@ -84,14 +86,20 @@ struct MimeView {
   std::vector<MimeLeaf> parts;           // leaves in document order
   std::vector<Header> original_headers;  // headers of the returned message, when attached
   // The messages attached at the top level (message/rfc822 or message/global parts of the
-  // top-level multipart, or the whole body): how many, and the first one's bytes after transfer
-  // decoding, headers and all, so that a bounce forwarded as an attachment can be read as a
-  // message of its own. The bytes view `attached_owner` (null: the caller's message): the
+  // top-level multipart or multipart/digest, saved .eml files attached as
+  // application/octet-stream, or the whole body), the first
+  // kMaxAttachedMessages in order: each one's bytes after transfer decoding, headers and all,
+  // so that a bounce forwarded as an attachment (or several in one forward or digest) can be
+  // read as a message of its own. The bytes view `owner` (null: the caller's message): the
   // decoder's own split views them where they are; only after GMime's parser, which keeps no
   // bytes to view, are they a copy (the message as GMime writes it out).
-  size_t attached_messages = 0;
-  std::string_view attached_message;
-  Owner attached_owner;
+  struct Attached {
+    std::string_view bytes;
+    Owner owner;
+  };
+  std::vector<Attached> attached_messages;
+  // Adds one to attached_messages unless kMaxAttachedMessages are there already.
+  void AddAttached(std::string_view bytes, Owner owner);
   // What the headers view besides the caller's message: decoded values, and the copies of the
   // message the decoder made (other line ends than LF, an encoded message/rfc822).
   HeaderStorage storage;

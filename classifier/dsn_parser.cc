@@ -402,6 +402,28 @@ std::string EmbeddedDeliveryStatus(std::string_view text) {
   return std::string(text.substr(start));
 }
 
+// A recipient field's address: "rfc822; user@example.org" -> "user@example.org". Some MTAs
+// add an RFC 822 comment ("user@example.org (Some Person)") or quote the whole address
+// ("\"user@example.org\"", which no address is: a quoted local part ends before the '@'); both go.
+std::string_view RecipientAddress(std::string_view value) {
+  std::string_view a = dsn::StripTypePrefix(value);
+  if (a.ends_with(')')) {
+    // One word with an '@' before the comment: other text is left as it is.
+    size_t open = a.find('(');
+    std::string_view address = TrimSpace(a.substr(0, open));
+    if (open != std::string_view::npos && open > address.size() &&
+        address.find('@') != std::string_view::npos &&
+        address.find_first_of(" \t") == std::string_view::npos)
+      a = address;
+  }
+  if (a.size() > 2 && a.front() == '"' && a.back() == '"') {
+    std::string_view inner = a.substr(1, a.size() - 2);
+    if (inner.find('"') == std::string_view::npos && inner.find('@') != std::string_view::npos)
+      return TrimSpace(inner);
+  }
+  return a;
+}
+
 // One Finding per recipient group of a delivery-status text.
 std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
                                                 const dsn::Explanation& explanation) {
@@ -412,9 +434,9 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
   std::vector<std::string> addresses;
   addresses.reserve(ds.per_recipient.size());
   for (const std::vector<dsn::Field>& g : ds.per_recipient) {
-    std::string_view r = dsn::StripTypePrefix(dsn::FindField(g, "final-recipient"));
-    if (r.empty()) r = dsn::StripTypePrefix(dsn::FindField(g, "x-actual-recipient"));
-    if (r.empty()) r = dsn::StripTypePrefix(dsn::FindField(g, "original-recipient"));
+    std::string_view r = RecipientAddress(dsn::FindField(g, "final-recipient"));
+    if (r.empty()) r = RecipientAddress(dsn::FindField(g, "x-actual-recipient"));
+    if (r.empty()) r = RecipientAddress(dsn::FindField(g, "original-recipient"));
     addresses.push_back(NormalizeAddress(r));
   }
   std::vector<std::string> blocks = dsn::BlocksFor(explanation, addresses);
@@ -424,7 +446,7 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
     // Final-Recipient, else X-Actual-Recipient, else Original-Recipient: as `addresses` has it.
     f.recipient = std::move(addresses[group]);
     std::string block = std::move(blocks[group++]);
-    std::string_view original = dsn::StripTypePrefix(dsn::FindField(g, "original-recipient"));
+    std::string_view original = RecipientAddress(dsn::FindField(g, "original-recipient"));
     if (!original.empty()) f.original_recipient = NormalizeAddress(original);
     std::string_view action = TrimSpace(dsn::FindField(g, "action"));
     if (size_t sp = action.find_first_of(" ("); sp != std::string_view::npos)
@@ -522,7 +544,7 @@ std::vector<Finding> FindingsFromFeedback(const MimeView& view, std::string_view
       if ((EqualsNoCase(h.name, "original-rcpt-to") || EqualsNoCase(h.name, "removal-recipient")) &&
           out.size() < dsn::kMaxTextRecipients) {
         Finding f;
-        f.recipient = NormalizeAddress(dsn::StripTypePrefix(h.value));
+        f.recipient = NormalizeAddress(RecipientAddress(h.value));
         out.push_back(std::move(f));
       }
     }
@@ -924,18 +946,30 @@ ParsedBounce ParseMessage(std::string_view message,
     weak = true;
   }
 
-  // A bounce forwarded as an attachment (a person's or a helpdesk's "Fwd:" whose one
+  // A bounce forwarded as an attachment (a person's or a helpdesk's "Fwd:" whose
   // message/rfc822 part is the bounce): when the message says nothing of its own, or only what
-  // its headers suggest or its attachment holds, the attached message is read as the bounce,
-  // headers and all, and wins when it has recipients. A bounce's own report or text always
-  // wins, so its returned message is never read (nor decoded again) here.
-  if ((findings.empty() || weak) && depth < kMaxForwardDepth && view.attached_messages == 1 &&
-      !view.attached_message.empty()) {
-    ParsedBounce forwarded = ParseMessage(view.attached_message, get_rules, depth + 1);
-    if (!forwarded.recipients.empty()) {
-      out = std::move(forwarded);  // `out` stays the one object returned (moved into place)
-      return out;
+  // its headers suggest or its attachments hold, each attached message is read as a message of
+  // its own, headers and all, and those with recipients win: a forward of several bounces, or
+  // a digest of them, gives every bounce's recipients in order (the first one's kind, MTA and
+  // ids), and a forward of a bounce beside other mail the bounce's. A bounce's own report or
+  // text always wins, so its returned message is never read (nor decoded again) here.
+  if ((findings.empty() || weak) && depth < kMaxForwardDepth) {
+    bool found = false;
+    for (const MimeView::Attached& attached : view.attached_messages) {
+      if (attached.bytes.empty()) continue;
+      ParsedBounce forwarded = ParseMessage(attached.bytes, get_rules, depth + 1);
+      if (forwarded.recipients.empty()) continue;
+      if (!found) {
+        found = true;
+        out = std::move(forwarded);  // `out` stays the one object returned (moved into place)
+        continue;
+      }
+      for (Result& r : forwarded.recipients) {
+        if (out.recipients.size() >= dsn::kMaxRecipientGroups) break;
+        out.recipients.push_back(std::move(r));
+      }
     }
+    if (found) return out;
   }
 
   if (findings.empty()) {

@@ -7,7 +7,8 @@
 // with GMime 3 (charsets, base64, quoted-printable, broken structure). Each recipient is then
 // classified with the given RuleSet. Recipients come out in the order the bounce lists them.
 // A message that is no bounce itself but forwards one as its attachment (message/rfc822) reads
-// as the attached bounce; a bounce's own report or text always wins over its returned message.
+// as the attached bounce (several attached bounces, or a digest of them: all their recipients,
+// in order); a bounce's own report or text always wins over its returned message.
 #pragma once
 
 #include <functional>

@@ -5,7 +5,10 @@
 // media types in title case, a single-part body in base64 or quoted-printable, blanks before
 // a header's or a DSN field's colon, a To address on a folded line behind a display name, the
 // delivery headers a mailbox adds, the explanation as HTML only, RFC 6533's media types, each
-// recipient group's recipient fields last, the whole bounce forwarded as an attachment),
+// recipient group's recipient fields last, the whole bounce forwarded as an attachment, alone,
+// beside other mail or with other bounces in a forward or digest, quoted-printable soft breaks
+// with transport padding, a recipient address quoted whole or followed by a comment, a
+// byte-order mark or blank lines before the headers, the Subject in two padded base64 words),
 // and every recipient's address, category, status and hard_bounce must stay as they were.
 // A parser keyed to one spelling of a message would hold on the corpus and fail on the next
 // MTA's copy of the same bounce.
@@ -138,7 +141,9 @@ std::string Base64(std::string_view in) {
 }
 
 // Quoted-printable: '=', control and 8-bit bytes escaped, soft line breaks before 76 columns.
-std::string QuotedPrintable(std::string_view in) {
+// `soft_break` is "=\n", or with transport padding before the line end ("= \t\n"), which RFC
+// 2045 6.7 has decoders drop.
+std::string QuotedPrintable(std::string_view in, std::string_view soft_break = "=\n") {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   size_t column = 0;
@@ -152,7 +157,7 @@ std::string QuotedPrintable(std::string_view in) {
     std::string piece(1, c);
     if (c == '=' || u > 126 || (u < 32 && c != '\t')) piece = {'=', kHex[u >> 4], kHex[u & 15]};
     if (column + piece.size() > 75) {
-      out += "=\n";
+      out += soft_break;
       column = 0;
     }
     out += piece;
@@ -163,7 +168,8 @@ std::string QuotedPrintable(std::string_view in) {
 
 // A single-part message's body transfer-encoded (base64 or quoted-printable), as MTAs that
 // encode every text body write it. Multipart messages and encoded bodies stay as they are.
-std::string EncodeSinglePartBody(const std::string& s, bool base64) {
+std::string EncodeSinglePartBody(const std::string& s, bool base64,
+                                 std::string_view soft_break = "=\n") {
   std::string lf = Lf(s);
   size_t end = lf.find("\n\n");
   if (end == std::string::npos) return s;
@@ -173,7 +179,7 @@ std::string EncodeSinglePartBody(const std::string& s, bool base64) {
   if (std::regex_search(headers, kMultipart) || std::regex_search(headers, kEncoded)) return s;
   std::string body = lf.substr(end + 2);
   return headers + "Content-Transfer-Encoding: " + (base64 ? "base64" : "quoted-printable") +
-         "\n\n" + (base64 ? Base64(body) : QuotedPrintable(body));
+         "\n\n" + (base64 ? Base64(body) : QuotedPrintable(body, soft_break));
 }
 
 // Media types in title case ("Message/Delivery-Status"), as some MTAs write them: they have no
@@ -346,6 +352,44 @@ std::string RecipientFieldsLast(const std::string& s) {
   return out + s.substr(end);
 }
 
+// The address of each Final-Recipient and Original-Recipient field ("rfc822; a@b") written
+// another way: quoted whole ("rfc822; \"a@b\""), or followed by an RFC 822 comment.
+std::string RecipientFieldAddresses(const std::string& s, const std::string& replacement) {
+  static const std::regex kField(
+      "(\n(final|original)-recipient[ \t]*:[ \t]*rfc822[ \t]*;[ \t]*)<?([^\\s<>\"]+@[^\\s<>\"]+?)>?"
+      "[ \t]*(?=\r?\n)",
+      std::regex::icase);
+  return std::regex_replace(s, kField, replacement);
+}
+
+// The bounce's Subject as RFC 2047 base64 words, split in two as mailers split a long one, each
+// word padded on its own ("=?UTF-8?B?QXV0byByZXA=?=\n =?UTF-8?B?bHk6IE55YWFu?="), folded or,
+// as some mailers write them, with nothing between. Subjects with 8-bit bytes or encoded words
+// already are left alone.
+std::string SubjectInTwoBase64Words(const std::string& s, bool folded) {
+  static const std::regex kSubject("(^|\n)subject[ \t]*:[ \t]*([^\r\n]*)", std::regex::icase);
+  size_t header_end = Lf(s).find("\n\n");
+  std::smatch m;
+  if (header_end == std::string::npos || !std::regex_search(s, m, kSubject) ||
+      static_cast<size_t>(m.position(0)) > header_end)
+    return s;
+  std::string subject = m[2].str();
+  if (subject.size() < 4 || subject.find("=?") != std::string::npos ||
+      std::any_of(subject.begin(), subject.end(), [](char c) { return (c & 0x80) != 0; }))
+    return s;
+  size_t half = subject.size() / 2;
+  if (half % 3 == 0) ++half;  // so that the first word is padded
+  auto word = [](std::string_view text) {
+    std::string b = Base64(text);
+    b.pop_back();  // its line end
+    return "=?UTF-8?B?" + b + "?=";
+  };
+  std::string crlf = s.find("\r\n") != std::string::npos ? "\r\n" : "\n";
+  return s.substr(0, static_cast<size_t>(m.position(2))) + word(subject.substr(0, half)) +
+         (folded ? crlf + " " : "") + word(subject.substr(half)) +
+         s.substr(static_cast<size_t>(m.position(2) + m.length(2)));
+}
+
 std::string SpaceAfterDelimiters(std::string s) {
   for (const std::string& b : Boundaries(s))
     s = ReplaceAll(s, "\n--" + b + "\n", "\n--" + b + "  \n");
@@ -375,6 +419,19 @@ TEST(DsnMetamorphic, RewritingABounceTheWayOtherMtasWriteItKeepsItsResults) {
           {"base64 body", [](const std::string& s) { return EncodeSinglePartBody(s, true); }},
           {"quoted-printable body",
            [](const std::string& s) { return EncodeSinglePartBody(s, false); }},
+          {"quoted-printable body, padded soft breaks",
+           [](const std::string& s) { return EncodeSinglePartBody(s, false, "= \t \n"); }},
+          {"recipient address quoted whole",
+           [](const std::string& s) { return RecipientFieldAddresses(s, "$1\"$3\""); }},
+          {"comment after the recipient address",
+           [](const std::string& s) { return RecipientFieldAddresses(s, "$1$3 (Some Person)"); }},
+          {"byte-order mark before the headers",
+           [](const std::string& s) { return "\xEF\xBB\xBF" + s; }},
+          {"blank lines before the headers", [](const std::string& s) { return "\n\n" + s; }},
+          {"subject in two base64 words",
+           [](const std::string& s) { return SubjectInTwoBase64Words(s, true); }},
+          {"subject in two base64 words, nothing between",
+           [](const std::string& s) { return SubjectInTwoBase64Words(s, false); }},
       };
   std::shared_ptr<const RuleSet> rules = RuleSet::Default();
   std::vector<std::filesystem::path> files = Bounces();
@@ -497,8 +554,9 @@ TEST(DsnMetamorphic, AnHtmlOnlyExplanationReadsAsItsPlainText) {
 
 // A bounce forwarded as an attachment: a person's or a helpdesk's new message whose first part
 // is a short note and whose second is the whole bounce as message/rfc822 (or RFC 6533's
-// message/global), as mail clients and ticket systems forward one. `boundary` must differ from
-// the bounce's own boundaries.
+// message/global, or a saved .eml file of unknown type), as mail clients and ticket systems
+// forward one; in base64 when `encoding` says so. `boundary` must differ from the bounce's own
+// boundaries.
 std::string ForwardedAsAttachment(const std::string& bounce, std::string_view note_type,
                                   std::string_view message_type, std::string_view encoding,
                                   const std::string& boundary = "fwd-42") {
@@ -516,8 +574,12 @@ std::string ForwardedAsAttachment(const std::string& bounce, std::string_view no
   out += "--" + boundary + "\nContent-Type: " + std::string(note_type) + "; charset=utf-8\n\n";
   out += note + "\n--" + boundary + "\nContent-Type: " + std::string(message_type) + "\n";
   if (!encoding.empty()) out += "Content-Transfer-Encoding: " + std::string(encoding) + "\n";
-  out += "\n" + bounce + (bounce.ends_with("\n") ? "" : "\n") + "--" + boundary + "--\n";
-  return out;
+  if (encoding == "base64") {
+    out += "\n" + Base64(bounce);
+  } else {
+    out += "\n" + bounce + (bounce.ends_with("\n") ? "" : "\n");
+  }
+  return out + "--" + boundary + "--\n";
 }
 
 // Each test bounce forwarded as an attachment, in the ways clients write it (and forwarded
@@ -537,7 +599,11 @@ TEST(DsnMetamorphic, ABounceForwardedAsAnAttachmentReadsAsTheBounce) {
     };
     for (const Way& way :
          {Way{"text/plain", "message/rfc822", ""}, Way{"text/plain", "message/rfc822", "7bit"},
-          Way{"text/html", "message/rfc822", "8bit"}, Way{"text/plain", "message/global", ""}}) {
+          Way{"text/html", "message/rfc822", "8bit"}, Way{"text/plain", "message/global", ""},
+          Way{"text/plain", "message/rfc822", "base64"},
+          // A saved message attached as a file of unknown type.
+          Way{"text/plain", "application/octet-stream; name=\"bounce.eml\"", "base64"},
+          Way{"text/plain", "Application/Octet-Stream; name=Returned.EML", ""}}) {
       std::string forwarded = ForwardedAsAttachment(original, way.note, way.type, way.encoding);
       EXPECT_EQ(Summary(ParseBounce(forwarded, *rules)), expected)
           << file.filename().string() << " forwarded as " << way.type << " " << way.encoding
@@ -552,14 +618,78 @@ TEST(DsnMetamorphic, ABounceForwardedAsAnAttachmentReadsAsTheBounce) {
         << file.filename().string() << " forwarded twice, CRLF";
     // A note in an encoding only GMime's parser reads sends the whole forward there.
     std::string note_head = "Content-Type: text/plain; charset=utf-8\n";
-    std::string for_gmime = ForwardedAsAttachment(original, "text/plain", "message/rfc822", "");
-    for_gmime.insert(for_gmime.find(note_head) + note_head.size(),
-                     "Content-Transfer-Encoding: x-uuencode\n");
-    EXPECT_EQ(Summary(ParseBounce(for_gmime, *rules)), expected)
-        << file.filename().string() << " forwarded, read by GMime's parser";
+    for (const Way& way :
+         {Way{"text/plain", "message/rfc822", ""},
+          Way{"text/plain", "application/octet-stream; name=bounce.eml", "base64"}}) {
+      std::string for_gmime = ForwardedAsAttachment(original, way.note, way.type, way.encoding);
+      for_gmime.insert(for_gmime.find(note_head) + note_head.size(),
+                       "Content-Transfer-Encoding: x-uuencode\n");
+      EXPECT_EQ(Summary(ParseBounce(for_gmime, *rules)), expected)
+          << file.filename().string() << " forwarded as " << way.type << ", read by GMime's parser";
+    }
     ++tried;
   }
   EXPECT_GT(tried, 100u);
+}
+
+// A message whose parts are whole messages: a helpdesk's forward of several mails as
+// message/rfc822 attachments after its note, or a multipart/digest (whose parts are
+// message/rfc822 without saying so).
+std::string WithAttachedMessages(const std::vector<std::string>& messages, bool digest) {
+  std::string out = "From: \"Helpdesk\" <help@forward.example>\nTo: postmaster@example.org\n";
+  out += "Subject: Fwd: returned mail\nMIME-Version: 1.0\nContent-Type: multipart/";
+  out += digest ? "digest" : "mixed";
+  out += "; boundary=\"att-7\"\n\n";
+  if (!digest) out += "--att-7\nContent-Type: text/plain\n\nThe mails are attached.\n\n";
+  for (const std::string& m : messages) {
+    out += "--att-7\n";
+    out += digest ? "\n" : "Content-Type: message/rfc822\n\n";
+    out += Lf(m) + (m.ends_with("\n") ? "" : "\n");
+  }
+  return out + "--att-7--\n";
+}
+
+// Each test bounce attached beside another mail (before or after it) reads as the bounce; the
+// other mail says nothing of a delivery.
+TEST(DsnMetamorphic, ABounceAttachedBesideOtherMailReadsAsTheBounce) {
+  std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  const std::string other =
+      "From: Alice <alice@example.org>\nTo: help@forward.example\nSubject: my invoice\n"
+      "Message-ID: <inv-1@example.org>\n\nHello, the invoice is attached.\n";
+  size_t tried = 0;
+  for (const std::filesystem::path& file : Bounces()) {
+    const std::string original = ReadFile(file);
+    const std::string expected = Summary(ParseBounce(original, *rules));
+    if (expected.empty()) continue;
+    EXPECT_EQ(Summary(ParseBounce(WithAttachedMessages({original, other}, false), *rules)),
+              expected)
+        << file.filename().string() << " attached before another mail";
+    EXPECT_EQ(Summary(ParseBounce(WithAttachedMessages({other, original}, false), *rules)),
+              expected)
+        << file.filename().string() << " attached after another mail";
+    ++tried;
+  }
+  EXPECT_GT(tried, 100u);
+}
+
+// Several bounces in one forward or digest: every bounce's recipients, in order.
+TEST(DsnMetamorphic, SeveralAttachedBouncesGiveEveryBouncesRecipientsInOrder) {
+  std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  std::filesystem::path data = std::filesystem::path(BOUNCED_TEST_DATA) / "dsn";
+  std::vector<std::string> bounces;
+  std::string expected;
+  for (const char* name : {"postfix/gmail-unknown-01.eml", "corpus/lhost-exim-05.eml",
+                           "postfix/icloud-unknown-09.eml", "corpus/lhost-sendmail-01.eml"}) {
+    bounces.push_back(ReadFile(data / name));
+    std::string summary = Summary(ParseBounce(bounces.back(), *rules));
+    ASSERT_FALSE(summary.empty()) << name;
+    expected += summary;
+  }
+  for (bool digest : {false, true}) {
+    ParsedBounce all = ParseBounce(WithAttachedMessages(bounces, digest), *rules);
+    EXPECT_EQ(Summary(all), expected) << (digest ? "digest" : "forward");
+    EXPECT_EQ(all.kind, MessageKind::kDsn);  // the first bounce's
+  }
 }
 
 // A real bounce whose returned message is itself a bounce (a bounce of a bounce, or of a
