@@ -338,6 +338,14 @@ namespace {
 // list markers, quotes or angle brackets), or follows wording that introduces recipients.
 bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
   std::string_view before = line.substr(0, begin);
+  // An address type in front ("Recipient: [SMTP:a@b]", as MailEnable and Exchange write an
+  // Internet address) is part of the address, not of the label.
+  if (before.size() >= 5) {
+    std::string_view type = before.substr(before.size() - 5);
+    if (AsciiLower(type[0]) == 's' && AsciiLower(type[1]) == 'm' && AsciiLower(type[2]) == 't' &&
+        AsciiLower(type[3]) == 'p' && type[4] == ':')
+      before.remove_suffix(5);
+  }
   // The text before the address without list markers, quotes and punctuation, lower-case: only
   // its first bytes are kept (no label is longer), its length and whether it is all digits.
   constexpr size_t kMaxLead = 24;
@@ -562,15 +570,49 @@ bool HasReasonText(std::string_view block) {
 }
 
 // qmail-remote names the step that failed in fixed words ("192.0.2.1 does not like recipient.",
-// "Connected to 192.0.2.1 but sender was rejected.", "... failed after I sent the message.").
+// "Connected to 192.0.2.1 but sender was rejected.", "... failed after I sent the message.");
+// so do CommuniGate Pro ("message text rejected by host: 552 ...") and JavaMail, whose
+// exception names say which command was refused (Apache James and other Java MTAs quote them).
 std::string_view QmailStage(std::string_view text) {
   static constexpr std::pair<std::string_view, std::string_view> kSteps[] = {
-      {"does not like recipient", "rcpt"},  {"but sender was rejected", "mail"},
-      {"but my name was rejected", "helo"}, {"but greeting failed", "connect"},
-      {"failed on DATA command", "data"},   {"failed after I sent the message", "eom"},
+      {"does not like recipient", "rcpt"},   {"but sender was rejected", "mail"},
+      {"but my name was rejected", "helo"},  {"but greeting failed", "connect"},
+      {"failed on DATA command", "data"},    {"failed after I sent the message", "eom"},
+      {"message text rejected by", "eom"},   {"SMTPAddressFailedException", "rcpt"},
+      {"SMTPSenderFailedException", "mail"},
   };
   for (auto [words, stage] : kSteps) {
     if (ContainsNoCase(text, words)) return stage;
+  }
+  return {};
+}
+
+// A session transcript written with arrows (MDaemon, SecurityGateway: "--> RCPT To:<a@b>" sent,
+// "<-- 550 5.1.1 ..." received): the failure's stage is the command its first 4xx or 5xx reply
+// answered. The commands the server accepted before it ("--> MAIL From:" answered "250") are
+// no stage of the failure, though StageFromText would take the earliest command named.
+std::string_view ArrowTranscriptStage(std::string_view text) {
+  size_t reply = text.find("<-- ");
+  if (reply == std::string_view::npos) return {};
+  std::string_view command;  // what the last "--> " line before the reply sent
+  size_t sent = text.find("--> ");
+  for (; reply != std::string_view::npos; reply = text.find("<-- ", reply + 4)) {
+    for (; sent != std::string_view::npos && sent < reply; sent = text.find("--> ", sent + 4)) {
+      command = text.substr(sent + 4);
+    }
+    std::string_view r = text.substr(reply + 4);
+    if (r.size() < 4 || (r[0] != '4' && r[0] != '5') || r[1] < '0' || r[1] > '9' || r[2] < '0' ||
+        r[2] > '9' || (r[3] != ' ' && r[3] != '-'))
+      continue;
+    if (command.empty()) return "connect";
+    if (StartsWithNoCase(command, "RCPT")) return "rcpt";
+    if (StartsWithNoCase(command, "MAIL")) return "mail";
+    if (StartsWithNoCase(command, "DATA")) return "data";
+    if (StartsWithNoCase(command, "BDAT") || command[0] == '.') return "eom";
+    if (StartsWithNoCase(command, "EHLO") || StartsWithNoCase(command, "HELO") ||
+        StartsWithNoCase(command, "STARTTLS"))
+      return "helo";
+    return {};
   }
   return {};
 }
@@ -945,7 +987,8 @@ std::vector<Finding> ScanExplanation(const Explanation& explanation,
       f.diagnostic = std::string(text.substr(0, kMaxFallbackReasonBytes));
     }
     std::string_view head = std::string_view(f.diagnostic).substr(0, kMaxStageScanBytes);
-    f.stage = std::string(StageFromText(head));
+    f.stage = std::string(ArrowTranscriptStage(head));
+    if (f.stage.empty()) f.stage = std::string(StageFromText(head));
     if (f.stage.empty()) f.stage = std::string(QmailStage(head));
     if (f.stage.empty()) f.stage = std::string(GmailRelayStage(head));
     f.remote_mta = RemoteHostFromText(head);
