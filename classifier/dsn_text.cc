@@ -475,19 +475,23 @@ bool MayHoldCode(std::string_view t) {
 
 // Reason lines anywhere in the explanation: SMTP replies, transcript lines, and every line of
 // a Sendmail "Transcript of session follows" section (its local mailer says "mail.local:
-// unknown user: x" with no code before the summary reply).
-std::string CodeLines(const std::vector<std::string_view>& lines) {
+// unknown user: x" with no code before the summary reply). A line `skip` names is not taken:
+// another recipient's reply ("a@b (550 5.1.1 ...)" above "c@d (host not found)", GroupWise) is
+// not this one's reason.
+template <typename Skip>
+std::string CodeLines(const std::vector<std::string_view>& lines, Skip&& skip) {
   std::string out;
   bool in_transcript = false;
-  for (std::string_view l : lines) {
-    std::string_view t = TrimSpace(l);
+  for (size_t k = 0; k < lines.size(); ++k) {
+    std::string_view t = TrimSpace(lines[k]);
     if (IsSeparator(t)) {
       in_transcript = ContainsNoCase(t, "transcript of session");
       continue;
     }
     bool code_digit = MayHoldCode(t);
-    if ((in_transcript && !t.empty()) || t.starts_with("<<<") ||
-        (code_digit && ((t.size() > 4 && HasReplyCode(t)) || HasEnhancedStatus(t)))) {
+    if (((in_transcript && !t.empty()) || t.starts_with("<<<") ||
+         (code_digit && ((t.size() > 4 && HasReplyCode(t)) || HasEnhancedStatus(t)))) &&
+        !skip(k)) {
       out += t;
       out += '\n';
       if (out.size() > 4096) break;
@@ -877,17 +881,20 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     }
     return false;
   };
-  std::string code_lines;
-  bool code_lines_done = false;
   result.blocks.resize(recipients.size());
+  // With several recipients, the lines each one's blocks hold: [begin, end) and whose.
+  struct Span {
+    size_t begin, end;
+    int recipient;
+  };
+  std::vector<Span> spans;
   for (size_t ri = 0; ri < recipients.size(); ++ri) {
     const int r = static_cast<int>(ri);
     std::string& diag = result.blocks[ri];
     size_t last_end = 0;
-    bool named = false;
     for (const Occurrence& o : occ) {
       if (o.recipient != r || o.line < last_end) continue;
-      named = true;
+
       diag.reserve(512);  // a block is a few lines: grown once, not line by line
       // Its block: to the next line naming another recipient, a separator, a blank line once
       // there is reason text, or the line limit.
@@ -933,17 +940,41 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
         diag += last_line;
         diag += '\n';
       }
+      if (recipients.size() > 1) spans.push_back(Span{o.line, j, r});
       last_end = j;
       if (diag.size() > 8192) break;
     }
-    // A report's recipient the text never names gets an empty block (diag is still empty).
-    if (blocks_only && !named) continue;
+  }
+  // A block without a code takes the explanation's reply lines; but a recipient whose block
+  // words its reason ("c@d (host not found)", "Reason: The mailbox is full") does not take the
+  // lines of another recipient's block ("a@b (550 5.1.1 ...)" above it: GroupWise, hMailServer,
+  // SmarterMail list each recipient with its own reason).
+  std::string code_lines;
+  bool code_lines_done = false;
+  std::vector<int> owner;  // per line: the recipient whose block holds it, -1 none, -2 several
+  for (size_t ri = 0; ri < recipients.size(); ++ri) {
+    const int r = static_cast<int>(ri);
+    std::string& diag = result.blocks[ri];
+    // A report's recipient the text never names gets an empty block (a named one's block holds
+    // at least the line naming it).
+    if (blocks_only && diag.empty()) continue;
     if (!HasCode(diag)) {
-      if (!code_lines_done) {
-        code_lines = CodeLines(lines);
-        code_lines_done = true;
+      if (recipients.size() > 1 && HasReasonText(diag)) {
+        if (owner.empty()) {
+          owner.assign(lines.size(), -1);
+          for (const Span& sp : spans) {
+            for (size_t k = sp.begin; k < sp.end && k < owner.size(); ++k)
+              owner[k] = owner[k] == -1 || owner[k] == sp.recipient ? sp.recipient : -2;
+          }
+        }
+        diag += CodeLines(lines, [&](size_t k) { return owner[k] != -1 && owner[k] != r; });
+      } else {
+        if (!code_lines_done) {
+          code_lines = CodeLines(lines, [](size_t) { return false; });
+          code_lines_done = true;
+        }
+        diag += code_lines;
       }
-      diag += code_lines;
     }
   }
   return result;
