@@ -160,6 +160,8 @@ constexpr MarkerPhrase kMarkerPhrases[] = {
     {"message header follows", MarkerWord::kMessag, "messag"},
     {"content of the message", MarkerWord::kMessag, "messag"},
     {"original email", MarkerWord::kOriginal, "original"},
+    // SmarterMail: "-- The header and top 20 lines of the message follows --".
+    {"lines of the message follow", MarkerWord::kMessag, "messag"},
 };
 
 // Whether `t` contains one of kMarkerPhrases in any case. One pass over `t` (this runs on most
