@@ -475,14 +475,12 @@ bool MayHoldCode(std::string_view t) {
   return false;
 }
 
-// Reason lines anywhere in the explanation: SMTP replies, transcript lines, and every line of
-// a Sendmail "Transcript of session follows" section (its local mailer says "mail.local:
-// unknown user: x" with no code before the summary reply). A line `skip` names is not taken:
-// another recipient's reply ("a@b (550 5.1.1 ...)" above "c@d (host not found)", GroupWise) is
-// not this one's reason.
-template <typename Skip>
-std::string CodeLines(const std::vector<std::string_view>& lines, Skip&& skip) {
-  std::string out;
+// Reason lines anywhere in the explanation, by index: SMTP replies, transcript lines, and every
+// line of a Sendmail "Transcript of session follows" section (its local mailer says
+// "mail.local: unknown user: x" with no code before the summary reply); about 4 KB of them.
+std::vector<size_t> CodeLines(const std::vector<std::string_view>& lines) {
+  std::vector<size_t> out;
+  size_t bytes = 0;
   bool in_transcript = false;
   for (size_t k = 0; k < lines.size(); ++k) {
     std::string_view t = TrimSpace(lines[k]);
@@ -491,12 +489,11 @@ std::string CodeLines(const std::vector<std::string_view>& lines, Skip&& skip) {
       continue;
     }
     bool code_digit = MayHoldCode(t);
-    if (((in_transcript && !t.empty()) || t.starts_with("<<<") ||
-         (code_digit && ((t.size() > 4 && HasReplyCode(t)) || HasEnhancedStatus(t)))) &&
-        !skip(k)) {
-      out += t;
-      out += '\n';
-      if (out.size() > 4096) break;
+    if ((in_transcript && !t.empty()) || t.starts_with("<<<") ||
+        (code_digit && ((t.size() > 4 && HasReplyCode(t)) || HasEnhancedStatus(t)))) {
+      out.push_back(k);
+      bytes += t.size() + 1;
+      if (bytes > 4096) break;
     }
   }
   return out;
@@ -896,7 +893,6 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     size_t last_end = 0;
     for (const Occurrence& o : occ) {
       if (o.recipient != r || o.line < last_end) continue;
-
       diag.reserve(512);  // a block is a few lines: grown once, not line by line
       // Its block: to the next line naming another recipient, a separator, a blank line once
       // there is reason text, or the line limit.
@@ -951,7 +947,7 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
   // words its reason ("c@d (host not found)", "Reason: The mailbox is full") does not take the
   // lines of another recipient's block ("a@b (550 5.1.1 ...)" above it: GroupWise, hMailServer,
   // SmarterMail list each recipient with its own reason).
-  std::string code_lines;
+  std::vector<size_t> code_lines;
   bool code_lines_done = false;
   std::vector<int> owner;  // per line: the recipient whose block holds it, -1 none, -2 several
   for (size_t ri = 0; ri < recipients.size(); ++ri) {
@@ -960,23 +956,23 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     // A report's recipient the text never names gets an empty block (a named one's block holds
     // at least the line naming it).
     if (blocks_only && diag.empty()) continue;
-    if (!HasCode(diag)) {
-      if (recipients.size() > 1 && HasReasonText(diag)) {
-        if (owner.empty()) {
-          owner.assign(lines.size(), -1);
-          for (const Span& sp : spans) {
-            for (size_t k = sp.begin; k < sp.end && k < owner.size(); ++k)
-              owner[k] = owner[k] == -1 || owner[k] == sp.recipient ? sp.recipient : -2;
-          }
-        }
-        diag += CodeLines(lines, [&](size_t k) { return owner[k] != -1 && owner[k] != r; });
-      } else {
-        if (!code_lines_done) {
-          code_lines = CodeLines(lines, [](size_t) { return false; });
-          code_lines_done = true;
-        }
-        diag += code_lines;
+    if (HasCode(diag)) continue;
+    if (!code_lines_done) {
+      code_lines = CodeLines(lines);
+      code_lines_done = true;
+    }
+    bool own_words = recipients.size() > 1 && HasReasonText(diag);
+    if (own_words && owner.empty()) {
+      owner.assign(lines.size(), -1);
+      for (const Span& sp : spans) {
+        for (size_t k = sp.begin; k < sp.end && k < owner.size(); ++k)
+          owner[k] = owner[k] == -1 || owner[k] == sp.recipient ? sp.recipient : -2;
       }
+    }
+    for (size_t k : code_lines) {
+      if (own_words && owner[k] != -1 && owner[k] != r) continue;
+      diag += TrimSpace(lines[k]);
+      diag += '\n';
     }
   }
   return result;
