@@ -490,6 +490,12 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
     if (f.stage.empty() && !(f.diagnostic == block)) {
       f.stage = StageFromText(std::string_view(f.diagnostic).substr(0, dsn::kMaxStageScanBytes));
     }
+    // CommuniGate Pro names the step in its own words: "message text rejected by host: 552 ...".
+    if (f.stage.empty() &&
+        ContainsNoCase(std::string_view(block).substr(0, dsn::kMaxStageScanBytes),
+                       "message text rejected by")) {
+      f.stage = "eom";
+    }
     if (f.recipient.empty() && f.diagnostic.empty() && f.status.empty()) continue;
     out.push_back(std::move(f));
     if (out.size() >= dsn::kMaxRecipientGroups) break;
