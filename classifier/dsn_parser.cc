@@ -356,12 +356,15 @@ void ForEachReplyPair(std::string_view text, Pair&& pair) {
 }
 
 // The status and reply code a reason text states. An expiry notice ("554 4.4.7 Message
-// expired ... <421 4.4.2 Connection timed out>") carries the last real error inside it.
+// expired ... <421 4.4.2 Connection timed out>") carries the last real error inside it. A
+// session transcript (MDaemon's, hMailServer's) holds the server's successes before its
+// failure ("250 2.1.0 Ok" to MAIL FROM, then "550 5.1.1" to RCPT TO): a success is not the
+// reason when a failure follows it.
 ReplyPair StatedReply(std::string_view text) {
   std::string_view first_code, first_status, last_code, last_status;
   int pairs = 0;
   ForEachReplyPair(text, [&](std::string_view code, std::string_view status) {
-    if (pairs++ == 0) {
+    if (pairs++ == 0 || (first_code[0] == '2' && code[0] != '2')) {
       first_code = code;
       first_status = status;
     }
@@ -508,6 +511,12 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
     }
     if (f.stage.empty() && !(f.diagnostic == block)) {
       f.stage = StageFromText(std::string_view(f.diagnostic).substr(0, dsn::kMaxStageScanBytes));
+    }
+    // CommuniGate Pro names the step in its own words: "message text rejected by host: 552 ...".
+    if (f.stage.empty() &&
+        ContainsNoCase(std::string_view(block).substr(0, dsn::kMaxStageScanBytes),
+                       "message text rejected by")) {
+      f.stage = "eom";
     }
     if (f.recipient.empty() && f.diagnostic.empty() && f.status.empty()) continue;
     out.push_back(std::move(f));
@@ -694,7 +703,9 @@ Result ClassifyUncached(const Finding& f, const RuleSet& rules) {
   if (status.empty()) {
     ReplyPair stated = StatedReply(diagnostic);
     status = stated.status;
-    if (reply_code.empty()) reply_code = stated.code;
+    if (reply_code.empty() || (f.reply_code.empty() && reply_code[0] == '2' &&
+                               !stated.code.empty() && stated.code[0] != '2'))
+      reply_code = stated.code;
   }
   std::string remote = Sanitize(f.remote_mta, 255);
   ReplyInput in;

@@ -160,6 +160,8 @@ constexpr MarkerPhrase kMarkerPhrases[] = {
     {"message header follows", MarkerWord::kMessag, "messag"},
     {"content of the message", MarkerWord::kMessag, "messag"},
     {"original email", MarkerWord::kOriginal, "original"},
+    // SmarterMail: "-- The header and top 20 lines of the message follows --".
+    {"lines of the message follow", MarkerWord::kMessag, "messag"},
 };
 
 // Whether `t` contains one of kMarkerPhrases in any case. One pass over `t` (this runs on most
@@ -338,6 +340,14 @@ namespace {
 // list markers, quotes or angle brackets), or follows wording that introduces recipients.
 bool IsRecipientLine(std::string_view line, size_t begin, size_t end) {
   std::string_view before = line.substr(0, begin);
+  // An address type in front ("Recipient: [SMTP:a@b]", as MailEnable and Exchange write an
+  // Internet address) is part of the address, not of the label.
+  if (before.size() >= 5) {
+    std::string_view type = before.substr(before.size() - 5);
+    if (AsciiLower(type[0]) == 's' && AsciiLower(type[1]) == 'm' && AsciiLower(type[2]) == 't' &&
+        AsciiLower(type[3]) == 'p' && type[4] == ':')
+      before.remove_suffix(5);
+  }
   // The text before the address without list markers, quotes and punctuation, lower-case: only
   // its first bytes are kept (no label is longer), its length and whether it is all digits.
   constexpr size_t kMaxLead = 24;
@@ -465,14 +475,15 @@ bool MayHoldCode(std::string_view t) {
   return false;
 }
 
-// Reason lines anywhere in the explanation: SMTP replies, transcript lines, and every line of
-// a Sendmail "Transcript of session follows" section (its local mailer says "mail.local:
-// unknown user: x" with no code before the summary reply).
-std::string CodeLines(const std::vector<std::string_view>& lines) {
-  std::string out;
+// Reason lines anywhere in the explanation, by index: SMTP replies, transcript lines, and every
+// line of a Sendmail "Transcript of session follows" section (its local mailer says
+// "mail.local: unknown user: x" with no code before the summary reply); about 4 KB of them.
+std::vector<size_t> CodeLines(const std::vector<std::string_view>& lines) {
+  std::vector<size_t> out;
+  size_t bytes = 0;
   bool in_transcript = false;
-  for (std::string_view l : lines) {
-    std::string_view t = TrimSpace(l);
+  for (size_t k = 0; k < lines.size(); ++k) {
+    std::string_view t = TrimSpace(lines[k]);
     if (IsSeparator(t)) {
       in_transcript = ContainsNoCase(t, "transcript of session");
       continue;
@@ -480,9 +491,9 @@ std::string CodeLines(const std::vector<std::string_view>& lines) {
     bool code_digit = MayHoldCode(t);
     if ((in_transcript && !t.empty()) || t.starts_with("<<<") ||
         (code_digit && ((t.size() > 4 && HasReplyCode(t)) || HasEnhancedStatus(t)))) {
-      out += t;
-      out += '\n';
-      if (out.size() > 4096) break;
+      out.push_back(k);
+      bytes += t.size() + 1;
+      if (bytes > 4096) break;
     }
   }
   return out;
@@ -562,15 +573,49 @@ bool HasReasonText(std::string_view block) {
 }
 
 // qmail-remote names the step that failed in fixed words ("192.0.2.1 does not like recipient.",
-// "Connected to 192.0.2.1 but sender was rejected.", "... failed after I sent the message.").
+// "Connected to 192.0.2.1 but sender was rejected.", "... failed after I sent the message.");
+// so do CommuniGate Pro ("message text rejected by host: 552 ...") and JavaMail, whose
+// exception names say which command was refused (Apache James and other Java MTAs quote them).
 std::string_view QmailStage(std::string_view text) {
   static constexpr std::pair<std::string_view, std::string_view> kSteps[] = {
-      {"does not like recipient", "rcpt"},  {"but sender was rejected", "mail"},
-      {"but my name was rejected", "helo"}, {"but greeting failed", "connect"},
-      {"failed on DATA command", "data"},   {"failed after I sent the message", "eom"},
+      {"does not like recipient", "rcpt"},   {"but sender was rejected", "mail"},
+      {"but my name was rejected", "helo"},  {"but greeting failed", "connect"},
+      {"failed on DATA command", "data"},    {"failed after I sent the message", "eom"},
+      {"message text rejected by", "eom"},   {"SMTPAddressFailedException", "rcpt"},
+      {"SMTPSenderFailedException", "mail"},
   };
   for (auto [words, stage] : kSteps) {
     if (ContainsNoCase(text, words)) return stage;
+  }
+  return {};
+}
+
+// A session transcript written with arrows (MDaemon, SecurityGateway: "--> RCPT To:<a@b>" sent,
+// "<-- 550 5.1.1 ..." received): the failure's stage is the command its first 4xx or 5xx reply
+// answered. The commands the server accepted before it ("--> MAIL From:" answered "250") are
+// no stage of the failure, though StageFromText would take the earliest command named.
+std::string_view ArrowTranscriptStage(std::string_view text) {
+  size_t reply = text.find("<-- ");
+  if (reply == std::string_view::npos) return {};
+  std::string_view command;  // what the last "--> " line before the reply sent
+  size_t sent = text.find("--> ");
+  for (; reply != std::string_view::npos; reply = text.find("<-- ", reply + 4)) {
+    for (; sent != std::string_view::npos && sent < reply; sent = text.find("--> ", sent + 4)) {
+      command = text.substr(sent + 4);
+    }
+    std::string_view r = text.substr(reply + 4);
+    if (r.size() < 4 || (r[0] != '4' && r[0] != '5') || r[1] < '0' || r[1] > '9' || r[2] < '0' ||
+        r[2] > '9' || (r[3] != ' ' && r[3] != '-'))
+      continue;
+    if (command.empty()) return "connect";
+    if (StartsWithNoCase(command, "RCPT")) return "rcpt";
+    if (StartsWithNoCase(command, "MAIL")) return "mail";
+    if (StartsWithNoCase(command, "DATA")) return "data";
+    if (StartsWithNoCase(command, "BDAT") || command[0] == '.') return "eom";
+    if (StartsWithNoCase(command, "EHLO") || StartsWithNoCase(command, "HELO") ||
+        StartsWithNoCase(command, "STARTTLS"))
+      return "helo";
+    return {};
   }
   return {};
 }
@@ -835,17 +880,19 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     }
     return false;
   };
-  std::string code_lines;
-  bool code_lines_done = false;
   result.blocks.resize(recipients.size());
+  // With several recipients, the lines each one's blocks hold: [begin, end) and whose.
+  struct Span {
+    size_t begin, end;
+    int recipient;
+  };
+  std::vector<Span> spans;
   for (size_t ri = 0; ri < recipients.size(); ++ri) {
     const int r = static_cast<int>(ri);
     std::string& diag = result.blocks[ri];
     size_t last_end = 0;
-    bool named = false;
     for (const Occurrence& o : occ) {
       if (o.recipient != r || o.line < last_end) continue;
-      named = true;
       diag.reserve(512);  // a block is a few lines: grown once, not line by line
       // Its block: to the next line naming another recipient, a separator, a blank line once
       // there is reason text, or the line limit.
@@ -891,17 +938,41 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
         diag += last_line;
         diag += '\n';
       }
+      if (recipients.size() > 1) spans.push_back(Span{o.line, j, r});
       last_end = j;
       if (diag.size() > 8192) break;
     }
-    // A report's recipient the text never names gets an empty block (diag is still empty).
-    if (blocks_only && !named) continue;
-    if (!HasCode(diag)) {
-      if (!code_lines_done) {
-        code_lines = CodeLines(lines);
-        code_lines_done = true;
+  }
+  // A block without a code takes the explanation's reply lines; but a recipient whose block
+  // words its reason ("c@d (host not found)", "Reason: The mailbox is full") does not take the
+  // lines of another recipient's block ("a@b (550 5.1.1 ...)" above it: GroupWise, hMailServer,
+  // SmarterMail list each recipient with its own reason).
+  std::vector<size_t> code_lines;
+  bool code_lines_done = false;
+  std::vector<int> owner;  // per line: the recipient whose block holds it, -1 none, -2 several
+  for (size_t ri = 0; ri < recipients.size(); ++ri) {
+    const int r = static_cast<int>(ri);
+    std::string& diag = result.blocks[ri];
+    // A report's recipient the text never names gets an empty block (a named one's block holds
+    // at least the line naming it).
+    if (blocks_only && diag.empty()) continue;
+    if (HasCode(diag)) continue;
+    if (!code_lines_done) {
+      code_lines = CodeLines(lines);
+      code_lines_done = true;
+    }
+    bool own_words = recipients.size() > 1 && HasReasonText(diag);
+    if (own_words && owner.empty()) {
+      owner.assign(lines.size(), -1);
+      for (const Span& sp : spans) {
+        for (size_t k = sp.begin; k < sp.end && k < owner.size(); ++k)
+          owner[k] = owner[k] == -1 || owner[k] == sp.recipient ? sp.recipient : -2;
       }
-      diag += code_lines;
+    }
+    for (size_t k : code_lines) {
+      if (own_words && owner[k] != -1 && owner[k] != r) continue;
+      diag += TrimSpace(lines[k]);
+      diag += '\n';
     }
   }
   return result;
@@ -945,7 +1016,8 @@ std::vector<Finding> ScanExplanation(const Explanation& explanation,
       f.diagnostic = std::string(text.substr(0, kMaxFallbackReasonBytes));
     }
     std::string_view head = std::string_view(f.diagnostic).substr(0, kMaxStageScanBytes);
-    f.stage = std::string(StageFromText(head));
+    f.stage = std::string(ArrowTranscriptStage(head));
+    if (f.stage.empty()) f.stage = std::string(StageFromText(head));
     if (f.stage.empty()) f.stage = std::string(QmailStage(head));
     if (f.stage.empty()) f.stage = std::string(GmailRelayStage(head));
     f.remote_mta = RemoteHostFromText(head);
