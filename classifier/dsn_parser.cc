@@ -405,6 +405,22 @@ std::string EmbeddedDeliveryStatus(std::string_view text) {
   return std::string(text.substr(start));
 }
 
+// Whether a text's first line is a delivery-status field (RFC 3464's per-message and
+// per-recipient fields, Postfix's own): a report part under another media type.
+bool StartsAsReport(std::string_view text) {
+  std::string_view rest = text;
+  while (!rest.empty() && (rest.front() == '\n' || rest.front() == ' ' || rest.front() == '\t'))
+    rest.remove_prefix(1);
+  for (std::string_view field : {"reporting-mta", "final-recipient", "original-recipient",
+                                 "arrival-date", "received-from-mta", "original-envelope-id",
+                                 "dsn-gateway", "x-postfix-queue-id", "x-postfix-sender"}) {
+    if (!StartsWithNoCase(rest, field)) continue;
+    std::string_view after = TrimSpace(rest.substr(field.size(), 4));
+    if (after.starts_with(':')) return true;
+  }
+  return false;
+}
+
 // A recipient field's address: "rfc822; user@example.org" -> "user@example.org". Some MTAs
 // add an RFC 822 comment ("user@example.org (Some Person)") or quote the whole address
 // ("\"user@example.org\"", which no address is: a quoted local part ends before the '@'); both go.
@@ -835,6 +851,16 @@ ParsedBounce ParseMessage(std::string_view message,
     if (reports.empty()) {
       embedded = EmbeddedDeliveryStatus(explanation);
       if (!embedded.empty()) reports.push_back(embedded);
+      // A report part labelled text/plain, after a first text part that ends with an "original
+      // message follows" line: the explanation stops at that line, before the report. A later
+      // text part that starts with a report's field is read as the report part it is.
+      bool first_text = true;
+      for (const MimeLeaf& p : view.parts) {
+        if (!reports.empty()) break;
+        if (p.attached || p.type != "text/plain"sv) continue;
+        if (!first_text && StartsAsReport(p.text())) reports.push_back(p.text());
+        first_text = false;
+      }
     }
     for (std::string_view ds_text : reports) {
       dsn::DeliveryStatus fields = dsn::ParseDeliveryStatus(ds_text);

@@ -312,6 +312,20 @@ std::string GlobalMediaTypes(const std::string& s) {
   return std::regex_replace(out, kHeaders, "$1message/global-headers");
 }
 
+// The delivery-status part labelled text/plain, as some gateways relabel what they do not know.
+// Only a report of the bounce's own: one inside its returned message (lhost-x5-01) is found by
+// its media type alone.
+std::string ReportAsTextPlain(const std::string& s) {
+  static const std::regex kDeliveryStatus("(\n[Cc]ontent-[Tt]ype:[ \t]*)message/delivery-status",
+                                          std::regex::icase);
+  static const std::regex kMessage("\n[Cc]ontent-[Tt]ype:[ \t]*message/rfc822", std::regex::icase);
+  std::smatch report, message;
+  if (std::regex_search(s, report, kDeliveryStatus) && std::regex_search(s, message, kMessage) &&
+      message.position(0) < report.position(0))
+    return s;
+  return std::regex_replace(s, kDeliveryStatus, "$1text/plain");
+}
+
 // Each recipient group of the delivery-status part with its recipient fields last, as Mimecast
 // and Sun's Messaging Server write them ("Action: failed\nStatus: ...\nFinal-Recipient: ...").
 std::string RecipientFieldsLast(const std::string& s) {
@@ -416,6 +430,7 @@ TEST(DsnMetamorphic, RewritingABounceTheWayOtherMtasWriteItKeepsItsResults) {
           {"HTML-only explanation", [](const std::string& s) { return HtmlOnlyExplanation(s); }},
           {"RFC 6533 media types", [](const std::string& s) { return GlobalMediaTypes(s); }},
           {"recipient fields last", [](const std::string& s) { return RecipientFieldsLast(s); }},
+          {"report part as text/plain", [](const std::string& s) { return ReportAsTextPlain(s); }},
           {"base64 body", [](const std::string& s) { return EncodeSinglePartBody(s, true); }},
           {"quoted-printable body",
            [](const std::string& s) { return EncodeSinglePartBody(s, false); }},
@@ -732,6 +747,41 @@ TEST(DsnMetamorphic, ABounceReturningABounceReadsAsItself) {
                                   *rules)),
               expected);
   }
+}
+
+// A report part labelled text/plain after a notice that ends with its "copy of the original
+// message" line (OpenSMTPD's wording): the explanation stops at that line, and the report is
+// still read, as the part it is, giving the status it states.
+TEST(DsnMetamorphic, AReportLabelledTextPlainAfterTheNoticeIsStillTheReport) {
+  std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  const std::string notice =
+      "Content-Type: text/plain; charset=us-ascii\n\n"
+      "    Hi!\n\n    This is the MAILER-DAEMON, please DO NOT REPLY to this email.\n\n"
+      "    An error has occurred while attempting to deliver a message for\n"
+      "    the following list of recipients:\n\n"
+      "carol@example.net: 550 5.1.1 <carol@example.net>: Recipient address rejected: User "
+      "unknown\n\n"
+      "    Below is a copy of the original message:\n";
+  const std::string report =
+      "\nReporting-MTA: dns; mx.example.org\n\nFinal-Recipient: rfc822; carol@example.net\n"
+      "Action: failed\nStatus: 5.1.1\nRemote-MTA: dns; mx.example.net\n"
+      "Diagnostic-Code: smtp; 550 5.1.1 <carol@example.net>: Recipient address rejected: User "
+      "unknown\n";
+  auto bounce = [&](const std::string& report_type) {
+    return "From: Mailer Daemon <MAILER-DAEMON@mx.example.org>\nTo: alice@example.org\n"
+           "Subject: Delivery status notification: failed\nMIME-Version: 1.0\n"
+           "Content-Type: multipart/mixed; boundary=\"b1\"\n\n--b1\n" +
+           notice + "\n--b1\nContent-Type: " + report_type + "\n" + report +
+           "\n--b1\nContent-Type: text/rfc822-headers\n\nFrom: <alice@example.org>\n"
+           "To: <carol@example.net>\nSubject: hello\n\n--b1--\n";
+  };
+  const std::string expected = "carol@example.net user_unknown 5.1.1 hard\n";
+  ParsedBounce typed = ParseBounce(bounce("message/delivery-status"), *rules);
+  EXPECT_EQ(Summary(typed), expected);
+  ParsedBounce relabelled = ParseBounce(bounce("text/plain"), *rules);
+  EXPECT_EQ(Summary(relabelled), expected);
+  EXPECT_EQ(relabelled.kind, MessageKind::kDsn);
+  EXPECT_EQ(relabelled.reporting_mta, "mx.example.org");
 }
 
 }  // namespace
