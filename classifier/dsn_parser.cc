@@ -206,15 +206,35 @@ bool LooksLikeAutoReply(const MimeView& view) {
       "auto-reply",
       "autoreply",
       "automatic reply",
+      "auto response",
+      "auto-response",
+      "autoresponse",
       "réponse automatique",
       "automatische antwort",
       "respuesta automática",
+      "respuesta automatica",
+      "automatisch antwoord",
+      "risposta automatica",
+      "resposta automática",
+      "automatiskt svar",
+      "automatisk svar",
+      "automatyczna odpowied",
+      "automatická odpověď",
+      "automaattinen vastaus",
+      "automatikus válasz",
+      "otomatik yanıt",
+      "автоматический ответ",
+      "Автоматический ответ",
       "out of office",
       "out of the office",
       "vacation",
       "abwesenheit",
       "absence",
       "自動応答",
+      "自動返信",
+      "自动回复",
+      "自動回覆",
+      "자동 회신",
       "不在",
   };
   static constexpr PhraseSet kAutoSubject(kSubjects);
@@ -226,6 +246,21 @@ bool LooksLikeAutoReply(const MimeView& view) {
     return true;
   return !view.Get("x-auto-response-suppress").empty() &&
          StartsWithNoCase(subject, "re:") == false && ContainsNoCase(subject, "reply");
+}
+
+// The weaker marks an auto-responder may carry instead of the ones above (Exchange and many
+// helpdesks write no vacation subject): read only when the message holds no bounce, since
+// mailer daemons and other notifications carry them too (cron's mail from root among them).
+bool MarkedAutoResponse(const MimeView& view) {
+  if (StartsWithNoCase(FirstAddress(view.Get("from")), "root@")) return false;
+  // A delivery report's shape, or Sendmail's "auto-generated (failure)" (and its warnings):
+  // a broken bounce, never a reply.
+  if (!view.report_type.empty()) return false;
+  std::string_view submitted = TrimSpace(view.Get("auto-submitted"));
+  if (StartsWithNoCase(submitted, "auto-generated") || StartsWithNoCase(submitted, "auto-notified"))
+    return !ContainsNoCase(submitted, "failure") && !ContainsNoCase(submitted, "warning");
+  std::string_view suppress = view.Get("x-auto-response-suppress");
+  return ContainsNoCase(suppress, "oof") || ContainsNoCase(suppress, "autoreply");
 }
 
 const MimeLeaf* FindPart(const MimeView& view, std::initializer_list<std::string_view> types,
@@ -925,8 +960,9 @@ ParsedBounce ParseMessage(std::string_view message,
 
   // 4. Bounces in prose: Exim, Sendmail, qmail, Exchange, Gmail, Yahoo, carriers ...
   bool auto_reply = false;
+  bool daemon = false;
   if (findings.empty()) {
-    bool daemon = FromMailerDaemon(view);
+    daemon = FromMailerDaemon(view);
     bool subject = BounceSubject(view.Get("subject"));
     auto_reply = LooksLikeAutoReply(view) && !daemon;
     // A bounce announces itself (daemon sender, subject, X-Failed-Recipients); a few carriers
@@ -969,8 +1005,9 @@ ParsedBounce ParseMessage(std::string_view message,
     }
   }
 
-  // 5. RFC 3834 auto-replies.
-  if (findings.empty() && auto_reply) {
+  // 5. RFC 3834 auto-replies: told by their subject or headers, or (no bounce found above) by
+  // the weaker marks of an auto-generated message that is no mailer daemon's.
+  if (findings.empty() && (auto_reply || (!daemon && MarkedAutoResponse(view)))) {
     Finding f;
     f.recipient = FirstAddress(view.Get("from"));
     f.diagnostic = Sanitize(view.Get("subject"), 998);

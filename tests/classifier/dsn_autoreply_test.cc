@@ -1,0 +1,183 @@
+// dsn_autoreply_test.cc: auto-replies (RFC 3834 vacation and out-of-office replies, helpdesk
+// acknowledgements) and feedback reports (RFC 5965 ARF, Hotmail's older complaints) from
+// systems and languages the accuracy corpus does not have (it holds 2 auto-replies and 12
+// reports). Each message in tests/data/dsn/autoreply is written the way its system sends it,
+// from public facts about its headers and wording (README.md there names the source of each);
+// expected.tsv says, per message, its kind and its one recipient's address, category and
+// hard_bounce. An auto-reply must never suppress anyone: its recipient is the replier (its
+// From); a complaint's is the complainer (the original recipient).
+// Reads tests/data/dsn/autoreply only; writes nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "classifier/dsn_parser.h"
+#include "classifier/result.h"
+#include "classifier/rules.h"
+#include "tests/read_file.h"
+
+namespace bounced::testing {
+namespace {
+
+std::filesystem::path Dir() {
+  return std::filesystem::path(BOUNCED_TEST_DATA) / "dsn" / "autoreply";
+}
+
+const RuleSet& Rules() {
+  static std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  return *rules;
+}
+
+// One row of expected.tsv: the message's kind and its one recipient.
+struct Expected {
+  std::string kind;
+  std::string recipient;
+  std::string category;
+  bool hard = false;
+};
+
+std::map<std::string, Expected> ReadExpectations() {
+  std::map<std::string, Expected> out;
+  std::ifstream in(Dir() / "expected.tsv");
+  EXPECT_TRUE(in.good());
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.back() == '\r') line.pop_back();
+    std::vector<std::string> f(1);
+    for (char c : line) {
+      if (c == '\t') {
+        f.emplace_back();
+      } else {
+        f.back() += c;
+      }
+    }
+    EXPECT_EQ(f.size(), 5u) << line;
+    f.resize(5);
+    EXPECT_EQ(out.count(f[0]), 0u) << f[0] << " has two rows";
+    out[f[0]] = Expected{f[1], f[2], f[3], f[4] == "1"};
+  }
+  return out;
+}
+
+std::vector<std::string> Messages() {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(Dir())) {
+    if (entry.path().extension() == ".eml") out.push_back(entry.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(AutoReplyAndFeedback, EveryMessageHasExpectationsAndASource) {
+  std::map<std::string, Expected> expected = ReadExpectations();
+  std::string readme = ReadFile(Dir() / "README.md");
+  std::vector<std::string> messages = Messages();
+  EXPECT_GE(messages.size(), 25u);
+  int auto_replies = 0;
+  int reports = 0;
+  for (const std::string& m : messages) {
+    auto it = expected.find(m);
+    EXPECT_TRUE(it != expected.end()) << m << " has no row in expected.tsv";
+    EXPECT_NE(readme.find(m), std::string::npos) << m << " is not described in README.md";
+    if (it == expected.end()) continue;
+    auto_replies += it->second.kind == "auto_reply";
+    reports += it->second.kind == "feedback_report";
+  }
+  for (const auto& [file, row] : expected) {
+    EXPECT_TRUE(std::find(messages.begin(), messages.end(), file) != messages.end())
+        << file << " in expected.tsv does not exist";
+  }
+  EXPECT_GE(auto_replies, 15);
+  EXPECT_GE(reports, 10);
+}
+
+TEST(AutoReplyAndFeedback, EveryMessageReadAsItsSystemMeansIt) {
+  int checked = 0;
+  for (const auto& [file, e] : ReadExpectations()) {
+    std::string bytes = ReadFile(Dir() / file);
+    ASSERT_FALSE(bytes.empty()) << file;
+    ParsedBounce p = ParseBounce(bytes, Rules());
+    SCOPED_TRACE(file + ": " + p.error);
+    EXPECT_EQ(ToString(p.kind), e.kind);
+    ASSERT_EQ(p.recipients.size(), 1u);
+    const Result& r = p.recipients[0];
+    EXPECT_EQ(r.recipient, e.recipient);
+    EXPECT_EQ(ToString(r.category), e.category);
+    EXPECT_EQ(r.hard_bounce(), e.hard);
+    if (p.kind == MessageKind::kAutoReply) {
+      // Someone who answers is there: an auto-reply never suppresses nor counts against them.
+      EXPECT_EQ(r.action(), Action::kNone);
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 25);
+}
+
+// A bounce whose subject or headers look like an auto-reply's is still the mailer daemon's
+// bounce, and cron's mail (Auto-Submitted: auto-generated, from root) is no auto-reply.
+TEST(AutoReplyAndFeedback, DaemonsAndCronAreNoAutoReplies) {
+  std::string cron =
+      "From: root@host-example.org (Cron Daemon)\n"
+      "To: root@host-example.org\n"
+      "Subject: Cron <root@host> /usr/local/bin/backup\n"
+      "Auto-Submitted: auto-generated\n"
+      "Content-Type: text/plain\n"
+      "\n"
+      "backup finished\n";
+  EXPECT_EQ(ParseBounce(cron, Rules()).kind, MessageKind::kNotBounce);
+
+  std::string bounce =
+      "From: Mail Delivery System <MAILER-DAEMON@mx.shop-example.com>\n"
+      "To: orders@shop-example.com\n"
+      "Subject: Undelivered Mail Returned to Sender\n"
+      "Auto-Submitted: auto-replied\n"
+      "Content-Type: text/plain\n"
+      "\n"
+      "I'm sorry to have to inform you that your message could not\n"
+      "be delivered to one or more recipients.\n"
+      "\n"
+      "<nobody@receiver-example.com>: host mx.receiver-example.com[192.0.2.9] said:\n"
+      "    550 5.1.1 <nobody@receiver-example.com>: Recipient address rejected: User\n"
+      "    unknown in virtual mailbox table (in reply to RCPT TO command)\n";
+  ParsedBounce p = ParseBounce(bounce, Rules());
+  EXPECT_EQ(p.kind, MessageKind::kNonStandardBounce);
+  ASSERT_EQ(p.recipients.size(), 1u);
+  EXPECT_EQ(p.recipients[0].recipient, "nobody@receiver-example.com");
+  EXPECT_EQ(ToString(p.recipients[0].category), "user_unknown");
+}
+
+// Line ends are no part of a system's wording.
+TEST(AutoReplyAndFeedback, LineEndsDoNotChangeTheReading) {
+  for (const std::string& m : Messages()) {
+    std::string bytes = ReadFile(Dir() / m);
+    std::string lf;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      if (bytes[i] == '\r' && i + 1 < bytes.size() && bytes[i + 1] == '\n') continue;
+      lf += bytes[i];
+    }
+    std::string crlf;
+    for (char c : lf) {
+      if (c == '\n') crlf += '\r';
+      crlf += c;
+    }
+    ParsedBounce a = ParseBounce(lf, Rules());
+    ParsedBounce b = ParseBounce(crlf, Rules());
+    EXPECT_EQ(a.kind, b.kind) << m;
+    ASSERT_EQ(a.recipients.size(), b.recipients.size()) << m;
+    for (size_t i = 0; i < a.recipients.size(); ++i) {
+      EXPECT_EQ(a.recipients[i].recipient, b.recipients[i].recipient) << m;
+      EXPECT_EQ(a.recipients[i].category, b.recipients[i].category) << m;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bounced::testing
