@@ -167,7 +167,7 @@ std::string_view WantedHeader(std::string_view name) {
       kEnvelopeTo("envelope-to"), kDeliveredTo("delivered-to"), kAutoRespond("x-autorespond"),
       kOriginalTo("x-original-to"), kAutoSubmitted("auto-submitted"),
       kFailedRecipients("x-failed-recipients"), kResponseSuppress("x-auto-response-suppress"),
-      kHmxmr("x-hmxmroriginalrecipient");
+      kHmxmr("x-hmxmroriginalrecipient"), kAppleAction("x-apple-action");
   switch (name.size()) {
     case 2:
       return is("to");
@@ -197,7 +197,7 @@ std::string_view WantedHeader(std::string_view name) {
     case 13:
       return (name[2] | 0x20) == 'a' ? is_key(kAutoRespond) : is_key(kOriginalTo);
     case 14:
-      return is_key(kAutoSubmitted);
+      return (name[2] | 0x20) == 'a' ? is_key(kAppleAction) : is_key(kAutoSubmitted);
     case 19:
       return is_key(kFailedRecipients);
     case 24:

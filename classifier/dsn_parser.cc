@@ -248,14 +248,17 @@ bool LooksLikeAutoReply(const MimeView& view) {
          StartsWithNoCase(subject, "re:") == false && ContainsNoCase(subject, "reply");
 }
 
-// The weaker marks an auto-responder may carry instead of the ones above (Exchange and many
-// helpdesks write no vacation subject): read only when the message holds no bounce, since
+// The weaker marks an auto-responder may carry instead of the ones above (Exchange, iCloud and
+// many helpdesks write no vacation subject): read only when the message holds no bounce, since
 // mailer daemons and other notifications carry them too (cron's mail from root among them).
 bool MarkedAutoResponse(const MimeView& view) {
-  if (StartsWithNoCase(FirstAddress(view.Get("from")), "root@")) return false;
+  // A reply that names no sender answers for nobody.
+  std::string from = FirstAddress(view.Get("from"));
+  if (from.empty() || StartsWithNoCase(from, "root@")) return false;
   // A delivery report's shape, or Sendmail's "auto-generated (failure)" (and its warnings):
   // a broken bounce, never a reply.
   if (!view.report_type.empty()) return false;
+  if (EqualsNoCase(TrimSpace(view.Get("x-apple-action")), "vacation")) return true;  // iCloud
   std::string_view submitted = TrimSpace(view.Get("auto-submitted"));
   if (StartsWithNoCase(submitted, "auto-generated") || StartsWithNoCase(submitted, "auto-notified"))
     return !ContainsNoCase(submitted, "failure") && !ContainsNoCase(submitted, "warning");
@@ -1016,6 +1019,14 @@ ParsedBounce ParseMessage(std::string_view message,
     out.mta = "rfc3834";
     forced = Category::kAutoReply;
     forced_rule = "rfc3834";
+    // An auto-reply that says the inbox is given up ("This email inbox ... is no longer in
+    // use.") answers for a disabled mailbox, not for someone away.
+    size_t inbox = FindNoCase(explanation, "this email inbox");
+    if (inbox != std::string_view::npos &&
+        FindNoCase(explanation, " is no longer in use", inbox) != std::string_view::npos) {
+      forced = Category::kMailboxDisabled;
+      forced_rule = "rfc3834-inbox-unused";
+    }
     // Told by its subject or headers, which a forward of one keeps ("Fwd: Auto: ...").
     weak = true;
   }
