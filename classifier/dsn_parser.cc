@@ -967,7 +967,8 @@ ParsedBounce ParseMessage(std::string_view message,
   if (findings.empty()) {
     daemon = FromMailerDaemon(view);
     bool subject = BounceSubject(view.Get("subject"));
-    auto_reply = LooksLikeAutoReply(view) && !daemon;
+    // A bounce subject ("Undeliverable: Automatic reply: ...") returns someone's auto-reply.
+    auto_reply = !daemon && !subject && LooksLikeAutoReply(view);
     // A bounce announces itself (daemon sender, subject, X-Failed-Recipients); a few carriers
     // send from a no-reply address with a bland subject, and only the wording tells (read
     // only then: it is the dearest of these checks).

@@ -122,9 +122,10 @@ TEST(AutoReplyAndFeedback, EveryMessageReadAsItsSystemMeansIt) {
   EXPECT_GE(checked, 25);
 }
 
-// A bounce whose subject or headers look like an auto-reply's is still the mailer daemon's
-// bounce, and cron's mail (Auto-Submitted: auto-generated, from root) is no auto-reply.
-TEST(AutoReplyAndFeedback, DaemonsAndCronAreNoAutoReplies) {
+// A bounce whose subject or headers look like an auto-reply's is still a bounce (the mailer
+// daemon's, or one whose subject says it returns an auto-reply), and cron's mail
+// (Auto-Submitted: auto-generated, from root) is no auto-reply.
+TEST(AutoReplyAndFeedback, BouncesAndCronAreNoAutoReplies) {
   std::string cron =
       "From: root@host-example.org (Cron Daemon)\n"
       "To: root@host-example.org\n"
@@ -152,6 +153,23 @@ TEST(AutoReplyAndFeedback, DaemonsAndCronAreNoAutoReplies) {
   EXPECT_EQ(p.kind, MessageKind::kNonStandardBounce);
   ASSERT_EQ(p.recipients.size(), 1u);
   EXPECT_EQ(p.recipients[0].recipient, "nobody@receiver-example.com");
+  EXPECT_EQ(ToString(p.recipients[0].category), "user_unknown");
+
+  // A provider's notice (no mailer-daemon sender) that returns someone's out-of-office reply.
+  std::string returned_reply =
+      "From: Email Notification <notify@isp-example.net>\n"
+      "To: orders@shop-example.com\n"
+      "Subject: Undeliverable: Automatic reply: Your order 4471\n"
+      "Content-Type: text/plain\n"
+      "\n"
+      "Your message could not be delivered to the following recipient:\n"
+      "\n"
+      "  <gone.user@isp-example.net>: 550 5.1.1 <gone.user@isp-example.net>: Recipient address\n"
+      "  rejected: User unknown\n";
+  p = ParseBounce(returned_reply, Rules());
+  EXPECT_EQ(p.kind, MessageKind::kNonStandardBounce);
+  ASSERT_EQ(p.recipients.size(), 1u);
+  EXPECT_EQ(p.recipients[0].recipient, "gone.user@isp-example.net");
   EXPECT_EQ(ToString(p.recipients[0].category), "user_unknown");
 }
 
