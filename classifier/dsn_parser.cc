@@ -856,7 +856,17 @@ ParsedBounce ParseMessage(std::string_view message,
   if (feedback != nullptr || view.report_type == "feedback-report"sv || hotmail_complaint) {
     out.kind = MessageKind::kFeedbackReport;
     out.mta = "arf";
-    findings = FindingsFromFeedback(view, feedback != nullptr ? feedback->text() : "");
+    std::string_view report = feedback != nullptr ? feedback->text() : std::string_view();
+    // A report part labelled text/plain inside a feedback report: the part that holds the
+    // report's Feedback-Type field.
+    for (size_t i = 0; feedback == nullptr && report.empty() && i < view.parts.size(); ++i) {
+      const MimeLeaf& p = view.parts[i];
+      if (p.attached || p.type != "text/plain"sv) continue;
+      std::string_view text = p.text();
+      size_t at = FindNoCase(text, "feedback-type:");
+      if (at != std::string_view::npos && (at == 0 || text[at - 1] == '\n')) report = text;
+    }
+    findings = FindingsFromFeedback(view, report);
     forced = Category::kComplaint;
     forced_rule = "arf";
     // Hotmail's complaints are told by their subject alone, which a forward of one keeps
