@@ -20,6 +20,7 @@
 #include "classifier/result.h"
 #include "classifier/rules.h"
 #include "tests/read_file.h"
+#include "tests/sample_dir.h"
 
 namespace bounced::testing {
 namespace {
@@ -44,36 +45,16 @@ struct Expected {
 // expected.tsv by file, rows in the order the bounce lists its recipients.
 std::map<std::string, std::vector<Expected>> ReadExpectations() {
   std::map<std::string, std::vector<Expected>> out;
-  std::ifstream in(Dir() / "expected.tsv");
-  EXPECT_TRUE(in.good());
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::vector<std::string> f(1);  // empty cells count: "a\t\t" is three
-    for (char c : line) {
-      if (c == '\t') {
-        f.emplace_back();
-      } else {
-        f.back() += c;
-      }
-    }
-    EXPECT_EQ(f.size(), 6u) << line;
+  EXPECT_TRUE(std::filesystem::exists(Dir() / "expected.tsv"));
+  for (std::vector<std::string>& f : TsvRows(Dir() / "expected.tsv")) {
+    EXPECT_EQ(f.size(), 6u) << f[0];
     f.resize(6);
     out[f[0]].push_back(Expected{f[1], f[2], f[3] == "1", f[4], f[5]});
   }
   return out;
 }
 
-std::vector<std::string> Messages() {
-  std::vector<std::string> out;
-  for (const auto& entry : std::filesystem::directory_iterator(Dir())) {
-    if (entry.path().extension() == ".eml") out.push_back(entry.path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<std::string> Messages() { return EmlFiles(Dir()); }
 
 TEST(UnseenMtaBounces, EveryMessageHasExpectationsAndASource) {
   std::map<std::string, std::vector<Expected>> expected = ReadExpectations();
@@ -126,18 +107,8 @@ TEST(UnseenMtaBounces, EveryRecipientReadAsItsSystemMeansIt) {
 TEST(UnseenMtaBounces, LineEndsDoNotChangeTheReading) {
   for (const std::string& m : Messages()) {
     std::string bytes = ReadFile(Dir() / m);
-    std::string lf;
-    for (size_t i = 0; i < bytes.size(); ++i) {
-      if (bytes[i] == '\r' && i + 1 < bytes.size() && bytes[i + 1] == '\n') continue;
-      lf += bytes[i];
-    }
-    std::string crlf;
-    for (char c : lf) {
-      if (c == '\n') crlf += '\r';
-      crlf += c;
-    }
-    ParsedBounce a = ParseBounce(lf, Rules());
-    ParsedBounce b = ParseBounce(crlf, Rules());
+    ParsedBounce a = ParseBounce(LfLineEnds(bytes), Rules());
+    ParsedBounce b = ParseBounce(CrlfLineEnds(bytes), Rules());
     ASSERT_EQ(a.recipients.size(), b.recipients.size()) << m;
     for (size_t i = 0; i < a.recipients.size(); ++i) {
       EXPECT_EQ(a.recipients[i].recipient, b.recipients[i].recipient) << m;
