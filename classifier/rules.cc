@@ -27,11 +27,13 @@
 #include <utility>
 #include <vector>
 
+#include "classifier/rules_tree.h"
 #include "classifier/text.h"
 
 namespace bounced {
 
 extern const std::string_view kDefaultRulesToml;
+extern const std::string_view kDefaultRulesTree;  // its parsed tree (rules_tree.h)
 
 namespace {
 
@@ -1538,12 +1540,19 @@ class Loader {
       return false;
     }
     toml::table root;
-    try {
-      root = toml::parse(std::string_view(src.text), std::string_view(name_));
-    } catch (const toml::parse_error& e) {
-      error =
-          name_ + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description());
-      return false;
+    if (!src.tree.empty()) {
+      if (!DecodeRulesTree(src.tree, &root)) {
+        error = name_ + ":0: its encoded tree is damaged (rules_tree.h)";
+        return false;
+      }
+    } else {
+      try {
+        root = toml::parse(std::string_view(src.text), std::string_view(name_));
+      } catch (const toml::parse_error& e) {
+        error = name_ + ":" + std::to_string(e.source().begin.line) + ": " +
+                std::string(e.description());
+        return false;
+      }
     }
     std::unordered_set<std::string> file_ids;
     for (const auto& [key, node] : root) {
@@ -1912,7 +1921,12 @@ RuleSet::~RuleSet() = default;
 size_t RuleSet::rule_count() const { return impl_->rules.size(); }
 
 RulesSource RuleSet::DefaultSource() {
-  return RulesSource{"rules/default.toml (built in)", std::string(kDefaultRulesToml)};
+  return RulesSource{"rules/default.toml (built in)", std::string(kDefaultRulesToml),
+                     kDefaultRulesTree};
+}
+
+std::string_view RuleSet::BuiltinTreeFor(std::string_view text) {
+  return text == kDefaultRulesToml ? kDefaultRulesTree : std::string_view();
 }
 
 Expected<std::shared_ptr<const RuleSet>> RuleSet::Compile(const std::vector<RulesSource>& files) {

@@ -25,6 +25,9 @@ namespace bounced {
 struct RulesSource {
   std::string name;
   std::string text;
+  // Optional: `text` already parsed, as rules_tree.h encodes it (only the built-in rules have
+  // one). When set, Compile reads the tree and does not parse `text`.
+  std::string_view tree = {};
 };
 
 // What is known about one failed (or delivered) recipient before classification.
@@ -49,6 +52,9 @@ class RuleSet {
   // The embedded rules/default.toml as a source, to compile after local files: files given
   // earlier take precedence, so Compile({local..., DefaultSource()}) puts local rules on top
   // (a local rule with the id of a default rule replaces it; `enabled = false` removes it).
+  // The built-in rules' parsed tree (RulesSource::tree) when `text` is byte for byte the
+  // built-in rules file (an installed copy left as shipped), else empty.
+  static std::string_view BuiltinTreeFor(std::string_view text);
   static RulesSource DefaultSource();
 
   // Provider for a recipient domain (or address) or else a remote host; "" when unknown.

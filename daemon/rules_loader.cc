@@ -36,13 +36,15 @@ Expected<LoadedRules> LoadRules(const std::vector<std::string>& patterns) {
   for (const std::string& pattern : patterns) {
     if (!HasWildcard(pattern)) {
       if (pattern == kDefaultRulesFile && ::access(pattern.c_str(), F_OK) != 0) {
-        files.push_back({"(embedded default rules)", std::string(kDefaultRulesToml)});
+        files.push_back({"(embedded default rules)", std::string(kDefaultRulesToml),
+                         RuleSet::BuiltinTreeFor(kDefaultRulesToml)});
         out.sources.push_back(files.back().name);
         continue;
       }
       Expected<std::string> text = ReadFile(pattern);
       if (!text) return text.status();
-      files.push_back({pattern, std::move(*text)});
+      std::string_view tree = RuleSet::BuiltinTreeFor(*text);
+      files.push_back({pattern, std::move(*text), tree});
       out.sources.push_back(pattern);
       continue;
     }
@@ -59,7 +61,8 @@ Expected<LoadedRules> LoadRules(const std::vector<std::string>& patterns) {
         globfree(&g);
         return text.status();
       }
-      files.push_back({path, std::move(*text)});
+      std::string_view tree = RuleSet::BuiltinTreeFor(*text);
+      files.push_back({path, std::move(*text), tree});
       out.sources.push_back(path);
     }
     globfree(&g);

@@ -1,5 +1,6 @@
 // rules_fuzz.cc: libFuzzer target for the rules loader and engine (classifier/rules.h).
-// Input: a rules file's text, optionally followed by a NUL byte and a reply to classify. The
+// Input: a rules file's text, optionally followed by a NUL byte and a reply to classify (or an
+// encoded rules tree, rules_tree.h, which is loaded as such and classifies a fixed reply). The
 // text is compiled alone and (when it starts with '#') on top of the embedded defaults; a refused
 // file must give a "file:line: reason" error, a compiled one must classify replies without crashing
 // and return bounded, sanitised fields. Seeds: fuzz/corpus/rules_fuzz/ (small rules files, one
@@ -65,6 +66,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view reply = nul == std::string_view::npos
                                ? std::string_view("550 5.1.1 <a@b.example>: user unknown")
                                : input.substr(nul + 1);
+
+  // An input that starts like an encoded tree (classifier/rules_tree.h; the build makes one of
+  // the built-in rules) is loaded as one: damaged trees must be refused, not read past.
+  if (input.substr(0, 4) == "BRT1") {
+    bounced::RulesSource tree{std::string(kFileName), std::string(), input};
+    auto loaded = bounced::RuleSet::Compile({tree});
+    if (loaded.ok()) {
+      Exercise(**loaded, "550 5.1.1 <a@b.example>: user unknown");
+    } else {
+      CheckError(loaded.error());
+    }
+    return 0;
+  }
 
   bounced::RulesSource src{std::string(kFileName), std::string(text)};
   auto alone = bounced::RuleSet::Compile({src});
