@@ -40,15 +40,14 @@ bool HasByte(std::string_view s, char c) {
   return !s.empty() && std::memchr(s.data(), c, s.size()) != nullptr;
 }
 
-// GMime, loaded on first use (gmime_loader.h). ParseBounce, the one way in outside the tests,
-// refuses every message while GMime() fails, so every call here finds it loaded.
+// GMime, loaded when a message first needs it (gmime_loader.h): most plain-text bounces never
+// do. When it cannot be loaded this throws GMimeUnavailable, which ParseBounce, the one way in
+// outside the tests, turns into that message's error (nothing here holds a resource that is not
+// released on the way out).
 const GMimeApi& Gm() {
   static const GMimeApi* const api = [] {
     const GMimeApi* loaded = GMime();
-    if (loaded == nullptr) {
-      std::fprintf(stderr, "bounced: %s\n", GMimeLoadError());
-      std::abort();
-    }
+    if (loaded == nullptr) throw GMimeUnavailable(GMimeLoadError());
     return loaded;
   }();
   return *api;

@@ -835,11 +835,6 @@ ParsedBounce ParseMessage(std::string_view message,
     out.error = "empty message";
     return out;
   }
-  // GMime is loaded on first use (gmime_loader.h): without it no message is read.
-  if (dsn::GMime() == nullptr) {
-    out.error = dsn::GMimeLoadError();
-    return out;
-  }
   MimeView view = dsn::DecodeMime(message);
   out.message_id = AngleStripped(view.Get("message-id"));
   out.original_message_id = AngleStripped(MimeView::Find(view.original_headers, "message-id"));
@@ -1095,7 +1090,15 @@ ParsedBounce ParseMessage(std::string_view message,
 
 ParsedBounce ParseBounce(std::string_view message,
                          const std::function<const RuleSet&()>& get_rules) {
-  return ParseMessage(message, get_rules, 0);
+  // GMime loads when a message first needs it (gmime_loader.h); without it, only such messages
+  // fail, each with the reason.
+  try {
+    return ParseMessage(message, get_rules, 0);
+  } catch (const dsn::GMimeUnavailable& e) {
+    ParsedBounce out;
+    out.error = e.what();
+    return out;
+  }
 }
 
 }  // namespace bounced

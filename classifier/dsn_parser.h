@@ -46,9 +46,11 @@ ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules);
 // recipients to classify; the set it returns must outlive the call.
 ParsedBounce ParseBounce(std::string_view message, const std::function<const RuleSet&()>& rules);
 
-// ParseBounce loads its MIME library (GMime 3) when it first needs it (classifier/gmime_loader.h).
-// This loads it now, once per process, and says why it cannot be loaded (empty: loaded): a
-// daemon calls it at start, to load it there and report a broken install before any message.
+// ParseBounce loads its MIME library (GMime 3) when a message first needs it (a charset other
+// than UTF-8, an encoded word, base64, or a structure the built-in reader leaves to GMime; most
+// plain-text bounces need none of these), classifier/gmime_loader.h. This loads it now, once per
+// process, and says why it cannot be loaded (empty: loaded): a daemon calls it at start, to load it
+// there and report a broken install before any message.
 std::string MimeLibraryProblem();
 
 }  // namespace bounced

@@ -11,6 +11,8 @@
 
 #include <gmime/gmime.h>
 
+#include <stdexcept>
+
 namespace bounced::dsn {
 
 // The GMime, GObject and GLib functions the classifier calls, each under its own name.
@@ -70,5 +72,11 @@ struct GMimeApi {
 // loaded, and then GMimeLoadError() says why. Thread-safe; later calls cost an atomic load.
 const GMimeApi* GMime();
 const char* GMimeLoadError();
+
+// Thrown by the decoder when a message needs GMime and it cannot be loaded; ParseBounce turns it
+// into the message's error. Never thrown once GMime() has succeeded.
+struct GMimeUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace bounced::dsn
