@@ -1416,8 +1416,8 @@ bool StartsGluedMessage(std::string_view text) {
 // when that is the text's start), or npos.
 size_t GluedMessageStart(std::string_view text, size_t from) {
   if (from == 0 && StartsGluedMessage(text)) return 0;
-  for (size_t pos = text.find("\nFrom ", from); pos != std::string_view::npos;
-       pos = text.find("\nFrom ", pos + 6)) {
+  for (size_t pos = FindString(text, "\nFrom ", from); pos != std::string_view::npos;
+       pos = FindString(text, "\nFrom ", pos + 6)) {
     if (StartsGluedMessage(text.substr(pos + 1))) return pos + 1;
   }
   return std::string_view::npos;
@@ -1430,7 +1430,7 @@ size_t GluedMessageStart(std::string_view text, size_t from) {
 void AppendGluedMessage(std::string_view normalized, const Owner& owner, MimeView* view) {
   if (view->content_type.starts_with("multipart/")) return;
   // Past the first message's own header block only.
-  size_t header_end = normalized.find("\n\n");
+  size_t header_end = FindString(normalized, "\n\n");
   if (header_end == std::string_view::npos) return;
   std::string_view rest;
   Owner rest_owner = owner;
