@@ -1304,19 +1304,19 @@ struct FastWalker {
     size_t part_start = std::string_view::npos;
     bool found = false;
     bool closed = false;
-    // Delimiters are found with memmem, not line by line: the returned message is often most
-    // of the bytes, and its lines need not be looked at one by one (memmem skips ahead by up to
-    // the needle's length, faster than any byte-by-byte filter on long boundaries). `pos` is 0
-    // or just after a line end, so the search for "\n--boundary" starts at that line end.
-    // pos < size: an empty body's view may hold a null pointer, which memmem must not get.
+    // Delimiters are searched for, not found line by line: the returned message is often most
+    // of the bytes, and its lines need not be looked at one by one. FindString (byte_scan.h)
+    // tests 32 positions a step for the line end and the boundary's last byte: fewer
+    // instructions than memmem, whose setup (a shift table per call) outweighed its skips on
+    // these bodies of a few kilobytes. `pos` is 0 or just after a line end, so the search for
+    // "\n--boundary" starts at that line end.
     while (pos < body.size()) {
       size_t at = 0;
       if (pos != 0 || !body.starts_with(delim)) {
         size_t from = pos == 0 ? 0 : pos - 1;
-        const void* hit =
-            memmem(body.data() + from, body.size() - from, nl_delim.data(), nl_delim.size());
-        if (hit == nullptr) break;
-        at = static_cast<size_t>(static_cast<const char*>(hit) - body.data()) + 1;
+        size_t hit = FindString(body, nl_delim, from);
+        if (hit == std::string_view::npos) break;
+        at = hit + 1;
       }
       size_t end = body.find('\n', at);
       if (end == std::string_view::npos) end = body.size();
