@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstdint>
@@ -1109,11 +1110,27 @@ inline size_t PaddedSoftBreakEnd(const char* in, size_t size, size_t eq) {
   return i < size ? i + 1 : size;
 }
 
-// GMime's quoted-printable decoder, fed only the escapes ("=XY", a soft line break "=\n" and
-// the byte after it, a run of them as one call): elsewhere it copies byte by byte what memcpy
-// copies at once. Its state carries over between calls, and runs are copied only while it is
-// at the start (no '=' pending), so the output is the one-call output. A soft line break
-// padded with blanks is dropped here (no call). `out` has room for body.size() + 2 bytes.
+// The value of an ASCII hex digit (either case), or -1: isxdigit's digits in the C locale, as
+// GMime's decoder reads them.
+constexpr std::array<int8_t, 256> kHexValue = [] {
+  std::array<int8_t, 256> t{};
+  t.fill(-1);
+  for (int c = 0; c < 10; ++c) t['0' + c] = static_cast<int8_t>(c);
+  for (int c = 0; c < 6; ++c) {
+    t['A' + c] = static_cast<int8_t>(10 + c);
+    t['a' + c] = static_cast<int8_t>(10 + c);
+  }
+  return t;
+}();
+
+// Quoted-printable decoded as GMime's decoder decodes it. Text between escapes is copied by
+// memcpy (GMime copies byte by byte); the two escapes every version of it decodes alike, a byte
+// in hex ("=3D") and a soft line break ("=\n"), are decoded here, which most escapes are (a
+// call per escape cost more than the decoding). Anything else ("=" before other bytes, or at the
+// end) goes to GMime's decoder, a run of such escapes as one call: its state carries over
+// between calls, and text is copied here only while it is at the start (no '=' pending), so the
+// output is the one-call output. A soft line break padded with blanks is dropped here (no
+// call). `out` has room for body.size() + 2 bytes.
 size_t DecodeQuotedPrintable(std::string_view body, char* out) {
   const char* in = body.data();
   size_t size = body.size();
@@ -1124,15 +1141,30 @@ size_t DecodeQuotedPrintable(std::string_view body, char* out) {
   size_t pos = 0;
   while (pos < size) {
     if (state == 0) {
-      const void* eq = std::memchr(in + pos, '=', size - pos);
-      size_t at = eq == nullptr ? size : static_cast<size_t>(static_cast<const char*>(eq) - in);
-      std::memcpy(w, in + pos, at - pos);
-      w += at - pos;
-      pos = at;
-      if (pos == size) break;
+      if (in[pos] != '=') {
+        const void* eq = std::memchr(in + pos, '=', size - pos);
+        size_t at = eq == nullptr ? size : static_cast<size_t>(static_cast<const char*>(eq) - in);
+        std::memcpy(w, in + pos, at - pos);
+        w += at - pos;
+        pos = at;
+        if (pos == size) break;
+      }
       if (size_t past = PaddedSoftBreakEnd(in, size, pos); past != 0) {
         pos = past;
         continue;
+      }
+      if (pos + 1 < size && in[pos + 1] == '\n') {
+        pos += 2;
+        continue;
+      }
+      if (pos + 2 < size) {
+        int high = kHexValue[static_cast<uint8_t>(in[pos + 1])];
+        int low = kHexValue[static_cast<uint8_t>(in[pos + 2])];
+        if ((high | low) >= 0) {
+          *w++ = static_cast<char>(high << 4 | low);
+          pos += 3;
+          continue;
+        }
       }
     }
     size_t end = pos;
