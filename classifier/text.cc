@@ -786,6 +786,45 @@ __attribute__((target("ssse3"))) unsigned StageCandidatesSsse3(const char* p) {
   __m128i none = _mm_cmpeq_epi8(_mm_or_si128(keys_low, keys_high), _mm_setzero_si128());
   return ~static_cast<unsigned>(_mm_movemask_epi8(none)) & 0xFFFFu;
 }
+
+// A 16-byte nibble table in both 128-bit lanes of a 256-bit vector (PSHUFB looks up within a
+// lane).
+__attribute__((target("avx2"))) inline __m256i NibbleTableAvx2(const uint8_t* t) {
+  return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
+// StageCandidatesSsse3 for thirty-two positions (bit k: p + k, k < 32), reading p[0..34].
+__attribute__((target("avx2"))) inline uint32_t StageCandidatesAvx2(const char* p) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256i keys_low = _mm256_set1_epi8(-1), keys_high = _mm256_set1_epi8(-1);
+  static constexpr int kOffsets[3] = {0, 2, 3};
+  for (int o = 0; o < 3; ++o) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kOffsets[o]));
+    __m256i lo = _mm256_and_si256(v, low4);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    keys_low = _mm256_and_si256(
+        keys_low, _mm256_and_si256(_mm256_shuffle_epi8(NibbleTableAvx2(kNibbles.lo[o][0]), lo),
+                                   _mm256_shuffle_epi8(NibbleTableAvx2(kNibbles.hi[o][0]), hi)));
+    keys_high = _mm256_and_si256(
+        keys_high, _mm256_and_si256(_mm256_shuffle_epi8(NibbleTableAvx2(kNibbles.lo[o][1]), lo),
+                                    _mm256_shuffle_epi8(NibbleTableAvx2(kNibbles.hi[o][1]), hi)));
+  }
+  __m256i none = _mm256_cmpeq_epi8(_mm256_or_si256(keys_low, keys_high), _mm256_setzero_si256());
+  return ~static_cast<uint32_t>(_mm256_movemask_epi8(none));
+}
+
+// StageFromText's scan thirty-two positions a step: from *i while a step's loads stay inside
+// the n bytes at h. The first phrase `check` takes, or nullptr with *i where the scan stopped.
+template <typename Check>
+__attribute__((target("avx2"))) const StagePhrase* ScanStagesAvx2(const char* h, size_t n,
+                                                                  size_t* i, Check&& check) {
+  for (; *i + 3 + 32 <= n; *i += 32) {
+    for (uint32_t mask = StageCandidatesAvx2(h + *i); mask != 0; mask &= mask - 1) {
+      if (const StagePhrase* p = check(*i + static_cast<size_t>(__builtin_ctz(mask)))) return p;
+    }
+  }
+  return nullptr;
+}
 #endif
 
 using StageCandidatesFn = unsigned (*)(const char*);
@@ -804,7 +843,8 @@ std::string_view StageFromText(std::string_view text) {
   // One pass over the text. The earliest specific phrase wins (a reply can quote other
   // commands after it); failing that, a Sendmail-style transcript; failing that, the earliest
   // generic phrase. Candidate positions come from a filter on three bytes of every phrase,
-  // sixteen positions at a time; KeyAt then checks each candidate's three bytes exactly.
+  // thirty-two (AVX2) or sixteen positions at a time; KeyAt then checks each candidate's three
+  // bytes exactly.
   const char* h = text.data();
   size_t n = text.size();
   const StagePhrase* generic = nullptr;
@@ -817,6 +857,11 @@ std::string_view StageFromText(std::string_view text) {
     return nullptr;
   };
   size_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (HaveAvx2()) {
+    if (const StagePhrase* p = ScanStagesAvx2(h, n, &i, check)) return p->stage;
+  }
+#endif
 #if defined(__SSE2__)
   static const StageCandidatesFn candidates = PickStageCandidates();
   for (; i + 3 + 16 <= n; i += 16) {
