@@ -672,28 +672,42 @@ std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only, Header
   size_t parsed = 0;
   std::string* last = nullptr;  // the value of the last header parsed, when kept
   size_t pos = 0;
+  // The blanks (' ', '\t') a line starts with, and the first non-blank at or before `at`
+  // (npos for none): std::string_view's find_first_not_of and find_last_not_of, without their
+  // memchr call per byte tested.
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  auto first_not_blank = [&](std::string_view line) {
+    size_t i = 0;
+    while (i < line.size() && blank(line[i])) ++i;
+    return i;
+  };
+  auto last_not_blank = [&](std::string_view line, size_t at) {
+    for (size_t i = at + 1; i-- > 0;) {
+      if (!blank(line[i])) return i;
+    }
+    return std::string_view::npos;
+  };
   while (pos < text.size() && parsed < 512) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
+    size_t end = FindAnyOf<'\n'>(text.data(), pos, text.size());
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
-    if (line.empty() || line.find_first_not_of(" \t") == std::string_view::npos) {
+    size_t lead = first_not_blank(line);
+    if (lead == line.size()) {  // empty or blank
       if (parsed > 0) break;
       continue;
     }
-    if ((line[0] == ' ' || line[0] == '\t') && parsed > 0) {
+    if (lead > 0 && parsed > 0) {
       if (last != nullptr) {
         *last += ' ';
-        *last += line.substr(line.find_first_not_of(" \t"));
+        *last += line.substr(lead);
         out.back().value = *last;
       }
       continue;
     }
     size_t colon = line.find(':');
     // Blanks may stand between a name and its colon (RFC 822's "To : a@b"), not inside it.
-    size_t name_end = colon == std::string_view::npos
-                          ? colon
-                          : line.find_last_not_of(" \t", colon == 0 ? 0 : colon - 1);
+    size_t name_end =
+        colon == std::string_view::npos ? colon : last_not_blank(line, colon == 0 ? 0 : colon - 1);
     if (colon == std::string_view::npos || colon == 0 || name_end == std::string_view::npos ||
         ContainsAnyOf(line.substr(0, name_end + 1), " \t")) {
       if (parsed > 0) break;
