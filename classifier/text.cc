@@ -237,8 +237,19 @@ inline bool NeedleAt(const char* h, std::string_view needle) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// FindFiltered's filter, thirty-two starts a step: from *i while a step's loads stay inside
-// `hay`. Returns the first match, or npos with *i where the SSE2 loop goes on.
+// FindFiltered's filter for the 32 starts at h: bit k set when h[k] and h[k + n - 1] are the
+// needle's first and last bytes (f1, f2: 0x20 where a letter is folded).
+__attribute__((target("avx2"))) inline __m256i FilterHitsAvx2(const char* h, size_t n, __m256i v1,
+                                                              __m256i v2, __m256i f1, __m256i f2) {
+  __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h));
+  __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + n - 1));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_or_si256(a, f1), v1),
+                          _mm256_cmpeq_epi8(_mm256_or_si256(b, f2), v2));
+}
+
+// FindFiltered's filter, 64 starts a step (one branch for both halves), then 32: from *i while
+// a step's loads stay inside `hay`. Returns the first match, or npos with *i where the SSE2 loop
+// goes on.
 template <bool kFold>
 __attribute__((target("avx2"))) size_t FindFilteredAvx2(std::string_view hay,
                                                         std::string_view needle, size_t* i) {
@@ -249,17 +260,29 @@ __attribute__((target("avx2"))) size_t FindFilteredAvx2(std::string_view hay,
   const __m256i v1 = _mm256_set1_epi8(first), v2 = _mm256_set1_epi8(last);
   const __m256i f1 = _mm256_set1_epi8(kFold && IsAlpha(first) ? 0x20 : 0);
   const __m256i f2 = _mm256_set1_epi8(kFold && IsAlpha(last) ? 0x20 : 0);
-  for (; *i + n - 1 + 32 <= hay.size(); *i += 32) {
-    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + *i));
-    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + *i + n - 1));
-    __m256i hit = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_or_si256(a, f1), v1),
-                                   _mm256_cmpeq_epi8(_mm256_or_si256(b, f2), v2));
-    for (unsigned mask = static_cast<unsigned>(_mm256_movemask_epi8(hit)); mask != 0;
-         mask &= mask - 1) {
-      size_t at = *i + static_cast<size_t>(__builtin_ctz(mask));
-      if (NeedleAt<kFold>(h + at, needle)) return at;
+  auto match = [&](size_t at, uint64_t mask) {
+    for (; mask != 0; mask &= mask - 1) {
+      size_t k = at + static_cast<size_t>(__builtin_ctzll(mask));
+      if (NeedleAt<kFold>(h + k, needle)) return k;
     }
+    return std::string_view::npos;
+  };
+  size_t j = *i;
+  for (; j + n - 1 + 64 <= hay.size(); j += 64) {
+    __m256i low = FilterHitsAvx2(h + j, n, v1, v2, f1, f2);
+    __m256i high = FilterHitsAvx2(h + j + 32, n, v1, v2, f1, f2);
+    __m256i any = _mm256_or_si256(low, high);
+    if (_mm256_testz_si256(any, any)) continue;
+    uint64_t mask = static_cast<uint32_t>(_mm256_movemask_epi8(low)) |
+                    static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(high))) << 32;
+    if (size_t at = match(j, mask); at != std::string_view::npos) return at;
   }
+  for (; j + n - 1 + 32 <= hay.size(); j += 32) {
+    uint64_t mask =
+        static_cast<uint32_t>(_mm256_movemask_epi8(FilterHitsAvx2(h + j, n, v1, v2, f1, f2)));
+    if (size_t at = match(j, mask); at != std::string_view::npos) return at;
+  }
+  *i = j;
   return std::string_view::npos;
 }
 #endif
