@@ -458,6 +458,19 @@ TEST(DecodeMime, QuotedPrintableReadsAsGMimeReadsIt) {
   }
 }
 
+// One byte >= 0x80 anywhere in a long text is seen (the 7-bit test reads 64 or 128 bytes a
+// step): undeclared 8-bit text that is not UTF-8 is read as Windows-1252.
+TEST(DecodeMime, OneHighByteAnywhereIsConverted) {
+  for (size_t n : {size_t{127}, size_t{128}, size_t{200}, size_t{257}}) {
+    for (size_t at = 0; at < n; ++at) {
+      std::string text(n, 'a');
+      text[at] = '\xff';  // y with diaeresis in Windows-1252
+      std::string expected = text.substr(0, at) + "\xc3\xbf" + text.substr(at + 1);
+      ASSERT_EQ(ToUtf8(text, ""), expected) << n << " " << at;
+    }
+  }
+}
+
 // Text labelled with a charset it is not valid in: the first clean reading wins (UTF-8, then
 // the Japanese and Chinese charsets), else the declared charset's with U+FFFD for each invalid
 // byte.
