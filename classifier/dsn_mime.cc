@@ -1276,9 +1276,9 @@ struct FastWalker {
     }
     // Decoded only if something reads it: the returned message's parts seldom are, nor is the
     // HTML alternative of a text part.
-    view->parts.push_back(MimeLeaf::Deferred(
-        std::string(ct->type), MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
-        attached));
+    view->parts.emplace_back(std::string(ct->type),
+                             MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
+                             attached);
   }
 
   // A saved message attached as a file (IsMessageFile): only kept as an attached message, its
@@ -1599,12 +1599,6 @@ MimeView DecodeMimeNested(std::string_view message, Owner owner) {
 }
 
 }  // namespace
-
-MimeLeaf MimeLeaf::Deferred(std::string type, Pending pending, bool attached) {
-  MimeLeaf leaf(std::move(type), std::string(), attached);
-  leaf.pending_ = std::move(pending);
-  return leaf;
-}
 
 std::string_view MimeLeaf::text() const {
   if (pending_) {
