@@ -925,8 +925,15 @@ ParsedBounce ParseMessage(std::string_view message,
         out.postfix_queue_id =
             Sanitize(dsn::FindField(fields.per_message, "x-postfix-queue-id"), 64);
       }
-      for (Finding& f : FindingsFromDeliveryStatus(fields, explained)) {
-        if (findings.size() < dsn::kMaxRecipientGroups) findings.push_back(std::move(f));
+      // FindingsFromDeliveryStatus gives at most kMaxRecipientGroups: the first report's (most
+      // bounces have one) are taken whole, not moved one by one.
+      std::vector<Finding> found = FindingsFromDeliveryStatus(fields, explained);
+      if (findings.empty()) {
+        findings = std::move(found);
+      } else {
+        for (Finding& f : found) {
+          if (findings.size() < dsn::kMaxRecipientGroups) findings.push_back(std::move(f));
+        }
       }
     }
     // File and pipe deliveries report the path as Final-Recipient; the address it was for is
