@@ -741,6 +741,7 @@ Explanation::Explanation(std::string_view text) : text_(text), lines_(SplitLines
 
 std::vector<std::string> ExcludedAddresses(const MimeView& view) {
   std::vector<std::string> out;
+  out.reserve(8);  // the usual count (a sender, a recipient, the returned message's sender ...)
   auto add = [&](std::string_view value) {
     ForEachAddressSpan(
         value, [&](size_t b, size_t e) { out.push_back(AsciiLowerCopy(value.substr(b, e - b))); });
