@@ -821,9 +821,6 @@ namespace {
 // parser does the whole message: results never depend on which path ran, only speed does.
 
 struct RawPart {
-  // The headers the parser reads (WantedHeader's lower-case name, raw value); only filled for
-  // the headers of a message, the one block AddRawHeaders reads.
-  std::vector<std::pair<std::string_view, std::string_view>> headers;
   bool any_header = false;  // whether the block held a header line at all
   // The first Content-Type and Content-Transfer-Encoding values, raw; data() is null when absent.
   std::string_view content_type;
@@ -857,12 +854,14 @@ size_t NameEnd(std::string_view s) {
 // reads it: returned messages often carry a mangled header (a Received line folded without
 // indentation); at the top such a message goes to GMime's parser whole. An attached message
 // (`message`) may even start with such a line: samples replace the returned message with a
-// placeholder ("[original message goes here]"), which GMime drops the same way. Only
-// `all_headers` keeps the wanted headers; a part's headers are never read.
-RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_headers) {
+// placeholder ("[original message goes here]"), which GMime drops the same way. The headers the
+// parser reads (WantedHeader's lower-case name, the raw value) are appended to *wanted, when
+// given: a message's, the one block DecodeHeaderValues reads; a part's headers are never read.
+RawPart SplitHeaders(std::string_view text, bool nested, bool message,
+                     std::vector<Header>* wanted) {
   RawPart part;
-  if (all_headers) part.headers.reserve(12);
-  if (!text.empty() && text[0] == '\n') {  // no headers at all: the body starts at once
+  if (wanted != nullptr) wanted->reserve(12);  // the usual count: no regrowing
+  if (!text.empty() && text[0] == '\n') {      // no headers at all: the body starts at once
     part.body = text.substr(1);
     return part;
   }
@@ -889,7 +888,7 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
         return part;
       }
       // Continuation: widen the previous value's view over the folded line.
-      if (last_listed) widen(&part.headers.back().second, line);
+      if (last_listed) widen(&wanted->back().value, line);
       if (last_type) widen(&part.content_type, line);
       if (last_encoding) widen(&part.transfer_encoding, line);
     } else {
@@ -911,10 +910,10 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
       any = true;
       part.any_header = true;
       last_listed = false;
-      if (all_headers) {
-        std::string_view wanted = WantedHeader(name);
-        last_listed = !wanted.empty();
-        if (last_listed) part.headers.emplace_back(wanted, value);
+      if (wanted != nullptr) {
+        std::string_view lower = WantedHeader(name);
+        last_listed = !lower.empty();
+        if (last_listed) wanted->push_back(Header{lower, value});
       }
       last_type =
           part.content_type.data() == nullptr && name.size() == 12 && NameIs(name, kContentType);
@@ -1009,13 +1008,12 @@ std::string_view DecodeHeaderValue(std::string_view raw, HeaderStorage* storage)
   return Stored(MakeValidUtf8(std::move(v)), storage);
 }
 
-// The wanted headers of a message's header block into *out; their values may view the bytes
-// `owner` holds (null: the caller's message), which the view then keeps.
-void AddRawHeaders(const RawPart& p, const Owner& owner, std::vector<Header>* out, MimeView* view) {
-  out->reserve(12);  // the usual count of wanted headers: no regrowing
-  for (const auto& [name, value] : p.headers)
-    out->push_back(Header{name, DecodeHeaderValue(value, &view->storage)});
-  if (owner != nullptr && !out->empty() && (view->owners.empty() || view->owners.back() != owner))
+// The raw values SplitHeaders gave `headers` (a message's wanted headers) decoded in place; they
+// may view the bytes `owner` holds (null: the caller's message), which the view then keeps.
+void DecodeHeaderValues(std::vector<Header>* headers, const Owner& owner, MimeView* view) {
+  for (Header& h : *headers) h.value = DecodeHeaderValue(h.value, &view->storage);
+  if (owner != nullptr && !headers->empty() &&
+      (view->owners.empty() || view->owners.back() != owner))
     view->owners.push_back(owner);
 }
 
@@ -1336,14 +1334,16 @@ struct FastWalker {
       }
       if (!attached && depth <= 1) view->AddAttached(inner, owner);
       bool first_original = !have_original && !attached;
-      RawPart msg = SplitHeaders(inner, true, true, first_original);
+      // The first one's headers go straight into the view (a failed split discards it whole).
+      RawPart msg =
+          SplitHeaders(inner, true, true, first_original ? &view->original_headers : nullptr);
       if (!msg.ok) {
         failed = true;
         return;
       }
       if (first_original) {
         have_original = true;
-        AddRawHeaders(msg, owner, &view->original_headers, view);
+        DecodeHeaderValues(&view->original_headers, owner, view);
       }
       Entity(msg, depth + 1, true, "text/plain");
       owner = std::move(outer);
@@ -1437,7 +1437,7 @@ struct FastWalker {
   }
 
   void Child(std::string_view text, int depth, bool attached, std::string_view default_type) {
-    RawPart part = SplitHeaders(text, true, false, false);
+    RawPart part = SplitHeaders(text, true, false, nullptr);
     if (!part.ok) {
       failed = true;
       return;
@@ -1454,9 +1454,9 @@ bool FastDecode(std::string_view normalized, const Owner& owner, bool nested_ok,
     if (nl == std::string_view::npos) return false;
     normalized.remove_prefix(nl + 1);
   }
-  RawPart top = SplitHeaders(normalized, false, false, true);
-  if (!top.ok || !top.any_header) return false;
-  AddRawHeaders(top, owner, &view->headers, view);
+  RawPart top = SplitHeaders(normalized, false, false, &view->headers);
+  if (!top.ok || !top.any_header) return false;  // the caller discards the view
+  DecodeHeaderValues(&view->headers, owner, view);
   view->parts.reserve(8);
   FastWalker walker{view, nested_ok, owner};
   walker.Entity(top, 0, false, "text/plain");
