@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstdint>
@@ -352,13 +353,35 @@ bool TryConvert(std::string_view bytes, const char* from, std::string* out,
   return true;
 }
 
-// Whether every byte is 7-bit, 64 bytes a step with SSE2, else eight: most bounce text is,
-// and then neither a UTF-8 check nor a conversion from an ASCII-compatible charset can change it.
+#if defined(__x86_64__) && defined(__GNUC__)
+// IsAscii's blocks of 128 bytes from *i while they fit in the n bytes at p: false when one holds
+// a byte >= 0x80, else true with *i past them.
+__attribute__((target("avx2"))) bool AsciiBlocksAvx2(const char* p, size_t n, size_t* i) {
+  __m256i high = _mm256_setzero_si256();
+  size_t j = *i;
+  for (; j + 128 <= n; j += 128) {
+    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + j));
+    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + j + 32));
+    __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + j + 64));
+    __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + j + 96));
+    high = _mm256_or_si256(high, _mm256_or_si256(_mm256_or_si256(a, b), _mm256_or_si256(c, d)));
+  }
+  *i = j;
+  return _mm256_movemask_epi8(high) == 0;
+}
+#endif
+
+// Whether every byte is 7-bit, 128 (AVX2) or 64 (SSE2) bytes a step, else eight: most bounce
+// text is, and then neither a UTF-8 check nor a conversion from an ASCII-compatible charset can
+// change it.
 bool IsAscii(std::string_view s) {
   const char* p = s.data();
   size_t n = s.size();
   uint64_t any = 0;
   size_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (n >= 128 && HaveAvx2() && !AsciiBlocksAvx2(p, n, &i)) return false;
+#endif
 #if defined(__SSE2__)
   __m128i high = _mm_setzero_si128();
   auto load = [p](size_t at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at)); };
@@ -670,28 +693,42 @@ std::vector<Header> ParseHeaders(std::string_view text, bool wanted_only, Header
   size_t parsed = 0;
   std::string* last = nullptr;  // the value of the last header parsed, when kept
   size_t pos = 0;
+  // The blanks (' ', '\t') a line starts with, and the first non-blank at or before `at`
+  // (npos for none): std::string_view's find_first_not_of and find_last_not_of, without their
+  // memchr call per byte tested.
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  auto first_not_blank = [&](std::string_view line) {
+    size_t i = 0;
+    while (i < line.size() && blank(line[i])) ++i;
+    return i;
+  };
+  auto last_not_blank = [&](std::string_view line, size_t at) {
+    for (size_t i = at + 1; i-- > 0;) {
+      if (!blank(line[i])) return i;
+    }
+    return std::string_view::npos;
+  };
   while (pos < text.size() && parsed < 512) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
+    size_t end = FindAnyOf<'\n'>(text.data(), pos, text.size());
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
-    if (line.empty() || line.find_first_not_of(" \t") == std::string_view::npos) {
+    size_t lead = first_not_blank(line);
+    if (lead == line.size()) {  // empty or blank
       if (parsed > 0) break;
       continue;
     }
-    if ((line[0] == ' ' || line[0] == '\t') && parsed > 0) {
+    if (lead > 0 && parsed > 0) {
       if (last != nullptr) {
         *last += ' ';
-        *last += line.substr(line.find_first_not_of(" \t"));
+        *last += line.substr(lead);
         out.back().value = *last;
       }
       continue;
     }
     size_t colon = line.find(':');
     // Blanks may stand between a name and its colon (RFC 822's "To : a@b"), not inside it.
-    size_t name_end = colon == std::string_view::npos
-                          ? colon
-                          : line.find_last_not_of(" \t", colon == 0 ? 0 : colon - 1);
+    size_t name_end =
+        colon == std::string_view::npos ? colon : last_not_blank(line, colon == 0 ? 0 : colon - 1);
     if (colon == std::string_view::npos || colon == 0 || name_end == std::string_view::npos ||
         ContainsAnyOf(line.substr(0, name_end + 1), " \t")) {
       if (parsed > 0) break;
@@ -783,9 +820,6 @@ namespace {
 // parser does the whole message: results never depend on which path ran, only speed does.
 
 struct RawPart {
-  // The headers the parser reads (WantedHeader's lower-case name, raw value); only filled for
-  // the headers of a message, the one block AddRawHeaders reads.
-  std::vector<std::pair<std::string_view, std::string_view>> headers;
   bool any_header = false;  // whether the block held a header line at all
   // The first Content-Type and Content-Transfer-Encoding values, raw; data() is null when absent.
   std::string_view content_type;
@@ -819,12 +853,14 @@ size_t NameEnd(std::string_view s) {
 // reads it: returned messages often carry a mangled header (a Received line folded without
 // indentation); at the top such a message goes to GMime's parser whole. An attached message
 // (`message`) may even start with such a line: samples replace the returned message with a
-// placeholder ("[original message goes here]"), which GMime drops the same way. Only
-// `all_headers` keeps the wanted headers; a part's headers are never read.
-RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_headers) {
+// placeholder ("[original message goes here]"), which GMime drops the same way. The headers the
+// parser reads (WantedHeader's lower-case name, the raw value) are appended to *wanted, when
+// given: a message's, the one block DecodeHeaderValues reads; a part's headers are never read.
+RawPart SplitHeaders(std::string_view text, bool nested, bool message,
+                     std::vector<Header>* wanted) {
   RawPart part;
-  if (all_headers) part.headers.reserve(12);
-  if (!text.empty() && text[0] == '\n') {  // no headers at all: the body starts at once
+  if (wanted != nullptr) wanted->reserve(12);  // the usual count: no regrowing
+  if (!text.empty() && text[0] == '\n') {      // no headers at all: the body starts at once
     part.body = text.substr(1);
     return part;
   }
@@ -851,7 +887,7 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
         return part;
       }
       // Continuation: widen the previous value's view over the folded line.
-      if (last_listed) widen(&part.headers.back().second, line);
+      if (last_listed) widen(&wanted->back().value, line);
       if (last_type) widen(&part.content_type, line);
       if (last_encoding) widen(&part.transfer_encoding, line);
     } else {
@@ -866,17 +902,17 @@ RawPart SplitHeaders(std::string_view text, bool nested, bool message, bool all_
         part.ok = false;  // not a header line: leave the oddity to GMime
         return part;
       }
-      std::string_view name = line.substr(0, colon);
-      // Built, not line.substr(colon + 1): the compiler did not always inline that call (with its
+      // Both built, not line.substr(...): the compiler did not always inline that call (with its
       // bounds check) here, on every header line.
+      std::string_view name(line.data(), colon);
       std::string_view value(line.data() + colon + 1, line.size() - colon - 1);
       any = true;
       part.any_header = true;
       last_listed = false;
-      if (all_headers) {
-        std::string_view wanted = WantedHeader(name);
-        last_listed = !wanted.empty();
-        if (last_listed) part.headers.emplace_back(wanted, value);
+      if (wanted != nullptr) {
+        std::string_view lower = WantedHeader(name);
+        last_listed = !lower.empty();
+        if (last_listed) wanted->push_back(Header{lower, value});
       }
       last_type =
           part.content_type.data() == nullptr && name.size() == 12 && NameIs(name, kContentType);
@@ -971,13 +1007,12 @@ std::string_view DecodeHeaderValue(std::string_view raw, HeaderStorage* storage)
   return Stored(MakeValidUtf8(std::move(v)), storage);
 }
 
-// The wanted headers of a message's header block into *out; their values may view the bytes
-// `owner` holds (null: the caller's message), which the view then keeps.
-void AddRawHeaders(const RawPart& p, const Owner& owner, std::vector<Header>* out, MimeView* view) {
-  out->reserve(12);  // the usual count of wanted headers: no regrowing
-  for (const auto& [name, value] : p.headers)
-    out->push_back(Header{name, DecodeHeaderValue(value, &view->storage)});
-  if (owner != nullptr && !out->empty() && (view->owners.empty() || view->owners.back() != owner))
+// The raw values SplitHeaders gave `headers` (a message's wanted headers) decoded in place; they
+// may view the bytes `owner` holds (null: the caller's message), which the view then keeps.
+void DecodeHeaderValues(std::vector<Header>* headers, const Owner& owner, MimeView* view) {
+  for (Header& h : *headers) h.value = DecodeHeaderValue(h.value, &view->storage);
+  if (owner != nullptr && !headers->empty() &&
+      (view->owners.empty() || view->owners.back() != owner))
     view->owners.push_back(owner);
 }
 
@@ -1005,9 +1040,12 @@ void ParseContentType(std::string_view raw, std::string_view fallback, ContentTy
     ct->type = fallback;
     return;
   }
-  // Folded or escaped values are rare: only they get a copy, unescaped in place below.
-  bool escaped = HasByte(v, '\\');
-  bool copied = escaped || HasByte(v, '\n') || HasByte(v, '\t');
+  // Folded or escaped values are rare: only they get a copy, unescaped in place below. One
+  // pass finds whether any of the three bytes is there (three memchr calls cost more on these
+  // short values).
+  size_t special = FindAnyOf<'\\', '\n', '\t'>(v.data(), 0, v.size());
+  bool copied = special != v.size();
+  bool escaped = copied && HasByte(v.substr(special), '\\');
   if (copied) {
     ct->unfolded = Unfold(v);
     v = ct->unfolded;
@@ -1108,11 +1146,27 @@ inline size_t PaddedSoftBreakEnd(const char* in, size_t size, size_t eq) {
   return i < size ? i + 1 : size;
 }
 
-// GMime's quoted-printable decoder, fed only the escapes ("=XY", a soft line break "=\n" and
-// the byte after it, a run of them as one call): elsewhere it copies byte by byte what memcpy
-// copies at once. Its state carries over between calls, and runs are copied only while it is
-// at the start (no '=' pending), so the output is the one-call output. A soft line break
-// padded with blanks is dropped here (no call). `out` has room for body.size() + 2 bytes.
+// The value of an ASCII hex digit (either case), or -1: isxdigit's digits in the C locale, as
+// GMime's decoder reads them.
+constexpr std::array<int8_t, 256> kHexValue = [] {
+  std::array<int8_t, 256> t{};
+  t.fill(-1);
+  for (int c = 0; c < 10; ++c) t['0' + c] = static_cast<int8_t>(c);
+  for (int c = 0; c < 6; ++c) {
+    t['A' + c] = static_cast<int8_t>(10 + c);
+    t['a' + c] = static_cast<int8_t>(10 + c);
+  }
+  return t;
+}();
+
+// Quoted-printable decoded as GMime's decoder decodes it. Text between escapes is copied by
+// memcpy (GMime copies byte by byte); the two escapes every version of it decodes alike, a byte
+// in hex ("=3D") and a soft line break ("=\n"), are decoded here, which most escapes are (a
+// call per escape cost more than the decoding). Anything else ("=" before other bytes, or at the
+// end) goes to GMime's decoder, a run of such escapes as one call: its state carries over
+// between calls, and text is copied here only while it is at the start (no '=' pending), so the
+// output is the one-call output. A soft line break padded with blanks is dropped here (no
+// call). `out` has room for body.size() + 2 bytes.
 size_t DecodeQuotedPrintable(std::string_view body, char* out) {
   const char* in = body.data();
   size_t size = body.size();
@@ -1123,15 +1177,30 @@ size_t DecodeQuotedPrintable(std::string_view body, char* out) {
   size_t pos = 0;
   while (pos < size) {
     if (state == 0) {
-      const void* eq = std::memchr(in + pos, '=', size - pos);
-      size_t at = eq == nullptr ? size : static_cast<size_t>(static_cast<const char*>(eq) - in);
-      std::memcpy(w, in + pos, at - pos);
-      w += at - pos;
-      pos = at;
-      if (pos == size) break;
+      if (in[pos] != '=') {
+        const void* eq = std::memchr(in + pos, '=', size - pos);
+        size_t at = eq == nullptr ? size : static_cast<size_t>(static_cast<const char*>(eq) - in);
+        std::memcpy(w, in + pos, at - pos);
+        w += at - pos;
+        pos = at;
+        if (pos == size) break;
+      }
       if (size_t past = PaddedSoftBreakEnd(in, size, pos); past != 0) {
         pos = past;
         continue;
+      }
+      if (pos + 1 < size && in[pos + 1] == '\n') {
+        pos += 2;
+        continue;
+      }
+      if (pos + 2 < size) {
+        int high = kHexValue[static_cast<uint8_t>(in[pos + 1])];
+        int low = kHexValue[static_cast<uint8_t>(in[pos + 2])];
+        if ((high | low) >= 0) {
+          *w++ = static_cast<char>(high << 4 | low);
+          pos += 3;
+          continue;
+        }
       }
     }
     size_t end = pos;
@@ -1204,9 +1273,9 @@ struct FastWalker {
     }
     // Decoded only if something reads it: the returned message's parts seldom are, nor is the
     // HTML alternative of a text part.
-    view->parts.push_back(MimeLeaf::Deferred(
-        std::string(ct->type), MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
-        attached));
+    view->parts.emplace_back(std::string(ct->type),
+                             MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
+                             attached);
   }
 
   // A saved message attached as a file (IsMessageFile): only kept as an attached message, its
@@ -1264,14 +1333,16 @@ struct FastWalker {
       }
       if (!attached && depth <= 1) view->AddAttached(inner, owner);
       bool first_original = !have_original && !attached;
-      RawPart msg = SplitHeaders(inner, true, true, first_original);
+      // The first one's headers go straight into the view (a failed split discards it whole).
+      RawPart msg =
+          SplitHeaders(inner, true, true, first_original ? &view->original_headers : nullptr);
       if (!msg.ok) {
         failed = true;
         return;
       }
       if (first_original) {
         have_original = true;
-        AddRawHeaders(msg, owner, &view->original_headers, view);
+        DecodeHeaderValues(&view->original_headers, owner, view);
       }
       Entity(msg, depth + 1, true, "text/plain");
       owner = std::move(outer);
@@ -1303,19 +1374,19 @@ struct FastWalker {
     size_t part_start = std::string_view::npos;
     bool found = false;
     bool closed = false;
-    // Delimiters are found with memmem, not line by line: the returned message is often most
-    // of the bytes, and its lines need not be looked at one by one (memmem skips ahead by up to
-    // the needle's length, faster than any byte-by-byte filter on long boundaries). `pos` is 0
-    // or just after a line end, so the search for "\n--boundary" starts at that line end.
-    // pos < size: an empty body's view may hold a null pointer, which memmem must not get.
+    // Delimiters are searched for, not found line by line: the returned message is often most
+    // of the bytes, and its lines need not be looked at one by one. FindString (byte_scan.h)
+    // tests 32 positions a step for the line end and the boundary's last byte: fewer
+    // instructions than memmem, whose setup (a shift table per call) outweighed its skips on
+    // these bodies of a few kilobytes. `pos` is 0 or just after a line end, so the search for
+    // "\n--boundary" starts at that line end.
     while (pos < body.size()) {
       size_t at = 0;
       if (pos != 0 || !body.starts_with(delim)) {
         size_t from = pos == 0 ? 0 : pos - 1;
-        const void* hit =
-            memmem(body.data() + from, body.size() - from, nl_delim.data(), nl_delim.size());
-        if (hit == nullptr) break;
-        at = static_cast<size_t>(static_cast<const char*>(hit) - body.data()) + 1;
+        size_t hit = FindString(body, nl_delim, from);
+        if (hit == std::string_view::npos) break;
+        at = hit + 1;
       }
       size_t end = body.find('\n', at);
       if (end == std::string_view::npos) end = body.size();
@@ -1365,7 +1436,7 @@ struct FastWalker {
   }
 
   void Child(std::string_view text, int depth, bool attached, std::string_view default_type) {
-    RawPart part = SplitHeaders(text, true, false, false);
+    RawPart part = SplitHeaders(text, true, false, nullptr);
     if (!part.ok) {
       failed = true;
       return;
@@ -1382,9 +1453,9 @@ bool FastDecode(std::string_view normalized, const Owner& owner, bool nested_ok,
     if (nl == std::string_view::npos) return false;
     normalized.remove_prefix(nl + 1);
   }
-  RawPart top = SplitHeaders(normalized, false, false, true);
-  if (!top.ok || !top.any_header) return false;
-  AddRawHeaders(top, owner, &view->headers, view);
+  RawPart top = SplitHeaders(normalized, false, false, &view->headers);
+  if (!top.ok || !top.any_header) return false;  // the caller discards the view
+  DecodeHeaderValues(&view->headers, owner, view);
   view->parts.reserve(8);
   FastWalker walker{view, nested_ok, owner};
   walker.Entity(top, 0, false, "text/plain");
@@ -1415,8 +1486,8 @@ bool StartsGluedMessage(std::string_view text) {
 // when that is the text's start), or npos.
 size_t GluedMessageStart(std::string_view text, size_t from) {
   if (from == 0 && StartsGluedMessage(text)) return 0;
-  for (size_t pos = text.find("\nFrom ", from); pos != std::string_view::npos;
-       pos = text.find("\nFrom ", pos + 6)) {
+  for (size_t pos = FindString(text, "\nFrom ", from); pos != std::string_view::npos;
+       pos = FindString(text, "\nFrom ", pos + 6)) {
     if (StartsGluedMessage(text.substr(pos + 1))) return pos + 1;
   }
   return std::string_view::npos;
@@ -1429,7 +1500,7 @@ size_t GluedMessageStart(std::string_view text, size_t from) {
 void AppendGluedMessage(std::string_view normalized, const Owner& owner, MimeView* view) {
   if (view->content_type.starts_with("multipart/")) return;
   // Past the first message's own header block only.
-  size_t header_end = normalized.find("\n\n");
+  size_t header_end = FindString(normalized, "\n\n");
   if (header_end == std::string_view::npos) return;
   std::string_view rest;
   Owner rest_owner = owner;
@@ -1527,12 +1598,6 @@ MimeView DecodeMimeNested(std::string_view message, Owner owner) {
 }
 
 }  // namespace
-
-MimeLeaf MimeLeaf::Deferred(std::string type, Pending pending, bool attached) {
-  MimeLeaf leaf(std::move(type), std::string(), attached);
-  leaf.pending_ = std::move(pending);
-  return leaf;
-}
 
 std::string_view MimeLeaf::text() const {
   if (pending_) {

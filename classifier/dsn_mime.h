@@ -44,17 +44,6 @@ struct MimeLeaf {
   std::string type;       // "text/plain": lower-case type/subtype ("text/plain" when absent)
   bool attached = false;  // inside an attached message/rfc822 (the returned message)
 
-  MimeLeaf(std::string type, std::string text, bool attached)
-      : type(std::move(type)), attached(attached), text_(std::move(text)) {}
-
-  // The content after transfer decoding, as UTF-8 with '\n' line ends. Parts split without
-  // GMime's parser are decoded on first use (most bounces never read the returned message's
-  // parts, which are most of the bytes, nor an HTML alternative); the result is the same
-  // either way. A body that is its own decoding (7-bit, or valid UTF-8 as labelled, not
-  // transfer-encoded) is viewed where it is, as the Pending body was, not copied. Not safe to
-  // call from two threads at once on the same leaf.
-  std::string_view text() const;
-
   // Not decoded yet: the raw body and how it is encoded. The body views `owner` when the
   // decoder had to copy the message (other line ends than LF, an encoded message/rfc822), else
   // the caller's message (owner null).
@@ -64,7 +53,20 @@ struct MimeLeaf {
     TransferEncoding encoding = TransferEncoding::kIdentity;
     std::string charset;
   };
-  static MimeLeaf Deferred(std::string type, Pending pending, bool attached);
+
+  MimeLeaf(std::string type, std::string text, bool attached)
+      : type(std::move(type)), attached(attached), text_(std::move(text)) {}
+  // A leaf decoded on first use (see text()); built in place in the view's list of parts.
+  MimeLeaf(std::string type, Pending pending, bool attached)
+      : type(std::move(type)), attached(attached), pending_(std::move(pending)) {}
+
+  // The content after transfer decoding, as UTF-8 with '\n' line ends. Parts split without
+  // GMime's parser are decoded on first use (most bounces never read the returned message's
+  // parts, which are most of the bytes, nor an HTML alternative); the result is the same
+  // either way. A body that is its own decoding (7-bit, or valid UTF-8 as labelled, not
+  // transfer-encoded) is viewed where it is, as the Pending body was, not copied. Not safe to
+  // call from two threads at once on the same leaf.
+  std::string_view text() const;
 
  private:
   mutable std::string text_;

@@ -502,9 +502,12 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
     addresses.push_back(NormalizeAddress(r));
   }
   std::vector<std::string> blocks = dsn::BlocksFor(explanation, addresses);
+  // Each finding is filled in its place (a Finding is eight strings: moving one in cost about
+  // as much as filling it), and dropped again when it says nothing.
+  out.reserve(std::min(ds.per_recipient.size(), dsn::kMaxRecipientGroups));
   size_t group = 0;
   for (const std::vector<dsn::Field>& g : ds.per_recipient) {
-    Finding f;
+    Finding& f = out.emplace_back();
     // Final-Recipient, else X-Actual-Recipient, else Original-Recipient: as `addresses` has it.
     f.recipient = std::move(addresses[group]);
     std::string block = std::move(blocks[group++]);
@@ -577,8 +580,10 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
                        "message text rejected by")) {
       f.stage = "eom";
     }
-    if (f.recipient.empty() && f.diagnostic.empty() && f.status.empty()) continue;
-    out.push_back(std::move(f));
+    if (f.recipient.empty() && f.diagnostic.empty() && f.status.empty()) {
+      out.pop_back();
+      continue;
+    }
     if (out.size() >= dsn::kMaxRecipientGroups) break;
   }
   return out;
@@ -920,8 +925,15 @@ ParsedBounce ParseMessage(std::string_view message,
         out.postfix_queue_id =
             Sanitize(dsn::FindField(fields.per_message, "x-postfix-queue-id"), 64);
       }
-      for (Finding& f : FindingsFromDeliveryStatus(fields, explained)) {
-        if (findings.size() < dsn::kMaxRecipientGroups) findings.push_back(std::move(f));
+      // FindingsFromDeliveryStatus gives at most kMaxRecipientGroups: the first report's (most
+      // bounces have one) are taken whole, not moved one by one.
+      std::vector<Finding> found = FindingsFromDeliveryStatus(fields, explained);
+      if (findings.empty()) {
+        findings = std::move(found);
+      } else {
+        for (Finding& f : found) {
+          if (findings.size() < dsn::kMaxRecipientGroups) findings.push_back(std::move(f));
+        }
       }
     }
     // File and pipe deliveries report the path as Final-Recipient; the address it was for is

@@ -741,6 +741,7 @@ Explanation::Explanation(std::string_view text) : text_(text), lines_(SplitLines
 
 std::vector<std::string> ExcludedAddresses(const MimeView& view) {
   std::vector<std::string> out;
+  out.reserve(8);  // the usual count (a sender, a recipient, the returned message's sender ...)
   auto add = [&](std::string_view value) {
     ForEachAddressSpan(
         value, [&](size_t b, size_t e) { out.push_back(AsciiLowerCopy(value.substr(b, e - b))); });
@@ -1008,7 +1009,7 @@ std::vector<Finding> ScanExplanation(const Explanation& explanation,
   std::vector<Finding> out;
   out.reserve(found.recipients.size());
   for (size_t r = 0; r < found.recipients.size(); ++r) {
-    Finding f;
+    Finding& f = out.emplace_back();  // filled in place: moving a Finding in costs as much
     f.recipient = std::move(found.recipients[r].address);
     if (HasReasonText(found.blocks[r])) {
       f.diagnostic = std::move(found.blocks[r]);
@@ -1021,7 +1022,6 @@ std::vector<Finding> ScanExplanation(const Explanation& explanation,
     if (f.stage.empty()) f.stage = std::string(QmailStage(head));
     if (f.stage.empty()) f.stage = std::string(GmailRelayStage(head));
     f.remote_mta = RemoteHostFromText(head);
-    out.push_back(std::move(f));
   }
   return out;
 }

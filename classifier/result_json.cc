@@ -202,6 +202,40 @@ void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
 }
 
+namespace {
+
+// memcpy(p, s, n), returning p + n, without a call for the sizes of most keys and fields (a
+// status, a stage, a key with its quotes: up to 32 bytes), whose calls cost more than the
+// copying: two overlapping moves cover any size in a range. Reads only [s, s + n) and writes
+// only [p, p + n).
+inline char* PutBytes(char* p, const char* s, size_t n) {
+  if (n >= 16 && n <= 32) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + n - 16));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), a);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + n - 16), b);
+  } else if (n >= 8 && n < 16) {
+    uint64_t a, b;
+    std::memcpy(&a, s, 8);
+    std::memcpy(&b, s + n - 8, 8);
+    std::memcpy(p, &a, 8);
+    std::memcpy(p + n - 8, &b, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t a, b;
+    std::memcpy(&a, s, 4);
+    std::memcpy(&b, s + n - 4, 4);
+    std::memcpy(p, &a, 4);
+    std::memcpy(p + n - 4, &b, 4);
+  } else if (n < 4) {
+    for (size_t i = 0; i < n; ++i) p[i] = s[i];
+  } else {
+    std::memcpy(p, s, n);
+  }
+  return p + n;
+}
+
+}  // namespace
+
 void AppendJson(const Result& r, std::string* out) {
   const CategoryInfo& info = Describe(r.category);
   // nlohmann's object is a std::map: keys come out in byte order. Each key comes with the
@@ -242,10 +276,7 @@ void AppendJson(const Result& r, std::string* out) {
     size_t at = out->size();
     out->resize(at + need);
     char* p = out->data() + at;
-    auto put = [&p](std::string_view s) {
-      std::memcpy(p, s.data(), s.size());
-      p += s.size();
-    };
+    auto put = [&p](std::string_view s) { p = PutBytes(p, s.data(), s.size()); };
     for (size_t i = 0; i < std::size(fields); ++i) {
       if (i == kHardBounceAfter) put(hard_bounce);
       put(fields[i].key);

@@ -2026,7 +2026,11 @@ bool RuleSet::Recall(const std::string& key, Result* out) const {
 void RuleSet::Remember(const std::string& key, const Result& r) const {
   std::lock_guard lock(impl_->memo_mu);
   if (impl_->memo.size() >= kMemoEntries) impl_->memo.clear();
-  impl_->memo.emplace(key, r);
+  // Not the recipients, which every recall fills in with its own: copied out, they would only
+  // be replaced.
+  Result& kept = impl_->memo.emplace(key, r).first->second;
+  kept.recipient = std::string();
+  kept.original_recipient = std::string();
 }
 
 std::string RuleSet::RecipientDomain(std::string_view recipient) {

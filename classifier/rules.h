@@ -75,7 +75,8 @@ class RuleSet {
   // A memo for results derived from this set's classifications: Classify keeps its own
   // entries in it, and callers that do more around Classify (the DSN parser) may keep theirs,
   // under keys that hold everything their result depends on, prefixed with a tag of their own.
-  // Bounded, shared by all threads, dropped with the set (so a reload starts afresh).
+  // Bounded, shared by all threads, dropped with the set (so a reload starts afresh). The
+  // recipient and original_recipient are not kept: Recall leaves them empty for the caller.
   bool Recall(const std::string& key, Result* out) const;
   void Remember(const std::string& key, const Result& r) const;
   // The recipient domain Classify derives from ReplyInput::recipient (and keys its memo by).

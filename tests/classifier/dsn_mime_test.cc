@@ -412,13 +412,22 @@ TEST(DecodeMime, HeaderNamesMatchInAnyCaseOnly) {
 }
 
 // Quoted-printable bodies of every shape (soft breaks, "=\r\n", lower-case and broken escapes,
-// a '=' at the very end) decode as GMime's parser decodes them: the fast path hands GMime's
-// decoder only the lines holding a '='.
+// a '=' at the very end) decode as GMime's parser decodes them: the fast path decodes hex
+// escapes and soft breaks itself and hands GMime's decoder the other escapes.
 TEST(DecodeMime, QuotedPrintableReadsAsGMimeReadsIt) {
-  const char* pieces[] = {"a",   "Bc ",  " ",   "\t",    "\n",
-                          "=\n", "= \n", "=41", "=3D",   "=3d",
-                          "=4",  "=G1",  "==",  "=\r\n", "=C3=A9",
-                          "x=",  "=0A",  "=20", "=\r=",  "abcdefghijklmnopqrstuvwxyz0123456789"};
+  const char* pieces[] = {"a",      "Bc ",
+                          " ",      "\t",
+                          "\n",     "=\n",
+                          "= \n",   "=41",
+                          "=3D",    "=3d",
+                          "=4",     "=G1",
+                          "==",     "=\r\n",
+                          "=C3=A9", "x=",
+                          "=0A",    "=20",
+                          "=\r=",   "=a9",
+                          "=fF",    "=\xff1",
+                          "=1\xff", "=\n=",
+                          "=9\n",   "abcdefghijklmnopqrstuvwxyz0123456789"};
   std::mt19937 rng(42);
   for (int round = 0; round < 400; ++round) {
     std::string body;
@@ -446,6 +455,19 @@ TEST(DecodeMime, QuotedPrintableReadsAsGMimeReadsIt) {
     ASSERT_EQ(fast.parts.size(), 2u) << body;
     ASSERT_EQ(gmime.parts.size(), 2u) << body;
     EXPECT_EQ(TrimEnd(fast.parts[0].text()), TrimEnd(gmime.parts[0].text())) << body;
+  }
+}
+
+// One byte >= 0x80 anywhere in a long text is seen (the 7-bit test reads 64 or 128 bytes a
+// step): undeclared 8-bit text that is not UTF-8 is read as Windows-1252.
+TEST(DecodeMime, OneHighByteAnywhereIsConverted) {
+  for (size_t n : {size_t{127}, size_t{128}, size_t{200}, size_t{257}}) {
+    for (size_t at = 0; at < n; ++at) {
+      std::string text(n, 'a');
+      text[at] = '\xff';  // y with diaeresis in Windows-1252
+      std::string expected = text.substr(0, at) + "\xc3\xbf" + text.substr(at + 1);
+      ASSERT_EQ(ToUtf8(text, ""), expected) << n << " " << at;
+    }
   }
 }
 

@@ -43,6 +43,25 @@ TEST(ResultJson, SameBytesAsNlohmannForEveryCategory) {
   }
 }
 
+// Plain fields of every size up to past two 16-byte moves, each byte different, in every field
+// at once: the plain writer copies short values in overlapping moves, which must land each byte
+// in its place.
+TEST(ResultJson, PlainFieldsOfEverySizeMatchNlohmann) {
+  for (size_t size = 0; size <= 40; ++size) {
+    std::string s;
+    for (size_t i = 0; i < size; ++i) s += static_cast<char>('0' + i % 75);
+    Result r;
+    r.category = Category::kUserUnknown;
+    for (std::string* field :
+         {&r.recipient, &r.original_recipient, &r.status, &r.reply_code, &r.stage, &r.provider,
+          &r.provider_code, &r.diagnostic, &r.remote_mta, &r.dsn_action, &r.rule})
+      *field = s;
+    std::string out = "x";
+    AppendJson(r, &out);
+    ASSERT_EQ(out, "x" + Dumped(ToJson(r))) << size;
+  }
+}
+
 TEST(ResultJson, StringsWithAnyBytesMatchNlohmann) {
   const std::string fixed[] = {
       "",
