@@ -415,19 +415,33 @@ TEST(DecodeMime, HeaderNamesMatchInAnyCaseOnly) {
 // a '=' at the very end) decode as GMime's parser decodes them: the fast path decodes hex
 // escapes and soft breaks itself and hands GMime's decoder the other escapes.
 TEST(DecodeMime, QuotedPrintableReadsAsGMimeReadsIt) {
-  const char* pieces[] = {"a",      "Bc ",
-                          " ",      "\t",
-                          "\n",     "=\n",
-                          "= \n",   "=41",
-                          "=3D",    "=3d",
-                          "=4",     "=G1",
-                          "==",     "=\r\n",
-                          "=C3=A9", "x=",
-                          "=0A",    "=20",
-                          "=\r=",   "=a9",
-                          "=fF",    "=\xff1",
-                          "=1\xff", "=\n=",
-                          "=9\n",   "abcdefghijklmnopqrstuvwxyz0123456789"};
+  const char* pieces[] = {"a",
+                          "Bc ",
+                          " ",
+                          "\t",
+                          "\n",
+                          "=\n",
+                          "= \n",
+                          "=41",
+                          "=3D",
+                          "=3d",
+                          "=4",
+                          "=G1",
+                          "==",
+                          "=\r\n",
+                          "=C3=A9",
+                          "x=",
+                          "=0A",
+                          "=20",
+                          "=\r=",
+                          "=a9",
+                          "=fF",
+                          "=\xff"
+                          "1",
+                          "=1\xff",
+                          "=\n=",
+                          "=9\n",
+                          "abcdefghijklmnopqrstuvwxyz0123456789"};
   std::mt19937 rng(42);
   for (int round = 0; round < 400; ++round) {
     std::string body;
