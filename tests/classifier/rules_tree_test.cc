@@ -117,7 +117,7 @@ TEST(RulesTree, DamagedBytesAreRefused) {
   EXPECT_FALSE(DecodeRulesTree(std::string("BRT1T\x01\x01k?", 9), &t));     // unknown tag
   EXPECT_FALSE(DecodeRulesTree("BRT1T\x01\x01kS\x7f", &t));  // string longer than the rest
   EXPECT_FALSE(DecodeRulesTree("BRT1T\x02\x01kB\x01\x01kB\x00"s, &t));  // key given twice
-  EXPECT_FALSE(DecodeRulesTree("BRT1T\x01\x01kB\x02", &t));            // bool neither 0 nor 1
+  EXPECT_FALSE(DecodeRulesTree("BRT1T\x01\x01kB\x02", &t));             // bool neither 0 nor 1
   EXPECT_FALSE(DecodeRulesTree("BRT1T\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", &t));
   // Nesting deeper than the limit: arrays inside arrays.
   std::string deep = "BRT1T\x01\x01k";
