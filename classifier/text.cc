@@ -413,6 +413,10 @@ size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t fro
   return FindFiltered<true>(haystack, needle, from);
 }
 
+size_t FindString(std::string_view haystack, std::string_view needle, size_t from) {
+  return FindFiltered<false>(haystack, needle, from);
+}
+
 std::string FoldWhitespace(std::string_view s) {
   s = TrimSpace(s);
   std::string out;

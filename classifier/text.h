@@ -59,6 +59,11 @@ inline bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
 }
 // Position of the first case-insensitive occurrence of `needle` at or after `from`, or npos.
 size_t FindNoCase(std::string_view haystack, std::string_view needle, size_t from = 0);
+// Position of the first occurrence of `needle` at or after `from`, or npos: string_view::find's
+// answer, by FindNoCase's first-and-last-byte filter (find stops at every occurrence of the
+// needle's first byte: every line of a message, for "\nFrom "). For searches through a whole
+// message or body.
+size_t FindString(std::string_view haystack, std::string_view needle, size_t from = 0);
 inline bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
   return FindNoCase(haystack, needle) != std::string_view::npos;
 }
