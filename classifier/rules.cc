@@ -1540,8 +1540,10 @@ class Loader {
       return false;
     }
     toml::table root;
-    if (!src.tree.empty()) {
-      if (!DecodeRulesTree(src.tree, &root)) {
+    // The built-in rules (or an installed copy left as shipped) come parsed with the build.
+    std::string_view tree = src.tree.empty() ? RuleSet::BuiltinTreeFor(src.text) : src.tree;
+    if (!tree.empty()) {
+      if (!DecodeRulesTree(tree, &root)) {
         error = name_ + ":0: its encoded tree is damaged (rules_tree.h)";
         return false;
       }
@@ -1921,8 +1923,7 @@ RuleSet::~RuleSet() = default;
 size_t RuleSet::rule_count() const { return impl_->rules.size(); }
 
 RulesSource RuleSet::DefaultSource() {
-  return RulesSource{"rules/default.toml (built in)", std::string(kDefaultRulesToml),
-                     kDefaultRulesTree};
+  return RulesSource{"rules/default.toml (built in)", std::string(kDefaultRulesToml)};
 }
 
 std::string_view RuleSet::BuiltinTreeFor(std::string_view text) {

@@ -25,8 +25,8 @@ namespace bounced {
 struct RulesSource {
   std::string name;
   std::string text;
-  // Optional: `text` already parsed, as rules_tree.h encodes it (only the built-in rules have
-  // one). When set, Compile reads the tree and does not parse `text`.
+  // Optional: a parsed tree as rules_tree.h encodes it, read instead of `text` (the fuzzer sets
+  // it). Compile finds the built-in rules' tree itself when `text` is the built-in file.
   std::string_view tree = {};
 };
 

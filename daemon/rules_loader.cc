@@ -36,15 +36,13 @@ Expected<LoadedRules> LoadRules(const std::vector<std::string>& patterns) {
   for (const std::string& pattern : patterns) {
     if (!HasWildcard(pattern)) {
       if (pattern == kDefaultRulesFile && ::access(pattern.c_str(), F_OK) != 0) {
-        files.push_back({"(embedded default rules)", std::string(kDefaultRulesToml),
-                         RuleSet::BuiltinTreeFor(kDefaultRulesToml)});
+        files.push_back({"(embedded default rules)", std::string(kDefaultRulesToml)});
         out.sources.push_back(files.back().name);
         continue;
       }
       Expected<std::string> text = ReadFile(pattern);
       if (!text) return text.status();
-      std::string_view tree = RuleSet::BuiltinTreeFor(*text);
-      files.push_back({pattern, std::move(*text), tree});
+      files.push_back({pattern, std::move(*text)});
       out.sources.push_back(pattern);
       continue;
     }
@@ -61,8 +59,7 @@ Expected<LoadedRules> LoadRules(const std::vector<std::string>& patterns) {
         globfree(&g);
         return text.status();
       }
-      std::string_view tree = RuleSet::BuiltinTreeFor(*text);
-      files.push_back({path, std::move(*text), tree});
+      files.push_back({path, std::move(*text)});
       out.sources.push_back(path);
     }
     globfree(&g);

@@ -18,9 +18,7 @@ Expected<std::shared_ptr<const RuleSet>> LoadCommandRules(const std::vector<std:
     }
     std::ostringstream text;
     text << in.rdbuf();
-    std::string contents = text.str();
-    std::string_view tree = RuleSet::BuiltinTreeFor(contents);
-    sources.push_back(RulesSource{path, std::move(contents), tree});
+    sources.push_back(RulesSource{path, text.str()});
   }
   sources.push_back(RuleSet::DefaultSource());
   return RuleSet::Compile(sources);
