@@ -204,28 +204,28 @@ void AppendJsonString(std::string_view s, std::string* out) {
 
 namespace {
 
+// Copies n bytes (sizeof(T) <= n <= 2 * sizeof(T)) as two moves of a T, the second ending at
+// the last byte; they overlap when n < 2 * sizeof(T). Fixed-size memcpy calls compile to plain
+// loads and stores.
+template <typename T>
+inline void CopyTwoOverlapping(char* p, const char* s, size_t n) {
+  T a, b;
+  std::memcpy(&a, s, sizeof(T));
+  std::memcpy(&b, s + n - sizeof(T), sizeof(T));
+  std::memcpy(p, &a, sizeof(T));
+  std::memcpy(p + n - sizeof(T), &b, sizeof(T));
+}
+
 // memcpy(p, s, n), returning p + n, without a call for the sizes of most keys and fields (a
 // status, a stage, a key with its quotes: up to 32 bytes), whose calls cost more than the
-// copying: two overlapping moves cover any size in a range. Reads only [s, s + n) and writes
-// only [p, p + n).
+// copying. Reads only [s, s + n) and writes only [p, p + n).
 inline char* PutBytes(char* p, const char* s, size_t n) {
   if (n >= 16 && n <= 32) {
-    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + n - 16));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), a);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + n - 16), b);
+    CopyTwoOverlapping<__m128i>(p, s, n);
   } else if (n >= 8 && n < 16) {
-    uint64_t a, b;
-    std::memcpy(&a, s, 8);
-    std::memcpy(&b, s + n - 8, 8);
-    std::memcpy(p, &a, 8);
-    std::memcpy(p + n - 8, &b, 8);
+    CopyTwoOverlapping<uint64_t>(p, s, n);
   } else if (n >= 4 && n < 8) {
-    uint32_t a, b;
-    std::memcpy(&a, s, 4);
-    std::memcpy(&b, s + n - 4, 4);
-    std::memcpy(p, &a, 4);
-    std::memcpy(p + n - 4, &b, 4);
+    CopyTwoOverlapping<uint32_t>(p, s, n);
   } else if (n < 4) {
     for (size_t i = 0; i < n; ++i) p[i] = s[i];
   } else {
