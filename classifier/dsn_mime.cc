@@ -55,6 +55,9 @@ const GMimeApi& Gm() {
 }
 
 // CRLF and lone CR become LF: GMime and every scanner after it then see one line-end style.
+// CRs before an LF are one line end with it: an MTA that copies a remote reply's CRLF lines
+// into its own CRLF text (DragonFly's dma does) writes "\r\r\n", which as two line ends would
+// put a blank line between the reply's lines and cut the diagnostic after the first one.
 // One pass, sixteen bytes a step with SSE2: a block is stored whole and the write position
 // advanced past its bytes before the first '\r' (CRLF text has one per line, so a memchr and an
 // append per line cost more than the copying). The write position never passes the read
@@ -83,8 +86,10 @@ size_t NormalizeLineEndsInto(std::string_view in, char* out) {
     for (; i < n && p[i] != '\r'; ++i) *w++ = p[i];
     if (i == n) break;
     *w++ = '\n';  // p[i] is '\r'
-    ++i;
-    if (i < n && p[i] == '\n') ++i;
+    size_t j = i + 1;
+    while (j < n && p[j] == '\r') ++j;
+    // CR...CRLF is one line end; a CR with no LF after its run is one of its own.
+    i = j < n && p[j] == '\n' ? j + 1 : i + 1;
   }
   return static_cast<size_t>(w - out);
 }

@@ -282,6 +282,33 @@ TEST(LineEnds, CrlfAndBareCrParseLikeLf) {
   }
 }
 
+// An MTA that relays a remote reply's CRLF lines inside its own CRLF text ends them "\r\r\n"
+// (DragonFly's dma does): that is one line end, or the reply's lines fall apart into paragraphs
+// and the diagnostic stops after the first.
+TEST(LineEnds, CrRunsBeforeLfAreOneLineEnd) {
+  const std::string text =
+      "From: MAILER-DAEMON <>\r\n"
+      "To: sender@example.jp\r\n"
+      "Subject: Mail delivery failed\r\n\r\n"
+      "There was an error delivering your mail to <user@example.org>.\r\n\r\n"
+      "mx.example.org [192.0.2.1] did not like our RCPT TO:\r\n"
+      "550-5.1.1 The email account that you tried to reach does not exist. Please try\r\r\n"
+      "550-5.1.1 double-checking the recipient's email address for typos or\r\r\n"
+      "550 5.1.1 unnecessary spaces.\r\n\r\n"
+      "Message headers follow.\r\n";
+  std::string single = text;
+  for (size_t at; (at = single.find("\r\r\n")) != std::string::npos;) single.erase(at, 1);
+  ParsedBounce doubled = ParseBounce(text, Rules());
+  ParsedBounce plain = ParseBounce(single, Rules());
+  ASSERT_EQ(doubled.recipients.size(), 1u) << doubled.error;
+  ASSERT_EQ(plain.recipients.size(), 1u) << plain.error;
+  EXPECT_EQ(doubled.recipients[0].diagnostic, plain.recipients[0].diagnostic);
+  EXPECT_NE(doubled.recipients[0].diagnostic.find("unnecessary spaces"), std::string::npos)
+      << doubled.recipients[0].diagnostic;
+  EXPECT_EQ(doubled.recipients[0].category, Category::kUserUnknown);
+  // (CR-only text, where "\r\r" is a blank line, is CrlfAndBareCrParseLikeLf's.)
+}
+
 // --- Encodings ------------------------------------------------------------------------------
 
 TEST(Encodings, Base64DeliveryStatusAndRfc2047Subject) {
