@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -604,8 +605,10 @@ std::vector<std::string> FailedRecipients(const MimeView& view) {
   return out;
 }
 
-// Who an ARF report or a Hotmail-style complaint is about.
-std::vector<Finding> FindingsFromFeedback(const MimeView& view, std::string_view report) {
+// Who an ARF report or a Hotmail-style complaint is about; *feedback_type gets the report's
+// Feedback-Type ("" when it states none).
+std::vector<Finding> FindingsFromFeedback(const MimeView& view, std::string_view report,
+                                          std::string* feedback_type) {
   std::vector<Finding> out;
   dsn::DeliveryStatus fields = dsn::ParseDeliveryStatus(report);
   std::vector<const std::vector<dsn::Field>*> groups{&fields.per_message};
@@ -636,7 +639,25 @@ std::vector<Finding> FindingsFromFeedback(const MimeView& view, std::string_view
   if (out.empty()) out.emplace_back();
   for (Finding& f : out)
     f.diagnostic = "feedback report: " + (type.empty() ? std::string("abuse") : type);
+  *feedback_type = type;
   return out;
+}
+
+// A complaint's provider code: the feedback type its report states (ARF's Feedback-Type,
+// SES's complaintFeedbackType), lower-case: "abuse", "fraud", "virus", "other", "not-spam",
+// "auth-failure" (RFC 5965, RFC 6591) and the like; "abuse" when it states none, as a report
+// without one is a complaint. The policy reads it: a not-spam or auth-failure report says
+// nothing of the recipient's wishes (storage/store.h, complaint_report_only_types).
+std::string FeedbackCode(std::string_view type) {
+  std::string code = AsciiLowerCopy(Sanitize(type, 32));
+  bool token = !code.empty();
+  for (char c : code) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      token = false;
+      break;
+    }
+  }
+  return token ? code : "abuse";
 }
 
 // The recipient of the returned message, for text bounces that name none. The bounce's own
@@ -850,6 +871,7 @@ ParsedBounce ParseMessage(std::string_view message,
   std::vector<Finding> findings;
   std::optional<Category> forced;
   std::string_view forced_rule;
+  std::string feedback_type;  // a complaint's, as its report states it
   // The findings are only what the message holds inside its attached message, or a guess from
   // its headers: an attached bounce read as a message of its own says more.
   bool weak = false;
@@ -871,7 +893,7 @@ ParsedBounce ParseMessage(std::string_view message,
       size_t at = FindNoCase(text, "feedback-type:");
       if (at != std::string_view::npos && (at == 0 || text[at - 1] == '\n')) report = text;
     }
-    findings = FindingsFromFeedback(view, report);
+    findings = FindingsFromFeedback(view, report, &feedback_type);
     forced = Category::kComplaint;
     forced_rule = "arf";
     // Hotmail's complaints are told by their subject alone, which a forward of one keeps
@@ -973,6 +995,7 @@ ParsedBounce ParseMessage(std::string_view message,
         out.kind = MessageKind::kFeedbackReport;
         forced = Category::kComplaint;
         forced_rule = "arf";
+        feedback_type = ses->feedback_type;
       } else {
         out.kind = MessageKind::kNonStandardBounce;
         if (ses->forced_category) {
@@ -1093,6 +1116,7 @@ ParsedBounce ParseMessage(std::string_view message,
     if (forced) {
       r.category = *forced;
       r.rule = std::string(forced_rule);
+      if (*forced == Category::kComplaint) r.provider_code = FeedbackCode(feedback_type);
     }
   }
   return out;

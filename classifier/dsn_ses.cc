@@ -139,6 +139,7 @@ std::optional<SesNotification> ParseSesNotification(std::string_view text) {
     out.type = SesNotification::Type::kComplaint;
     auto c = doc->find("complaint");
     if (c == doc->end() || !c->is_object()) return std::nullopt;
+    out.feedback_type = StringAt(*c, "complaintFeedbackType");
     auto list = c->find("complainedRecipients");
     if (list == c->end() || !list->is_array()) return std::nullopt;
     for (const nlohmann::json& r : *list) {

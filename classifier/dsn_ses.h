@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct SesNotification {
   std::vector<Finding> recipients;
   // Set when SES itself decided the class (it suppressed the address on its own list).
   std::optional<Category> forced_category;
+  // A complaint's complaintFeedbackType ("" when absent: SES leaves it out when the reporter
+  // gave none).
+  std::string feedback_type;
 };
 
 // Parses the JSON of an SES notification found in `text`; nullopt when it is not one.

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 #include <toml++/toml.h>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -329,7 +330,7 @@ void ParseTables(Reader& r, const toml::table& root, Config* c) {
     r.CheckKeys(*t, "policy",
                 {"hard_bounce_expiry", "soft_bounce_expiry", "complaint_expiry", "soft_threshold",
                  "soft_window_days", "soft_incident_gap", "count_deferrals", "complaints_suppress",
-                 "plus_extension", "recipient_delimiter"});
+                 "complaint_report_only_types", "plus_extension", "recipient_delimiter"});
     auto seconds = [&](const char* key, int64_t* out_s, bool allow_never) {
       int64_t ms = *out_s * 1000;
       r.Duration(*t, "policy", key, &ms, allow_never);
@@ -345,6 +346,16 @@ void ParseTables(Reader& r, const toml::table& root, Config* c) {
     p.count_min_span_seconds = int64_t{days} * 86400;
     r.Bool(*t, "policy", "count_deferrals", &p.count_deferrals);
     r.Bool(*t, "policy", "complaints_suppress", &p.complaints_suppress);
+    r.StringArray(*t, "policy", "complaint_report_only_types", &p.complaint_report_only_types);
+    // Compared with the provider code the classifier writes: lower-case, no blanks.
+    for (std::string& type : p.complaint_report_only_types) {
+      for (char& ch : type) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (type.empty() || type.find_first_of(" \t") != std::string::npos) {
+        r.Fail(t->get("complaint_report_only_types"), "policy.complaint_report_only_types",
+               "must be feedback types such as \"not-spam\" (non-empty, no blanks)");
+        break;
+      }
+    }
     r.Bool(*t, "policy", "plus_extension", &c->policy.plus_extension);
     r.String(*t, "policy", "recipient_delimiter", &c->policy.recipient_delimiter);
     for (char ch : c->policy.recipient_delimiter) {
@@ -461,6 +472,7 @@ soft_window_days = 7           # ... spread over at least this many days
 soft_incident_gap = "1h"       # failures closer than this to an incident's start are part of it
 count_deferrals = false        # whether 4xx mailbox_full/disabled deferrals count as incidents
 complaints_suppress = true
+complaint_report_only_types = ["not-spam", "auth-failure"]   # feedback reports that never suppress
 plus_extension = true          # user+ext@example.com is looked up as user@example.com
 recipient_delimiter = "+"
 

@@ -76,6 +76,10 @@ PolicyDecision ApplyPolicy(const SuppressionPolicy& p, PolicyFields& s, const Ev
 
   if (c == Category::kComplaint || e.log_status == "complaint") {
     if (!p.complaints_suppress || operator_lifted_later) return d;
+    const std::vector<std::string>& only = p.complaint_report_only_types;
+    if (c == Category::kComplaint &&
+        std::find(only.begin(), only.end(), e.result.provider_code) != only.end())
+      return d;
     d.suppress = true;
     d.reason = kReasonComplaint;
     d.source = "complaint";

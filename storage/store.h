@@ -137,6 +137,11 @@ struct SuppressionPolicy {
   // complaint (ARF) suppresses at once with reason "complaint".
   bool complaints_suppress = true;
   int64_t complaint_expiry_seconds = 0;
+  // Feedback types (a complaint's provider_code: the report's Feedback-Type, lower-case) whose
+  // reports are recorded and reported but never suppress: a not-spam report is the opposite of
+  // a complaint, and an auth-failure report (RFC 6591) is about a message that failed SPF, DKIM
+  // or DMARC (often one forged in the sender's name), not about what its recipient wants.
+  std::vector<std::string> complaint_report_only_types = {"not-spam", "auth-failure"};
   // Characters that start an address extension (at most 8); "" disables extension folding.
   // Keys are computed when written: a change applies to entries written from then on.
   std::string recipient_delimiters = "+";

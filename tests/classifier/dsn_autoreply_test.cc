@@ -155,6 +155,33 @@ TEST(AutoReplyAndFeedback, BouncesAndCronAreNoAutoReplies) {
 }
 
 // Line ends are no part of a system's wording.
+// A complaint's provider code is the feedback type its report states (lower-case), "abuse" when
+// it states none (Hotmail's older complaints): the suppression policy reads it, as not-spam and
+// auth-failure reports never suppress by default (storage/store.h).
+TEST(AutoReplyAndFeedback, ComplaintsCarryTheirFeedbackTypeAsProviderCode) {
+  const std::pair<const char*, const char*> cases[] = {{"arf-authfailure-01.eml", "auth-failure"},
+                                                       {"arf-notspam-01.eml", "not-spam"},
+                                                       {"arf-fraud-01.eml", "fraud"},
+                                                       {"arf-optout-01.eml", "opt-out"},
+                                                       {"arf-yahoo-01.eml", "abuse"},
+                                                       {"hotmail-complaint-01.eml", "abuse"}};
+  for (const auto& [file, code] : cases) {
+    ParsedBounce p = ParseBounce(ReadFile(Dir() / file), Rules());
+    ASSERT_EQ(p.recipients.size(), 1u) << file << ": " << p.error;
+    EXPECT_EQ(p.recipients[0].category, Category::kComplaint) << file;
+    EXPECT_EQ(p.recipients[0].provider_code, code) << file;
+  }
+  // SES complaints state theirs as complaintFeedbackType.
+  const std::string ses =
+      "From: no-reply@sns.amazonaws.com\nSubject: AWS Notification Message\n\n"
+      "{\"notificationType\":\"Complaint\",\"complaint\":{\"complaintFeedbackType\":"
+      "\"Not-Spam\",\"complainedRecipients\":[{\"emailAddress\":\"user@example.org\"}]}}\n";
+  ParsedBounce p = ParseBounce(ses, Rules());
+  ASSERT_EQ(p.recipients.size(), 1u) << p.error;
+  EXPECT_EQ(p.recipients[0].category, Category::kComplaint);
+  EXPECT_EQ(p.recipients[0].provider_code, "not-spam");
+}
+
 TEST(AutoReplyAndFeedback, LineEndsDoNotChangeTheReading) {
   for (const std::string& m : Messages()) {
     std::string bytes = ReadFile(Dir() / m);

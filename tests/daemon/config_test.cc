@@ -19,6 +19,8 @@ TEST(Config, EmptyFileMeansEveryDefault) {
   EXPECT_EQ(c->policy.suppression.count_threshold, 3);
   EXPECT_EQ(c->policy.suppression.count_min_span_seconds, 7 * 86400);
   EXPECT_EQ(c->policy.suppression.hard_bounce_expiry_seconds, 0);
+  EXPECT_EQ(c->policy.suppression.complaint_report_only_types,
+            (std::vector<std::string>{"not-spam", "auth-failure"}));
   EXPECT_EQ(c->policy.Effective().recipient_delimiters, "+");
   EXPECT_TRUE(c->milter.socket.empty());
 }
@@ -65,6 +67,7 @@ hard_bounce_expiry = "365d"
 soft_threshold = 5
 soft_window_days = 14
 complaint_expiry = 86400
+complaint_report_only_types = ["Not-Spam", "auth-failure", "virus"]
 plus_extension = false
 [milter]
 socket = "inet:8895@127.0.0.1"
@@ -85,6 +88,8 @@ timeout = "500ms"
   EXPECT_EQ(c->policy.suppression.count_threshold, 5);
   EXPECT_EQ(c->policy.suppression.count_min_span_seconds, 14 * 86400);
   EXPECT_EQ(c->policy.suppression.complaint_expiry_seconds, 86400);
+  EXPECT_EQ(c->policy.suppression.complaint_report_only_types,
+            (std::vector<std::string>{"not-spam", "auth-failure", "virus"}));
   EXPECT_EQ(c->policy.Effective().recipient_delimiters, "");
   EXPECT_EQ(c->milter.default_action, RcptAction::kLog);
   EXPECT_EQ(c->milter.ActionFor(Category::kMailboxFull), RcptAction::kTempfail);
@@ -109,6 +114,8 @@ TEST(Config, RefusesUnknownKeysAndBadValuesWithFileLineKeyAndReason) {
   ExpectRefused("[policy]\nhard_bounce_expiry = \"soon\"\n",
                 "policy.hard_bounce_expiry: bad duration");
   ExpectRefused("[query]\nmode = \"0999\"\n", "query.mode: must be a file mode");
+  ExpectRefused("[policy]\ncomplaint_report_only_types = [\"not spam\"]\n",
+                "policy.complaint_report_only_types: must be feedback types");
   ExpectRefused("[milter]\nsocket = \"/run/m.sock\"\n", "milter.socket: must be");
   ExpectRefused("[milter]\nactions = { no_such_category = \"reject\" }\n",
                 "milter.actions.no_such_category: unknown category");

@@ -138,6 +138,29 @@ TEST(PolicyTest, ComplaintSuppressesWithItsOwnReason) {
   EXPECT_EQ(d.source, "complaint");
 }
 
+// Not-spam and auth-failure reports say nothing of what the recipient wants: recorded, never
+// suppressing, unless the operator lists other feedback types.
+TEST(PolicyTest, ReportOnlyFeedbackTypesDoNotSuppress) {
+  auto complaint = [](const char* type) {
+    Event e = MakeEvent("a@x.org", Category::kComplaint, "complaint", kT0);
+    e.result.provider_code = type;
+    return e;
+  };
+  SuppressionPolicy p;
+  for (const char* type : {"not-spam", "auth-failure"}) {
+    RecipientState s;
+    EXPECT_FALSE(ApplyEvent(p, s, complaint(type), kT0).suppress) << type;
+  }
+  for (const char* type : {"abuse", "fraud", "opt-out", ""}) {
+    RecipientState s;
+    EXPECT_TRUE(ApplyEvent(p, s, complaint(type), kT0).suppress) << type;
+  }
+  p.complaint_report_only_types = {"abuse"};
+  RecipientState s1, s2;
+  EXPECT_FALSE(ApplyEvent(p, s1, complaint("abuse"), kT0).suppress);
+  EXPECT_TRUE(ApplyEvent(p, s2, complaint("auth-failure"), kT0).suppress);
+}
+
 TEST(PolicyTest, EventsBeforeAManualUnsuppressDoNotResuppress) {
   RecipientState s;
   s.manual_unsuppressed = kT0 + 100;
