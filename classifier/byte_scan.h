@@ -18,12 +18,20 @@ namespace bounced {
 template <char... C>
 inline size_t FindAnyOf(const char* p, size_t from, size_t limit) {
 #if defined(__SSE2__)
-  for (; from + 16 <= limit; from += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + from));
+  auto hits = [p](size_t at) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
     __m128i hit = _mm_setzero_si128();
     ((hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, _mm_set1_epi8(C)))), ...);
-    const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
+    return static_cast<unsigned>(_mm_movemask_epi8(hit));
+  };
+  for (; from + 32 <= limit; from += 32) {
+    const unsigned mask = hits(from) | hits(from + 16) << 16;
     if (mask != 0) return from + static_cast<size_t>(__builtin_ctz(mask));
+  }
+  if (from + 16 <= limit) {
+    const unsigned mask = hits(from);
+    if (mask != 0) return from + static_cast<size_t>(__builtin_ctz(mask));
+    from += 16;
   }
 #endif
   for (; from < limit; ++from) {

@@ -73,23 +73,10 @@ void ForEachAddressSpan(std::string_view line, Span&& span) {
 // changes only the case of its domain: two spans (or a span and a normalised address) name the
 // same recipient when they are equal without case, and a span's lower-case copy is its key.
 
-// Where the first '\n' at or after `from` is, or text.size(); sixteen bytes at a time (a memchr
-// call per line cost more than the short lines it scanned).
+// Where the first '\n' at or after `from` is, or text.size() (a memchr call per line cost more
+// than the short lines it scanned).
 size_t NextNewline(std::string_view text, size_t from) {
-  const char* p = text.data();
-  size_t n = text.size(), i = from;
-#if defined(__SSE2__)
-  const __m128i nl = _mm_set1_epi8('\n');
-  for (; i + 16 <= n; i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
-    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-  }
-#endif
-  for (; i < n; ++i) {
-    if (p[i] == '\n') return i;
-  }
-  return n;
+  return FindAnyOf<'\n'>(text.data(), from, text.size());
 }
 
 std::vector<std::string_view> SplitLines(std::string_view text) {
