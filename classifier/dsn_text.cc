@@ -909,10 +909,12 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
       // next reply line is someone else's.
       bool summary = StartsWithReplyCode(TrimSpace(lines[o.line]));
       for (; j < lines.size() && j < o.line + kMaxBlockLines; ++j) {
+        // Trimmed once for every test below (IsSeparator reads past leading blanks itself).
+        const std::string_view t = TrimSpace(lines[j]);
         if (j > o.line) {
-          if (IsSeparator(lines[j])) break;
-          if (summary && StartsWithReplyCode(TrimSpace(lines[j]))) break;
-          if (IsBlank(lines[j])) {
+          if (IsSeparator(t)) break;
+          if (summary && StartsWithReplyCode(t)) break;
+          if (t.empty()) {
             // "For the following reason:" / "The error that the other server returned was:"
             // announce the reason after a blank line.
             if (content && !last_line.ends_with(":")) break;
@@ -922,7 +924,7 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
           // Once the block has reason text, further lines cannot change that.
           if (!content && HasReasonText(lines[j])) content = true;
         }
-        last_line = TrimSpace(lines[j]);
+        last_line = t;
         diag += last_line;
         diag += '\n';
       }
