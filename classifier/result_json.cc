@@ -243,14 +243,17 @@ void AppendJson(const Result& r, std::string* out) {
   struct Field {
     std::string_view key;
     std::string_view value;
+    // The category's own words (result.cc's table: lower-case letters and '_'), plain JSON
+    // as they are: only the result's strings need checking.
+    bool described = false;
   };
   const Field fields[] = {
-      {"{\"action\":\"", ToString(info.action)},
-      {",\"category\":\"", info.name},
-      {",\"cause\":\"", info.cause},
+      {"{\"action\":\"", ToString(info.action), true},
+      {",\"category\":\"", info.name, true},
+      {",\"cause\":\"", info.cause, true},
       {",\"diagnostic\":\"", r.diagnostic},
       {",\"dsn_action\":\"", r.dsn_action},
-      {",\"fault\":\"", ToString(info.fault)},
+      {",\"fault\":\"", ToString(info.fault), true},
       {",\"original_recipient\":\"", r.original_recipient},
       {",\"provider\":\"", r.provider},
       {",\"provider_code\":\"", r.provider_code},
@@ -270,7 +273,7 @@ void AppendJson(const Result& r, std::string* out) {
   bool plain = true;
   for (const Field& f : fields) {
     need += f.key.size() + f.value.size() + 1;
-    plain = plain && PlainAsciiPrefix(f.value) == f.value.size();
+    plain = plain && (f.described || PlainAsciiPrefix(f.value) == f.value.size());
   }
   if (plain) {
     size_t at = out->size();
