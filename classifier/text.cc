@@ -403,6 +403,18 @@ bool EqualsNoCaseSameSize(std::string_view a, std::string_view b) {
     std::memcpy(&y, b.data() + a.size() - 8, 8);
     return x == y || AsciiLower8(x) == AsciiLower8(y);
   }
+  if (a.size() >= 4) {
+    // Four to seven bytes (an encoding, a charset, a short word): as one word of the first
+    // four and the last four bytes, which overlap.
+    uint32_t a0, a1, b0, b1;
+    std::memcpy(&a0, a.data(), 4);
+    std::memcpy(&a1, a.data() + a.size() - 4, 4);
+    std::memcpy(&b0, b.data(), 4);
+    std::memcpy(&b1, b.data() + a.size() - 4, 4);
+    uint64_t x = a0 | uint64_t{a1} << 32;
+    uint64_t y = b0 | uint64_t{b1} << 32;
+    return x == y || AsciiLower8(x) == AsciiLower8(y);
+  }
   for (; i < a.size(); ++i) {
     if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
   }
