@@ -14,7 +14,9 @@
 
 namespace bounced {
 
-// The first position in [from, limit) of `p` holding one of the bytes C..., or `limit`.
+// The first position in [from, limit) of `p` holding one of the bytes C..., or `limit`. The
+// bytes p[0, limit) must be readable: a tail shorter than a block is read as the block that
+// ends at `limit` (callers pass the start of their text).
 template <char... C>
 inline size_t FindAnyOf(const char* p, size_t from, size_t limit) {
 #if defined(__SSE2__)
@@ -32,6 +34,12 @@ inline size_t FindAnyOf(const char* p, size_t from, size_t limit) {
     const unsigned mask = hits(from);
     if (mask != 0) return from + static_cast<size_t>(__builtin_ctz(mask));
     from += 16;
+  }
+  if (from < limit && limit >= 16) {
+    // The last bytes, as the block ending at `limit`, its bytes before `from` masked off.
+    const size_t base = limit - 16;
+    const unsigned mask = hits(base) & (~0u << (from - base));
+    return mask != 0 ? base + static_cast<size_t>(__builtin_ctz(mask)) : limit;
   }
 #endif
   for (; from < limit; ++from) {
