@@ -698,8 +698,9 @@ Explanation::Explanation(const MimeView& view) {
     text_ = owned_;
   }
   // Lines are split as the loop reaches them: the text often goes on with the returned
-  // message, which no scan reads.
-  lines_.reserve(16);
+  // message, which no scan reads. Room for a line per 40 bytes (bounce text runs 30 to 80 a
+  // line): grown once or not at all, not from 16 up.
+  lines_.reserve(std::min<size_t>(text_.size() / 40 + 8, 512));
   size_t offset = 0;
   // Reason letters in the lines before the current one, counted as far as a marker needed
   // them (HasReasonText of the text above the marker, without reading it again each time).
