@@ -673,15 +673,6 @@ struct Walker {
 
 }  // namespace
 
-std::string_view MimeView::Find(const std::vector<Header>& headers, std::string_view name) {
-  for (const Header& h : headers) {
-    if (h.name == name) return h.value;
-  }
-  return {};
-}
-
-std::string_view MimeView::Get(std::string_view name) const { return Find(headers, name); }
-
 // Out of line: inlined, it made the decoder's walk too big for the compiler to inline the
 // small helpers the walk calls on every part.
 void MimeView::AddAttached(std::string_view bytes, Owner owner) {

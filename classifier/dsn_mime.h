@@ -107,9 +107,16 @@ struct MimeView {
   HeaderStorage storage;
   std::vector<Owner> owners;
 
-  // First value of a header (name lower-case), or "" when absent.
-  std::string_view Get(std::string_view name) const;
-  static std::string_view Find(const std::vector<Header>& headers, std::string_view name);
+  // First value of a header (name lower-case), or "" when absent. Inline: callers name the
+  // header by a literal, whose size then makes each comparison a few word compares, not a
+  // memcmp call per header.
+  std::string_view Get(std::string_view name) const { return Find(headers, name); }
+  static std::string_view Find(const std::vector<Header>& headers, std::string_view name) {
+    for (const Header& h : headers) {
+      if (h.name == name) return h.value;
+    }
+    return {};
+  }
 };
 
 // Parses a bare header block ("Name: value" lines with folded continuations) up to the first
