@@ -980,6 +980,23 @@ bool PlainHeaderValue(std::string_view v) {
   }
   if (i != 0) return i == v.size() || plain16(v.size() - 16);  // the tail: one overlapping step
 #endif
+  // Shorter values (a Precedence, an Auto-Submitted, "<>") as two overlapping words of eight or
+  // four bytes, four of them padded with a plain byte; three bytes or fewer one by one.
+  constexpr uint64_t k01 = 0x0101010101010101ull, k80 = 0x8080808080808080ull;
+  auto plain_word = [](uint64_t w) {
+    auto has_zero = [](uint64_t x) { return (x - k01) & ~x & k80; };
+    return ((w & k80) | has_zero(w ^ ('\n' * k01)) | has_zero(w ^ ('\t' * k01)) |
+            has_zero(w ^ ('=' * k01))) == 0;
+  };
+  auto word = [&v](size_t at, size_t size) {
+    uint64_t w = 0x6161616161616161ull;  // 'a'
+    std::memcpy(&w, v.data() + at, size);
+    return w;
+  };
+  if (v.size() >= 8 && v.size() <= 16)
+    return plain_word(word(0, 8)) && plain_word(word(v.size() - 8, 8));
+  if (v.size() >= 4 && v.size() < 8)
+    return plain_word(word(0, 4)) && plain_word(word(v.size() - 4, 4));
   for (; i < v.size(); ++i) {
     char c = v[i];
     if ((static_cast<unsigned char>(c) & 0x80) != 0 || c == '\n' || c == '\t' || c == '=')

@@ -136,6 +136,33 @@ TEST(DecodeMime, Rfc2047AndBase64) {
   EXPECT_EQ(v.parts[0].text(), "Destinataire inconnu \xc3\xa9");
 }
 
+// A value of any length with a tab, a non-ASCII byte or an encoded word in it is decoded (tabs
+// become spaces, bytes are made UTF-8); one without is viewed as it is. Short values are told
+// apart word by word, longer ones sixteen bytes at a time: every length and place is tried.
+TEST(DecodeMime, HeaderValuesOfEveryLengthDecodedWhenTheyNeedIt) {
+  for (size_t n = 1; n <= 40; ++n) {
+    for (size_t at = 0; at < n; ++at) {
+      std::string plain(n, 'a');
+      std::string tabbed = plain;
+      tabbed[at] = '\t';
+      std::string high = plain;
+      high[at] = '\xe9';  // Latin-1, not UTF-8
+      std::string message = "From: x@example.org\nSubject: " + plain + "\nTo: " + tabbed +
+                            "\nReply-To: " + high + "\n\nbody\n";
+      MimeView v = DecodeMime(message);
+      EXPECT_EQ(v.Get("subject"), plain) << n;
+      std::string spaced = plain;
+      spaced[at] = ' ';
+      // Trimmed after unfolding: a tab at either end goes with the blanks.
+      std::string_view expected = spaced;
+      while (!expected.empty() && expected.front() == ' ') expected.remove_prefix(1);
+      while (!expected.empty() && expected.back() == ' ') expected.remove_suffix(1);
+      EXPECT_EQ(v.Get("to"), expected) << n << " " << at;
+      EXPECT_NE(v.Get("reply-to"), high) << n << " " << at;  // replaced, not kept as is
+    }
+  }
+}
+
 TEST(DecodeMime, Iso2022JpUndeclared) {
   // "\x1b$B" ... "\x1b(B": ISO-2022-JP for the word "mail" (メール) with no charset given.
   MimeView v = DecodeMime("From: a@b.example\nSubject: x\n\n\x1b$B%a!<%k\x1b(B\n");
