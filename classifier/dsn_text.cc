@@ -225,7 +225,7 @@ bool IsReturnedMessageMarker(std::string_view line) {
   while (lead_space < line.size() && lead(lead_space) == kSpace) ++lead_space;
   if (lead_space == line.size() || lead(lead_space) != kFirst) return false;
   char first = line[lead_space];
-  std::string_view t = TrimSpace(line);
+  std::string_view t = TrimSpace(line.substr(lead_space));  // the leading blanks are counted
   if (t.size() < 8 || t.size() > 100) return false;
   if (!(first == '-' || first == '=' || first == '*' || first == '_' || first == '[' ||
         first == '<' || first == '|')) {
