@@ -3,7 +3,10 @@
 // what they look for: reply-code digits, HTML tags, the digits of a status.
 #pragma once
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -13,6 +16,15 @@
 #endif
 
 namespace bounced {
+
+// Eight bytes as one little-endian word, whatever the machine's order (word-at-a-time compares
+// of names and values).
+inline uint64_t LoadWord(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+  return v;
+}
 
 // The first position in [from, limit) of `p` holding one of the bytes C..., or `limit`. The
 // bytes p[0, limit) must be readable: a tail shorter than a block is read as the block that

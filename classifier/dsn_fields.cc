@@ -74,12 +74,6 @@ bool StartsRecipient(std::string_view name) {
   return name == "final-recipient" || name == "original-recipient" || name == "x-actual-recipient";
 }
 
-uint64_t LoadWord(const char* p) {
-  uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  return w;
-}
-
 // Whether a field's name is `lower` (lower-case, the same size) in any case. Names are letters,
 // digits and '-' (SplitField), whose case OR-ing 0x20 folds and which it leaves apart: eight
 // bytes a step, the last word overlapping the one before.

@@ -111,14 +111,6 @@ inline bool NameIsSameSize(std::string_view name, std::string_view lower) {
   return true;
 }
 
-// Eight bytes as one little-endian word, whatever the machine's order.
-inline uint64_t LoadWord(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
-  return v;
-}
-
 // A lower-case header name of 8 bytes or more as words for NameIs: the bytes at offsets 0, 8,
 // 16 ... and size - 8 (the last word may overlap the one before), with the bits a name's byte
 // may differ in (0x20 for a letter, none for '-'), as NameIsSameSize compares them.
