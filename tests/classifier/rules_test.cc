@@ -285,6 +285,37 @@ const Case kCases[] = {
     {"u@example.com", "Several matches found in Domino Directory", Category::kSystemError, "", ""},
     {"u@example.com", "Invalid final delivery userid: u@example.com", Category::kUserUnknown, "",
      ""},
+    // Facebook's coded replies (facebook.com addresses until 2014): the code decides, and a
+    // block of our server is never the address's fault, whatever its 5xx.
+    {"a@facebook.com",
+     "550 5.1.1 RCP-P1 http://postmaster.facebook.com/response_codes?ip=192.0.2.1#rcp The "
+     "attempted recipient address does not exist",
+     Category::kUserUnknown, "facebook", "RCP-P1"},
+    {"a@facebook.com",
+     "550 5.1.1 RCP-T4 http://postmaster.facebook.com/response_codes?ip=192.0.2.1#rcp The "
+     "attempted recipient address is currently deactivated",
+     Category::kMailboxDisabled, "facebook", "RCP-T4"},
+    {"a@facebook.com",
+     "550 5.7.1 RCP-P2 http://postmaster.facebook.com/response_codes?ip=192.0.2.1#rcp Refused "
+     "due to recipient preferences",
+     Category::kFiltered, "facebook", "RCP-P2"},
+    {"a@facebook.com",
+     "554 5.7.1 POL-P3 http://postmaster.facebook.com/response_codes?ip=192.0.2.1#pol Facebook "
+     "is not accepting messages from your mail server",
+     Category::kReputationBlock, "facebook", "POL-P3"},
+    {"a@facebook.com",
+     "550 5.7.1 DNS-P3 http://postmaster.facebook.com/response_codes?ip=192.0.2.1#dns Your mail "
+     "server does not have a reverse DNS record",
+     Category::kRequirePtr, "facebook", "DNS-P3"},
+    {"a@facebook.com",
+     "421 4.7.1 CON-T3 http://postmaster.facebook.com/response_codes?ip=192.0.2.1#con Too many "
+     "new connections from your mail server",
+     Category::kRateLimited, "facebook", "CON-T3"},
+    // No recipient domain to go by: the response-codes link names the provider.
+    {"",
+     "552 5.3.4 MSG-P1 http://postmaster.facebook.com/response_codes?ip=192.0.2.1#msg Message "
+     "exceeds the maximum allowed size",
+     Category::kMessageTooLarge, "facebook", "MSG-P1"},
     // Exim's own router and transport messages
     {"u@example.org", "all host address lookups failed permanently", Category::kDomainUnknown, "",
      ""},
