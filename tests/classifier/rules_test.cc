@@ -192,7 +192,8 @@ const Case kCases[] = {
      Category::kMailboxDisabled, "", ""},
     {"u@example.org", "550 5.2.1 This account has been suspended", Category::kMailboxDisabled, "",
      ""},
-    {"u@qq.com", "550 Mailbox unavailable or access denied", Category::kMailboxDisabled, "", ""},
+    {"u@qq.com", "550 Mailbox unavailable or access denied", Category::kMailboxDisabled, "tencent",
+     ""},
     {"u@example.org",
      "450 4.2.0 <u@example.org>: Recipient address rejected: Greylisted, see "
      "http://postgrey.schweikert.ch/help/example.org.html",
@@ -311,6 +312,13 @@ const Case kCases[] = {
      "421 4.7.1 CON-T3 http://postmaster.facebook.com/response_codes?ip=192.0.2.1#con Too many "
      "new connections from your mail server",
      Category::kRateLimited, "facebook", "CON-T3"},
+    // Providers known by their domains, with their codes kept.
+    {"u@cox.net", "554 5.7.1 <u@cox.net> IP 192.0.2.1 is on a block list. AUP#CDRBL",
+     Category::kReputationBlock, "cox", "AUP#CDRBL"},
+    {"u@163.com", "451 4.7.1 RP:CEL too many messages from your IP", Category::kRateLimited,
+     "netease", "RP:CEL"},
+    {"u@i.ua", "550 5.1.1 User is not found. https://mail.i.ua/err/2/", Category::kUserUnknown,
+     "iua", "2"},
     // No recipient domain to go by: the response-codes link names the provider.
     {"",
      "552 5.3.4 MSG-P1 http://postmaster.facebook.com/response_codes?ip=192.0.2.1#msg Message "
