@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <toml++/toml.h>
 #include <nlohmann/json.hpp>
 
 #include "daemon/report_advice.h"
@@ -166,6 +167,20 @@ TEST(ReportAdviceTest, ShippedFileCoversTheProviderCodesAndEverySenderCategory) 
   EXPECT_EQ(book.GroupOf("aol"), "yahoo");
   EXPECT_EQ(book.NameOf("yahoo"), "Yahoo/AOL");
   EXPECT_EQ(book.GroupOf(""), "other");
+}
+
+// Every provider the shipped rules can name gets a report row with a readable name, not its id.
+TEST(ReportAdviceTest, ShippedFileNamesEveryProviderOfTheShippedRules) {
+  AdviceBook book = Advice();
+  toml::table rules = toml::parse_file(BOUNCED_SOURCE_DIR "/rules/default.toml");
+  const toml::array* providers = rules["provider"].as_array();
+  ASSERT_NE(providers, nullptr);
+  ASSERT_GT(providers->size(), 10u);
+  for (const toml::node& p : *providers) {
+    std::string id = p.as_table()->get("name")->value_or(std::string());
+    SCOPED_TRACE(id);
+    EXPECT_NE(book.Provider(book.GroupOf(id)), nullptr);
+  }
 }
 
 TEST(ReportAdviceTest, BadFilesAreRefusedWithTheReason) {
