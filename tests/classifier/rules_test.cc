@@ -144,10 +144,11 @@ const Case kCases[] = {
      "550 5.7.1 Unfortunately, messages from [192.0.2.1] weren't sent. Please contact your "
      "Internet service provider since part of their network is on our block list (S3140).",
      Category::kReputationBlock, "microsoft", "S3140"},
+    // A customer's own domain on Exchange Online: the delisting portal names Microsoft.
     {"m@contoso.com",
      "550 5.7.606 Access denied, banned sending IP [192.0.2.1]. To request removal from this "
      "list please visit https://sender.office.com/",
-     Category::kReputationBlock, "", ""},
+     Category::kReputationBlock, "microsoft", "5.7.606"},
     {"m@live.com",
      "451 4.7.650 The mail server [192.0.2.1] has been temporarily rate limited due to IP "
      "reputation.",
@@ -312,6 +313,11 @@ const Case kCases[] = {
      "421 4.7.1 CON-T3 http://postmaster.facebook.com/response_codes?ip=192.0.2.1#con Too many "
      "new connections from your mail server",
      Category::kRateLimited, "facebook", "CON-T3"},
+    // Exchange Online in front of a customer's own domain: its links name it.
+    {"u@contoso-example.com",
+     "550 5.7.708 Service unavailable. Access denied, traffic not accepted from this IP. For "
+     "more information please go to http://go.microsoft.com/fwlink/?LinkId=526653 AS(7230)",
+     Category::kReputationBlock, "microsoft", "AS(7230)"},
     // Providers known by their domains, with their codes kept.
     {"u@cox.net", "554 5.7.1 <u@cox.net> IP 192.0.2.1 is on a block list. AUP#CDRBL",
      Category::kReputationBlock, "cox", "AUP#CDRBL"},
