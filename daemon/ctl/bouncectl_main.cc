@@ -20,37 +20,45 @@ namespace {
 // memory. mimalloc reads its options when it initialises, before main and before the program's
 // own constructors; functions in .preinit_array run earlier, right after relocation.
 //
-// A thread's first heap segment would still be on 4 KiB pages: once a process has a second
-// thread, mimalloc delays committing each thread's first segment (eager_commit_delay, 1 by
-// default) and leaves such a segment off large pages. The parse workers then took ~640 faults
-// that the main thread did not (a threaded run on 3,720 files: 1,775 -> 1,140 faults, -1.4 ms
-// of CPU, -1 ms wall), so the delay is 0 whenever large pages are on.
-//
-// MIMALLOC_LARGE_OS_PAGES and MIMALLOC_EAGER_COMMIT_DELAY in the environment still decide
-// (looked up in `envp`: getenv does not work yet). Not for bounced: a daemon's start-up does not
-// matter, and its heap should stay as small as it can.
-bool InEnvironment(char** envp, std::string_view variable) {
-  for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
-    std::string_view entry(*e);
-    if (entry.size() > variable.size() && entry.substr(0, variable.size()) == variable &&
-        entry[variable.size()] == '=') {
-      return true;
-    }
-  }
-  return false;
-}
-
+// MIMALLOC_LARGE_OS_PAGES in the environment still decides (looked up in `envp`: getenv does
+// not work yet). Not for bounced: a daemon's start-up does not matter, and its heap should stay
+// as small as it can.
 void PreferLargePages(int, char**, char** envp) {
-  if (InEnvironment(envp, "MIMALLOC_LARGE_OS_PAGES")) return;
-  mi_option_enable(mi_option_large_os_pages);
-  if (!InEnvironment(envp, "MIMALLOC_EAGER_COMMIT_DELAY")) {
-    mi_option_set(mi_option_eager_commit_delay, 0);
+  constexpr std::string_view kVariable = "MIMALLOC_LARGE_OS_PAGES=";
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
+    if (std::string_view(*e).substr(0, kVariable.size()) == kVariable) return;
   }
+  mi_option_enable(mi_option_large_os_pages);
 }
 }  // namespace
 __attribute__((section(".preinit_array"),
                used)) void (*const bounced_preinit)(int, char**, char**) = PreferLargePages;
 #endif
+
+namespace bounced::ctl {
+
+// A worker thread's heap would still be on 4 KiB pages: once a process has a second thread,
+// mimalloc delays committing each thread's first heap segment (eager_commit_delay, 1 by
+// default) and leaves such a segment off large pages. A parse worker then took ~640 page faults
+// that the main thread did not (a threaded run on 3,720 files: 1,775 -> 1,140 faults, -1.4 ms of
+// CPU, -1 ms wall; bench/RESULTS.md, "Twelfth session"). Committing eagerly costs each thread a
+// few MiB of resident memory (16 threads: 36 -> 103 MB), which is what the delay is for; so only
+// up to kEagerHeapThreads threads get it. MIMALLOC_EAGER_COMMIT_DELAY in the environment still
+// decides.
+void PrepareThreadHeaps(unsigned threads) {
+#if defined(BOUNCED_WITH_MIMALLOC)
+  constexpr unsigned kEagerHeapThreads = 4;
+  if (threads > kEagerHeapThreads || !mi_option_is_enabled(mi_option_large_os_pages) ||
+      std::getenv("MIMALLOC_EAGER_COMMIT_DELAY") != nullptr) {
+    return;
+  }
+  mi_option_set(mi_option_eager_commit_delay, 0);
+#else
+  (void)threads;
+#endif
+}
+
+}  // namespace bounced::ctl
 
 int main(int argc, char** argv) {
   bounced::ctl::Context ctx;

@@ -95,6 +95,7 @@ class BlockReader {
  public:
   explicit BlockReader(int fd) : fd_(fd) {
     for (ParsedBlock& b : blocks_) free_.push_back(&b);
+    PrepareThreadHeaps(2);
     thread_ = std::thread([this] { Run(); });
   }
   ~BlockReader() {
