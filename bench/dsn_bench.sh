@@ -18,7 +18,7 @@
 # the machine falls on both tools alike, and the ratio is also given per round (median).
 # Every program's standard output goes to a file, as `bouncectl parse ... > out.jsonl` would:
 # a pipe to this script would put a reader process on the CPUs the threads use. The same argument list is
-# also given to read_floor_bench, which only opens, fstats, reads and closes each file as
+# also given to read_floor_bench, which only opens, reads (to the end) and closes each file as
 # bouncectl does (no parsing): the kernel's and the process's share that no parser can remove.
 set -euo pipefail
 
@@ -90,7 +90,7 @@ print(f"files={len(files)} repeat={repeat} messages={n} rounds={rounds} (best of
 print(f"bouncectl parse --jobs 1: wall={w1:.3f}s cpu={c1:.3f}s  {n / w1:,.0f} msgs/s wall  {n / c1:,.0f} msgs/s cpu  (output lines={lines})")
 print(f"bouncectl parse (threads): wall={wt:.3f}s cpu={ct:.3f}s  {n / wt:,.0f} msgs/s wall  {n / ct:,.0f} msgs/s cpu")
 print(f"sisimai 4.25   : wall={sw:.3f}s cpu={sc:.3f}s  {n / sw:,.0f} msgs/s wall  {n / sc:,.0f} msgs/s cpu  ({sout.decode().strip()})")
-print(f"read floor     : wall={fw:.3f}s cpu={fc:.3f}s  (open/fstat/read/close of the same files, no parsing: {fout.decode().strip()})")
+print(f"read floor     : wall={fw:.3f}s cpu={fc:.3f}s  (open/read/close of the same files, no parsing: {fout.decode().strip()})")
 print(f"100x sisimai allows {sc / 100:.3f}s cpu / {sw / 100:.3f}s wall; the read floor alone takes {100 * fc / (sc / 100):.0f}% / {100 * fw / (sw / 100):.0f}% of that")
 print(f"ratio, one thread : {sw / w1:.1f}x wall, {sc / c1:.1f}x cpu")
 print(f"ratio, threads    : {sw / wt:.1f}x wall, {sc / ct:.1f}x cpu")

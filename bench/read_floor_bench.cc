@@ -1,6 +1,6 @@
 // read_floor_bench: the cost of only reading the bounce files `bouncectl parse` is given, with
-// the same system calls it makes per file (open, fstat, one read into a reused page-aligned
-// buffer, close) and no parsing at all. dsn_bench.sh runs it on the same argument list as
+// the same system calls it makes per file (openat from the file's folder, a read into a reused
+// page-aligned buffer and one more to see the end, close) and no parsing at all. dsn_bench.sh runs it on the same argument list as
 // bouncectl and Sisimai, so the kernel's share of a parse run (the part no parser can remove) is
 // shown in the same run, next to the ratio it bounds.
 //
@@ -8,13 +8,13 @@
 //   files=N bytes=B wall=S cpu=S user=S sys=S
 #include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <memory>
 
+#include "common/file_open.h"
 #include "common/read_buffer.h"
 
 namespace {
@@ -32,17 +32,19 @@ int main(int argc, char** argv) {
   bounced::PageBuffer buffer(1 << 16);
   unsigned long long bytes = 0;
   int files = 0;
+  bounced::FolderOpener opener;
   for (int i = 1; i < argc; ++i) {
-    int fd = ::open(argv[i], O_RDONLY | O_CLOEXEC);
+    int fd = opener.Open(argv[i]);
     if (fd < 0) continue;
-    struct stat st {};
-    size_t want = buffer.capacity();
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-      want = static_cast<size_t>(st.st_size) + 1;
-      buffer.Reserve(want);
+    // As bouncectl reads a file: into a kept page-aligned buffer, to the end (a read of 0).
+    size_t size = 0;
+    for (;;) {
+      if (size == buffer.capacity()) buffer.Reserve(2 * buffer.capacity(), size);
+      ssize_t n = ::read(fd, buffer.data() + size, buffer.capacity() - size);
+      if (n <= 0) break;
+      size += static_cast<size_t>(n);
     }
-    ssize_t n = ::read(fd, buffer.data(), want);
-    if (n > 0) bytes += static_cast<unsigned long long>(n);
+    bytes += size;
     ::close(fd);
     ++files;
   }

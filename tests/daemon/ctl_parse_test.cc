@@ -3,6 +3,7 @@
 // were given, and an unreadable file in the middle keeps its place and sets exit code 1. GMime
 // is loaded only by commands that parse messages.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -26,7 +27,10 @@ std::vector<std::string> TestBounces() {
 
 std::string Args(const std::vector<std::string>& files) {
   std::string out;
-  for (const std::string& f : files) out += " " + Quote(f);
+  for (const std::string& f : files) {
+    out += ' ';
+    out += Quote(f);
+  }
   return out;
 }
 
@@ -192,6 +196,47 @@ TEST(CtlParse, AGMimeThatCannotBeLoadedIsTheErrorOfMessagesThatNeedIt) {
       }
     }
   }
+}
+
+// Files are read to their end, not to the size fstat would give: a bounce far larger than the
+// read buffer's first size (its report after 200 KiB of text), a named pipe, and files from
+// several folders in turn all parse as the plain file does.
+TEST(CtlParse, ReadsEveryKindOfFileToItsEnd) {
+  TempDir dir;
+  const std::string original = kTestData + "/dsn/postfix/cs01-04.eml";
+  const std::string text = ReadFile(original);
+  size_t report =
+      text.find("--8D0E3A74992.1795972193/mta.testbed.local\nContent-Description: Delivery report");
+  ASSERT_NE(report, std::string::npos);
+  std::string padding;
+  for (int i = 0; padding.size() < 200 * 1024; ++i) {
+    padding.append("padding line ").append(std::to_string(i));
+    padding.append(" of the notification, to make it large\n");
+  }
+  AppendFile(dir / "large.eml", text.substr(0, report) + padding + "\n" + text.substr(report));
+  std::filesystem::create_directory(dir / "other");
+  AppendFile(dir / "other/copy.eml", text);
+  ASSERT_EQ(::mkfifo((dir / "pipe.eml").c_str(), 0600), 0);
+
+  // The recipients' part of each line (after "file"), which must be the original's.
+  auto results = [](const std::string& line) {
+    size_t at = line.find("\"kind\"");
+    return at == std::string::npos ? std::string() : line.substr(at);
+  };
+  std::vector<std::string> want =
+      Lines(Shell(kBouncectl + " parse --jobs 1 " + Quote(original) + " 2>/dev/null"));
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_NE(want[0].find("\"provider_code\":\"CS01\""), std::string::npos) << want[0];
+  int rc = -1;
+  std::vector<std::string> lines =
+      Lines(Shell("(cat " + Quote(original) + " > " + Quote(dir / "pipe.eml") + " &) ; " +
+                      kBouncectl + " parse --jobs 1 " + Quote(dir / "large.eml") + " " +
+                      Quote(dir / "pipe.eml") + " " + Quote(dir / "other/copy.eml") + " " +
+                      Quote(original) + " " + Quote(dir / "large.eml") + " 2>/dev/null",
+                  &rc));
+  EXPECT_EQ(rc, 0);
+  ASSERT_EQ(lines.size(), 5u);
+  for (const std::string& line : lines) EXPECT_EQ(results(line), results(want[0])) << line;
 }
 
 TEST(CtlParse, RejectsANegativeJobCount) {
