@@ -1,8 +1,8 @@
 // read_floor_bench: the cost of only reading the bounce files `bouncectl parse` is given, with
 // the same system calls it makes per file (openat from the file's folder, a read into a reused
-// page-aligned buffer and one more to see the end, close) and no parsing at all. dsn_bench.sh runs it on the same argument list as
-// bouncectl and Sisimai, so the kernel's share of a parse run (the part no parser can remove) is
-// shown in the same run, next to the ratio it bounds.
+// page-aligned buffer and one more to see the end, close) and no parsing at all. dsn_bench.sh runs
+// it on the same argument list as bouncectl and Sisimai, so the kernel's share of a parse run (the
+// part no parser can remove) is shown in the same run, next to the ratio it bounds.
 //
 // Reads: the files named on the command line. Writes: one line to stdout:
 //   files=N bytes=B wall=S cpu=S user=S sys=S
