@@ -36,14 +36,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     int fd = opener.Open(argv[i]);
     if (fd < 0) continue;
-    // As bouncectl reads a file: into a kept page-aligned buffer, to the end (a read of 0).
+    // As bouncectl reads a file: into a kept page-aligned buffer, to the end.
     size_t size = 0;
-    for (;;) {
-      if (size == buffer.capacity()) buffer.Reserve(2 * buffer.capacity(), size);
-      ssize_t n = ::read(fd, buffer.data() + size, buffer.capacity() - size);
-      if (n <= 0) break;
-      size += static_cast<size_t>(n);
-    }
+    bounced::ReadToEnd(fd, &buffer, SIZE_MAX, &size);
     bytes += size;
     ::close(fd);
     ++files;

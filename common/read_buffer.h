@@ -11,6 +11,10 @@
 //     (ReadAlignment), so the copy runs page onto page.
 #pragma once
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -66,5 +70,27 @@ class PageBuffer {
   std::unique_ptr<char[], Free> data_;
   size_t capacity_ = 0;
 };
+
+// Reads `fd` from where it stands to its end, or to `max` bytes, into `buffer` from its start,
+// and sets *size to the bytes read. The buffer grows (doubling, from `first` bytes) only when a
+// file does not fit, and is kept for the next file, so a file that fits is read in one call and
+// one more call sees its end (read(2) returning 0): the file's real end, whatever a stat would
+// report (pipes, procfs, a file that grew). Returns 0, or the errno of a failed read (EINTR is
+// retried); *size then holds what was read before it.
+inline int ReadToEnd(int fd, PageBuffer* buffer, size_t max, size_t* size,
+                     size_t first = size_t{1} << 16) {
+  *size = 0;
+  while (*size < max) {
+    if (*size == buffer->capacity()) {
+      buffer->Reserve(std::max<size_t>(buffer->capacity() * 2, first), *size);
+    }
+    ssize_t n = ::read(fd, buffer->data() + *size, std::min(buffer->capacity(), max) - *size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return 0;
+    *size += static_cast<size_t>(n);
+  }
+  return 0;
+}
 
 }  // namespace bounced

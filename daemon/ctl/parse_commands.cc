@@ -63,11 +63,9 @@ class ReadBuffer {
   std::string_view view() const { return {buffer_.data(), size_}; }
 
   // Reads at most kMaxMessageBytes of `path` ("-" = stdin; the parser ignores the rest).
-  // Files are opened from their folder's descriptor (common/file_open.h) and read with read(2)
-  // to the end: no stdio buffer between, and no fstat for the size. A file is read in one call
-  // into a buffer that already holds it (the buffer is kept for the next file and grows to the
-  // largest one), then one more call sees the end; that call costs less than an fstat, and the
-  // end is the file's real end however its size was reported (procfs, pipes, a file that grew).
+  // Files are opened from their folder's descriptor (common/file_open.h) and read to their end
+  // by ReadToEnd (common/read_buffer.h): no stdio buffer between, and no fstat for the size (the
+  // read of 0 bytes that sees the end costs less than an fstat).
   bool Read(const std::string& path, std::string* error) {
     size_ = 0;
     int fd = path == "-" ? STDIN_FILENO : opener_.Open(path);
@@ -75,20 +73,7 @@ class ReadBuffer {
       *error = "cannot open " + path + ": " + std::strerror(errno);
       return false;
     }
-    int saved = 0;
-    while (size_ < kMaxMessageBytes) {
-      if (size_ == buffer_.capacity()) {
-        buffer_.Reserve(std::max<size_t>(buffer_.capacity() * 2, kFirstBufferBytes), size_);
-      }
-      ssize_t n = ::read(fd, buffer_.data() + size_,
-                         std::min(buffer_.capacity(), kMaxMessageBytes) - size_);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        saved = n < 0 ? errno : 0;
-        break;
-      }
-      size_ += static_cast<size_t>(n);
-    }
+    int saved = ReadToEnd(fd, &buffer_, kMaxMessageBytes, &size_);
     if (fd != STDIN_FILENO) ::close(fd);
     if (saved != 0) {
       *error = "cannot read " + path + ": " + std::strerror(saved);
@@ -98,8 +83,6 @@ class ReadBuffer {
   }
 
  private:
-  // Most bounces are a few KiB; the largest of the bench corpus is 72 KiB.
-  static constexpr size_t kFirstBufferBytes = 1 << 16;
   FolderOpener opener_;
   PageBuffer buffer_;
   size_t size_ = 0;

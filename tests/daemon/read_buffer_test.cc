@@ -3,8 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 namespace bounced::testing {
 namespace {
@@ -47,6 +52,39 @@ TEST(ReadAlignment, IsTheOffsetWithinItsPage) {
   EXPECT_EQ(ReadAlignment(4096), 0u);
   EXPECT_EQ(ReadAlignment(65536 + 17), 17u);
   EXPECT_EQ(ReadAlignment((uint64_t{1} << 40) + 4000), 4000u);
+}
+
+// A pipe's writes arrive in pieces; ReadToEnd reads to the writer's close, growing the buffer
+// past its first size, and stops at `max`.
+TEST(ReadToEnd, ReadsToTheEndOrToTheLimit) {
+  std::string text;
+  for (int i = 0; text.size() < 3 * kPageBytes; ++i)
+    text.append("line ").append(std::to_string(i)).append("\n");
+  for (size_t max : {text.size() + 100, size_t{5000}}) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    std::thread writer([&] {
+      for (size_t at = 0; at < text.size(); at += 1000) {
+        size_t n = std::min<size_t>(1000, text.size() - at);
+        ASSERT_EQ(::write(fds[1], text.data() + at, n), static_cast<ssize_t>(n));
+      }
+      ::close(fds[1]);
+    });
+    PageBuffer buffer;
+    size_t size = 99;
+    EXPECT_EQ(ReadToEnd(fds[0], &buffer, max, &size, kPageBytes), 0);
+    writer.join();
+    ::close(fds[0]);
+    const size_t want = std::min(max, text.size());
+    EXPECT_EQ(size, want);
+    EXPECT_EQ(std::string(buffer.data(), size), text.substr(0, want));
+    EXPECT_TRUE(PageAligned(buffer.data()));
+  }
+  // A read that fails gives its errno.
+  PageBuffer buffer;
+  size_t size = 0;
+  EXPECT_EQ(ReadToEnd(-1, &buffer, 100, &size), EBADF);
+  EXPECT_EQ(size, 0u);
 }
 
 }  // namespace
