@@ -261,8 +261,9 @@ bool SingleByteToUtf8(std::string_view bytes, std::string_view charset, std::str
 namespace {
 
 // iconv descriptors per thread and charset: opening one loads a gconv module, far dearer than
-// converting a bounce. Unknown charsets are remembered too; the cache is capped because the
-// names come from the messages.
+// converting a bounce. Unknown charsets are remembered too. The names come from the messages, so
+// the cache is capped: when full, a descriptor is closed to make room (refusing instead would
+// leave every later charset of the thread unconverted once a message had named enough of them).
 constexpr size_t kMaxCachedCharsets = 64;
 
 iconv_t IconvFor(const char* from) {
@@ -277,12 +278,12 @@ iconv_t IconvFor(const char* from) {
   thread_local Cache cache;
   auto it = cache.map.find(from);
   if (it != cache.map.end()) return it->second;
-  iconv_t cd = iconv_open("UTF-8", from);
   if (cache.map.size() >= kMaxCachedCharsets) {
-    // Full: hand back nothing rather than leak; callers fall back to Windows-1252.
-    if (cd != reinterpret_cast<iconv_t>(-1)) iconv_close(cd);
-    return reinterpret_cast<iconv_t>(-1);
+    auto victim = cache.map.begin();
+    if (victim->second != reinterpret_cast<iconv_t>(-1)) iconv_close(victim->second);
+    cache.map.erase(victim);
   }
+  iconv_t cd = iconv_open("UTF-8", from);
   cache.map.emplace(from, cd);
   return cd;
 }
@@ -997,6 +998,32 @@ bool PlainHeaderValue(std::string_view v) {
   return true;
 }
 
+// GMime decodes each encoded word ("=?ISO-8859-1?Q?...?=") with an iconv descriptor it opens and
+// closes, and glibc unloads a charset's gconv module a little after its last descriptor closes:
+// bounces whose returned subjects were ISO-8859-1 loaded and unloaded its module over and over
+// (a dlopen each time, under glibc's gconv lock, which the other threads then wait for, and with
+// TLB-flush interrupts to them for every mapping it changes). A descriptor of this thread's cache
+// for each charset the value names keeps the modules loaded: GMime's own open finds them there.
+// Only the first few words are looked at: a value's words share a charset or two, and a value of
+// thousands of words, each naming another, should not cost an iconv_open more per word.
+void KeepCharsetsLoaded(std::string_view v) {
+  constexpr int kMaxWords = 8;
+  int words = 0;
+  for (size_t at = v.find("=?"); at != std::string_view::npos && words < kMaxWords;
+       at = v.find("=?", at + 2), ++words) {
+    size_t end = v.find('?', at + 2);
+    if (end == std::string_view::npos) return;
+    std::string_view name = v.substr(at + 2, end - at - 2);
+    name = name.substr(0, name.find('*'));  // RFC 2231 adds a language: "=?US-ASCII*EN?"
+    if (name.empty() || name.size() > 40 || EqualsNoCase(name, "utf-8") ||
+        EqualsNoCase(name, "us-ascii"))
+      continue;
+    const char* iconv_name = Gm().g_mime_charset_iconv_name(std::string(name).c_str());
+    if (iconv_name != nullptr) IconvFor(iconv_name);
+    at = end;
+  }
+}
+
 // A header value decoded: a plain value is its own decoding, viewed where it is; any other is
 // decoded into `storage`.
 std::string_view DecodeHeaderValue(std::string_view raw, HeaderStorage* storage) {
@@ -1005,6 +1032,7 @@ std::string_view DecodeHeaderValue(std::string_view raw, HeaderStorage* storage)
   std::string v = Unfold(trimmed);
   if (v.find("=?") != std::string::npos) {
     if (v.find("=?=") != std::string::npos) JoinPaddedBase64Words(&v);  // dsn_words.h
+    KeepCharsetsLoaded(v);
     char* decoded = Gm().g_mime_utils_header_decode_text(nullptr, v.c_str());
     if (decoded != nullptr) {
       v = decoded;

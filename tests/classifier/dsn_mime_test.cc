@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <iconv.h>
+#include <link.h>
 
 #include <cctype>
 #include <cerrno>
@@ -15,6 +16,8 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -388,6 +391,55 @@ TEST(DecodeMime, SingleByteCharsetsMatchIconv) {
   size_t bad = 0;
   EXPECT_FALSE(SingleByteToUtf8("x", "ISO-8859-15", &out, &bad));
   EXPECT_FALSE(SingleByteToUtf8("x", "UTF-8", &out, &bad));
+}
+
+// A thread's iconv descriptors are capped, and the charset names come from the messages: once
+// a message has named more charsets than the cap, a charset named after them still converts
+// (a descriptor is closed to make room) instead of falling back to Windows-1252.
+TEST(DecodeMime, CharsetsNamedAfterTheCacheFillsStillConvert) {
+  std::thread([] {
+    for (int i = 0; i < 200; ++i) ToUtf8("\xc1", "x-unknown-" + std::to_string(i));
+    for (int i = 0; i < 200; ++i) {
+      std::string subject = "Subject: =?x-named-" + std::to_string(i) + "?Q?a?=\n";
+      DecodeMime("From: a@b.example\n" + subject + "\nbody\n");
+    }
+    EXPECT_EQ(ToUtf8("\xc1", "KOI8-R"), "\xd0\xb0");      // Cyrillic a
+    EXPECT_EQ(ToUtf8("\xb1", "ISO-8859-2"), "\xc4\x85");  // a with ogonek
+  }).join();
+}
+
+// GMime opens and closes an iconv descriptor for each encoded word it decodes, and glibc unloads
+// a charset's gconv module a few closes after its last descriptor went: the decoder keeps a
+// descriptor of its own for each charset a header names, so the module stays loaded (a bounce
+// stream with Latin-9 subjects no longer loads it once per few messages).
+TEST(DecodeMime, EncodedWordCharsetsStayLoaded) {
+  auto loaded = [](const char* file) {
+    struct Query {
+      const char* file;
+      bool found = false;
+    } q{file};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+          auto* q = static_cast<Query*>(data);
+          std::string_view name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+          if (name.ends_with(std::string("/") + q->file)) q->found = true;
+          return 0;
+        },
+        &q);
+    return q.found;
+  };
+  std::thread([&] {
+    MimeView v = DecodeMime("From: a@b.example\nSubject: =?ISO-8859-13?Q?=E0?=\n\nbody\n");
+    EXPECT_EQ(v.Get("subject"), "\xc4\x85");  // a with ogonek
+    // Other charsets' descriptors opened and closed by GMime: each close is a chance for glibc
+    // to unload modules no descriptor holds.
+    for (const char* other : {"KOI8-U", "ISO-8859-4", "ISO-8859-10", "ISO-8859-14", "CP1257"}) {
+      for (int i = 0; i < 3; ++i) {
+        DecodeMime(std::string("From: a@b.example\nSubject: =?") + other + "?Q?=E0?=\n\nx\n");
+      }
+    }
+    EXPECT_TRUE(loaded("ISO8859-13.so"));
+  }).join();
 }
 
 // Header values of every length around the 16-byte steps of the plain-value check and of
