@@ -2,7 +2,6 @@
 // on files and the database; the others talk to a running bounced over its query socket.
 #include <cstdio>
 #include <cstdlib>
-#include <string_view>
 
 #if defined(BOUNCED_WITH_MIMALLOC)
 #include <mimalloc.h>
@@ -10,41 +9,24 @@
 
 #include "daemon/ctl/commands.h"
 
-#if defined(BOUNCED_WITH_MIMALLOC)
-namespace {
-// bouncectl is a short process, and page faults are most of its start-up: a single
-// `bouncectl parse FILE` took ~610 of them, at several microseconds each on a virtual machine.
-// mimalloc's large_os_pages option puts its heap segments on 2 MiB transparent huge pages
-// (madvise mode, Debian's default), one fault each: ~235 faults instead, 4.5 -> 4.1 ms for one
-// file, ~1 ms less for 3,720 (bench/RESULTS.md, "Eleventh session"), for ~2.5 MB more resident
-// memory. mimalloc reads its options when it initialises, before main and before the program's
-// own constructors; functions in .preinit_array run earlier, right after relocation.
-//
-// MIMALLOC_LARGE_OS_PAGES in the environment still decides (looked up in `envp`: getenv does
-// not work yet). Not for bounced: a daemon's start-up does not matter, and its heap should stay
-// as small as it can.
-void PreferLargePages(int, char**, char** envp) {
-  constexpr std::string_view kVariable = "MIMALLOC_LARGE_OS_PAGES=";
-  for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
-    if (std::string_view(*e).substr(0, kVariable.size()) == kVariable) return;
-  }
-  mi_option_enable(mi_option_large_os_pages);
-}
-}  // namespace
-__attribute__((section(".preinit_array"),
-               used)) void (*const bounced_preinit)(int, char**, char**) = PreferLargePages;
-#endif
+// mimalloc's heap stays on 4 KiB pages, its default. Its large_os_pages option (2 MiB transparent
+// huge pages, one fault each) made back-to-back runs ~2 ms faster, but a run that follows a pause,
+// as most runs do, ~13 ms slower (corpus x10 with two threads, 2.5 s between runs: 51.0 against
+// 38.2 ms median wall; bench/RESULTS.md, "Fourteenth session"): on a virtual machine that hands
+// free memory back to its host, a huge page is taken from the free blocks the host was given
+// back, and the first touch of each of its 512 small pages is a fault on the host as well.
+// MIMALLOC_LARGE_OS_PAGES=1 in the environment still turns it on.
 
 namespace bounced::ctl {
 
-// A worker thread's heap would still be on 4 KiB pages: once a process has a second thread,
-// mimalloc delays committing each thread's first heap segment (eager_commit_delay, 1 by
-// default) and leaves such a segment off large pages. A parse worker then took ~640 page faults
-// that the main thread did not (a threaded run on 3,720 files: 1,775 -> 1,140 faults, -1.4 ms of
-// CPU, -1 ms wall; bench/RESULTS.md, "Twelfth session"). Committing eagerly costs each thread a
-// few MiB of resident memory (16 threads: 36 -> 103 MB), which is what the delay is for; so only
-// up to kEagerHeapThreads threads get it. MIMALLOC_EAGER_COMMIT_DELAY in the environment still
-// decides.
+// With large pages turned on (see above), a worker thread's heap would still be on 4 KiB pages:
+// once a process has a second thread, mimalloc delays committing each thread's first heap segment
+// (eager_commit_delay, 1 by default) and leaves such a segment off large pages. A parse worker
+// then took ~640 page faults that the main thread did not (a threaded run on 3,720 files, back to
+// back: 1,775 -> 1,140 faults, -1.4 ms of CPU, -1 ms wall; bench/RESULTS.md, "Twelfth session").
+// Committing eagerly costs each thread a few MiB of resident memory (16 threads: 36 -> 103 MB),
+// which is what the delay is for; so only up to kEagerHeapThreads threads get it.
+// MIMALLOC_EAGER_COMMIT_DELAY in the environment still decides.
 void PrepareThreadHeaps(unsigned threads) {
 #if defined(BOUNCED_WITH_MIMALLOC)
   constexpr unsigned kEagerHeapThreads = 4;
