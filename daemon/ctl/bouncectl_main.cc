@@ -3,10 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#if defined(BOUNCED_WITH_MIMALLOC)
-#include <mimalloc.h>
-#endif
-
 #include "daemon/ctl/commands.h"
 
 // mimalloc's heap stays on 4 KiB pages, its default. Its large_os_pages option (2 MiB transparent
@@ -15,32 +11,8 @@
 // 38.2 ms median wall; bench/RESULTS.md, "Fourteenth session"): on a virtual machine that hands
 // free memory back to its host, a huge page is taken from the free blocks the host was given
 // back, and the first touch of each of its 512 small pages is a fault on the host as well.
-// MIMALLOC_LARGE_OS_PAGES=1 in the environment still turns it on.
-
-namespace bounced::ctl {
-
-// With large pages turned on (see above), a worker thread's heap would still be on 4 KiB pages:
-// once a process has a second thread, mimalloc delays committing each thread's first heap segment
-// (eager_commit_delay, 1 by default) and leaves such a segment off large pages. A parse worker
-// then took ~640 page faults that the main thread did not (a threaded run on 3,720 files, back to
-// back: 1,775 -> 1,140 faults, -1.4 ms of CPU, -1 ms wall; bench/RESULTS.md, "Twelfth session").
-// Committing eagerly costs each thread a few MiB of resident memory (16 threads: 36 -> 103 MB),
-// which is what the delay is for; so only up to kEagerHeapThreads threads get it.
-// MIMALLOC_EAGER_COMMIT_DELAY in the environment still decides.
-void PrepareThreadHeaps(unsigned threads) {
-#if defined(BOUNCED_WITH_MIMALLOC)
-  constexpr unsigned kEagerHeapThreads = 4;
-  if (threads > kEagerHeapThreads || !mi_option_is_enabled(mi_option_large_os_pages) ||
-      std::getenv("MIMALLOC_EAGER_COMMIT_DELAY") != nullptr) {
-    return;
-  }
-  mi_option_set(mi_option_eager_commit_delay, 0);
-#else
-  (void)threads;
-#endif
-}
-
-}  // namespace bounced::ctl
+// MIMALLOC_LARGE_OS_PAGES=1 in the environment still turns it on (with
+// MIMALLOC_EAGER_COMMIT_DELAY=0 for the worker threads' heaps too).
 
 int main(int argc, char** argv) {
   bounced::ctl::Context ctx;

@@ -36,11 +36,6 @@ struct Context {
 // (and, from the compiler, the line).
 Expected<std::shared_ptr<const RuleSet>> LoadCommandRules(const std::vector<std::string>& paths);
 
-// Called before a command starts `threads` threads in all (itself included): when large pages
-// are turned on (MIMALLOC_LARGE_OS_PAGES=1), lets the allocator give each thread's heap large
-// pages from the start when there are few of them (bouncectl_main.cc).
-void PrepareThreadHeaps(unsigned threads);
-
 void RegisterParseCommands(CLI::App& app, Context& ctx);
 void RegisterParseLogCommand(CLI::App& app, Context& ctx);
 void RegisterClassifyCommand(CLI::App& app, Context& ctx);

@@ -306,7 +306,6 @@ int ParseParallel(const ParseOptions& opt, bool text, unsigned jobs) {
     }
   };
   std::vector<std::thread> threads;
-  PrepareThreadHeaps(jobs);
   for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
   // The workers wait for a value, so a failure must become one (as a bad file's error does).
   try {

@@ -95,7 +95,6 @@ class BlockReader {
  public:
   explicit BlockReader(int fd) : fd_(fd) {
     for (ParsedBlock& b : blocks_) free_.push_back(&b);
-    PrepareThreadHeaps(2);
     thread_ = std::thread([this] { Run(); });
   }
   ~BlockReader() {
