@@ -55,6 +55,14 @@ static_assert(TableInOrder(), "kCategories must list categories in enum order");
 
 const CategoryInfo& Describe(Category c) { return kCategories[static_cast<int>(c)]; }
 
+Action Result::action() const {
+  if (category == Category::kComplaint &&
+      (provider_code == "not-spam" || provider_code == "auth-failure")) {
+    return Action::kNone;
+  }
+  return Describe(category).action;
+}
+
 std::string_view ToString(Category c) { return Describe(c).name; }
 
 std::string_view ToString(Fault f) {

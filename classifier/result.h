@@ -92,7 +92,11 @@ struct Result {
   std::string rule;           // id of the rule that decided the category, or "rfc3463"/"" fallback
 
   Fault fault() const { return Describe(category).fault; }
-  Action action() const { return Describe(category).action; }
+  // The action this result calls for: its category's, except for a feedback report whose type
+  // says nothing against the mail or the address ("not-spam", "auth-failure": a report about
+  // our authentication, RFC 6591), which calls for none. The daemon's suppression policy reads
+  // the same types from [policy] complaint_report_only_types.
+  Action action() const;
   bool hard_bounce() const { return Describe(category).hard_bounce; }
 };
 

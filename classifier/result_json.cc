@@ -21,7 +21,7 @@ nlohmann::json ToJson(const Result& r) {
       {"fault", ToString(info.fault)},
       {"cause", info.cause},
       {"hard_bounce", info.hard_bounce},
-      {"action", ToString(info.action)},
+      {"action", ToString(r.action())},
       {"status", r.status},
       {"reply_code", r.reply_code},
       {"stage", r.stage},
@@ -248,7 +248,7 @@ void AppendJson(const Result& r, std::string* out) {
     bool described = false;
   };
   const Field fields[] = {
-      {"{\"action\":\"", ToString(info.action), true},
+      {"{\"action\":\"", ToString(r.action()), true},
       {",\"category\":\"", info.name, true},
       {",\"cause\":\"", info.cause, true},
       {",\"diagnostic\":\"", r.diagnostic},

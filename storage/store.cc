@@ -232,7 +232,7 @@ KindFields KindFieldsOf(const Event& ev, const CategoryInfo& info) {
           ev.log_status,
           info.name,
           ToString(info.fault),
-          ToString(info.action),
+          ToString(r.action()),
           info.hard_bounce ? "1" : "0",
           ev.program,
           r.provider,

@@ -37,7 +37,7 @@ std::string TextForm(const Result& r) {
   out += "category:      " + std::string(info.name) + "\n";
   out += "fault:         " + std::string(ToString(info.fault)) + " (" + std::string(info.cause) +
          ")\n";
-  out += "action:        " + std::string(ToString(info.action)) + "\n";
+  out += "action:        " + std::string(ToString(r.action())) + "\n";
   out += "hard_bounce:   " + std::string(info.hard_bounce ? "yes" : "no") + "\n";
   out += "status:        " + OrDash(r.status) + "\n";
   out += "reply_code:    " + OrDash(r.reply_code) + "\n";

@@ -101,7 +101,7 @@ void PrintText(const std::string& file, const ParsedBounce& p, std::string* out)
     *out += "  " + std::string(info.name) + "  " + (r.status.empty() ? "-" : r.status) + "  " +
             (r.reply_code.empty() ? "-" : r.reply_code) +
             "  fault=" + std::string(ToString(info.fault)) +
-            " action=" + std::string(ToString(info.action));
+            " action=" + std::string(ToString(r.action()));
     if (!r.provider.empty()) *out += " provider=" + r.provider;
     if (!r.provider_code.empty()) *out += " code=" + r.provider_code;
     *out += '\n';

@@ -17,8 +17,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "classifier/dsn_parser.h"
 #include "classifier/result.h"
+#include "classifier/result_json.h"
 #include "classifier/rules.h"
 #include "tests/read_file.h"
 #include "tests/sample_dir.h"
@@ -157,19 +160,32 @@ TEST(AutoReplyAndFeedback, BouncesAndCronAreNoAutoReplies) {
 // Line ends are no part of a system's wording.
 // A complaint's provider code is the feedback type its report states (lower-case), "abuse" when
 // it states none (Hotmail's older complaints): the suppression policy reads it, as not-spam and
-// auth-failure reports never suppress by default (storage/store.h).
+// auth-failure reports never suppress by default (storage/store.h). The result's action says
+// the same: none for those two, the category's "suppress" for the others.
 TEST(AutoReplyAndFeedback, ComplaintsCarryTheirFeedbackTypeAsProviderCode) {
-  const std::pair<const char*, const char*> cases[] = {{"arf-authfailure-01.eml", "auth-failure"},
-                                                       {"arf-notspam-01.eml", "not-spam"},
-                                                       {"arf-fraud-01.eml", "fraud"},
-                                                       {"arf-optout-01.eml", "opt-out"},
-                                                       {"arf-yahoo-01.eml", "abuse"},
-                                                       {"hotmail-complaint-01.eml", "abuse"}};
-  for (const auto& [file, code] : cases) {
+  struct Case {
+    const char* file;
+    const char* code;
+    Action action;
+  };
+  const Case cases[] = {{"arf-authfailure-01.eml", "auth-failure", Action::kNone},
+                        {"arf-notspam-01.eml", "not-spam", Action::kNone},
+                        {"arf-fraud-01.eml", "fraud", Action::kSuppress},
+                        {"arf-optout-01.eml", "opt-out", Action::kSuppress},
+                        {"arf-yahoo-01.eml", "abuse", Action::kSuppress},
+                        {"hotmail-complaint-01.eml", "abuse", Action::kSuppress}};
+  for (const auto& [file, code, action] : cases) {
     ParsedBounce p = ParseBounce(ReadFile(Dir() / file), Rules());
     ASSERT_EQ(p.recipients.size(), 1u) << file << ": " << p.error;
-    EXPECT_EQ(p.recipients[0].category, Category::kComplaint) << file;
-    EXPECT_EQ(p.recipients[0].provider_code, code) << file;
+    const Result& r = p.recipients[0];
+    EXPECT_EQ(r.category, Category::kComplaint) << file;
+    EXPECT_EQ(r.provider_code, code) << file;
+    EXPECT_EQ(r.action(), action) << file;
+    // Both JSON writers carry it.
+    std::string line;
+    AppendJson(r, &line);
+    EXPECT_EQ(nlohmann::json::parse(line)["action"], ToString(action)) << file;
+    EXPECT_EQ(ToJson(r)["action"], ToString(action)) << file;
   }
   // SES complaints state theirs as complaintFeedbackType.
   const std::string ses =
