@@ -10,6 +10,11 @@
 // Many files are parsed by several threads (--jobs, default one per CPU): each takes the next
 // chunk of files, and the main thread writes the chunks' output in the order the files were
 // given, so the output is the same whatever the number of threads.
+//
+// A folder stands for its messages: a Maildir's (cur/ and new/), or else the folder's own files,
+// each with its own line. With --mbox every FILE is a Unix mailbox, streamed through
+// classifier/mbox.h, and each message in it gets its own line with "message": its position
+// (1 for the first).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -21,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <iostream>
@@ -31,6 +37,7 @@
 #include <vector>
 
 #include "classifier/dsn_parser.h"
+#include "classifier/mbox.h"
 #include "classifier/result_json.h"
 #include "classifier/rules.h"
 #include "common/file_open.h"
@@ -45,6 +52,7 @@ struct ParseOptions {
   std::vector<std::string> rules_files;
   std::vector<std::string> files;
   unsigned jobs = 0;  // 0: one thread per CPU
+  bool mbox = false;  // every file is a mailbox
 };
 
 // Files per unit of work handed to a thread, and how many units may wait, parsed, for the
@@ -88,8 +96,10 @@ class ReadBuffer {
   size_t size_ = 0;
 };
 
-void PrintText(const std::string& file, const ParsedBounce& p, std::string* out) {
+// `number`: the message's position in its mailbox (--mbox), or 0.
+void PrintText(const std::string& file, uint64_t number, const ParsedBounce& p, std::string* out) {
   *out += file;
+  if (number != 0) *out += "#" + std::to_string(number);
   *out += ": ";
   *out += ToString(p.kind);
   if (!p.mta.empty()) *out += " (" + p.mta + ")";
@@ -110,9 +120,11 @@ void PrintText(const std::string& file, const ParsedBounce& p, std::string* out)
 }
 
 // Parses one file's bytes (or reports its read error, when read_error is not empty) and appends
-// its output line(s) to *out; false when it yielded no recipient.
+// its output line(s) to *out; false when it yielded no recipient. `number`: the message's
+// position in its mailbox (--mbox), or 0 for a file.
 bool ParseOne(const std::string& file, std::string_view message, const std::string& read_error,
-              const std::function<const RuleSet&()>& rules, bool text, std::string* out) {
+              const std::function<const RuleSet&()>& rules, bool text, std::string* out,
+              uint64_t number = 0) {
   ParsedBounce parsed;
   if (!read_error.empty()) {
     parsed.error = read_error;
@@ -120,7 +132,7 @@ bool ParseOne(const std::string& file, std::string_view message, const std::stri
     parsed = ParseBounce(message, rules);
   }
   if (text) {
-    PrintText(file, parsed, out);
+    PrintText(file, number, parsed, out);
   } else {
     // {"error", "file", "kind", "mta", "recipients"}: written directly, keys in the order
     // nlohmann's dump gives them (tests compare the two).
@@ -134,6 +146,10 @@ bool ParseOne(const std::string& file, std::string_view message, const std::stri
     AppendJsonString(file, out);
     *out += ",\"kind\":";
     AppendJsonString(ToString(parsed.kind), out);
+    if (number != 0) {
+      *out += ",\"message\":";
+      *out += std::to_string(number);
+    }
     if (!parsed.mta.empty()) {
       *out += ",\"mta\":";
       AppendJsonString(parsed.mta, out);
@@ -148,12 +164,74 @@ bool ParseOne(const std::string& file, std::string_view message, const std::stri
   return !parsed.recipients.empty();
 }
 
-// Reads one file into *message and parses it (see ParseOne).
+// A folder's messages, in the order they are parsed: a Maildir's (a folder with cur/ or new/:
+// the files of cur/, then of new/, each in name order, which is delivery order), or else the
+// folder's own files in name order. Names starting with '.' are skipped, as Maildir readers skip
+// them, and so are sub-folders (and tmp/, where messages are still being written).
+std::vector<std::string> FolderFiles(const std::string& dir, std::error_code* ec) {
+  namespace fs = std::filesystem;
+  auto files_in = [ec](const fs::path& folder, std::vector<std::string>* out) {
+    std::vector<std::string> names;
+    for (fs::directory_iterator it(folder, *ec), end; !*ec && it != end; it.increment(*ec)) {
+      std::string name = it->path().filename().string();
+      std::error_code type_ec;
+      if (name.empty() || name[0] == '.' || !it->is_regular_file(type_ec)) continue;
+      names.push_back(std::move(name));
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) out->push_back((folder / name).string());
+  };
+  std::vector<std::string> files;
+  std::error_code probe;
+  const fs::path root(dir);
+  const bool cur = fs::is_directory(root / "cur", probe);
+  const bool fresh = fs::is_directory(root / "new", probe);
+  if (cur || fresh) {
+    if (cur) files_in(root / "cur", &files);
+    if (fresh && !*ec) files_in(root / "new", &files);
+  } else {
+    files_in(root, &files);
+  }
+  return files;
+}
+
+bool IsFolder(const std::string& path) {
+  std::error_code ec;
+  return path != "-" && std::filesystem::is_directory(path, ec);
+}
+
+// Parses every message of a folder (see FolderFiles), a line each; false when one of them
+// yielded no recipient or the folder could not be listed. An empty folder prints nothing.
+bool ParseFolder(const std::string& dir, const std::function<const RuleSet&()>& rules, bool text,
+                 ReadBuffer* message, std::string* out);
+
+// Reads one file into *message and parses it (see ParseOne); a folder, its messages.
 bool ReadAndParse(const std::string& file, const std::function<const RuleSet&()>& rules, bool text,
                   ReadBuffer* message, std::string* out) {
   std::string error;
-  if (!message->Read(file, &error)) return ParseOne(file, {}, error, rules, text, out);
+  if (!message->Read(file, &error)) {
+    if (IsFolder(file)) return ParseFolder(file, rules, text, message, out);
+    return ParseOne(file, {}, error, rules, text, out);
+  }
   return ParseOne(file, message->view(), std::string(), rules, text, out);
+}
+
+bool ParseFolder(const std::string& dir, const std::function<const RuleSet&()>& rules, bool text,
+                 ReadBuffer* message, std::string* out) {
+  std::error_code ec;
+  std::vector<std::string> files = FolderFiles(dir, &ec);
+  if (ec)
+    return ParseOne(dir, {}, "cannot list folder " + dir + ": " + ec.message(), rules, text, out);
+  bool ok = true;
+  for (const std::string& file : files) {
+    std::string error;
+    if (!message->Read(file, &error)) {
+      ok = ParseOne(file, {}, error, rules, text, out) && ok;
+    } else {
+      ok = ParseOne(file, message->view(), std::string(), rules, text, out) && ok;
+    }
+  }
+  return ok;
 }
 
 int ParseSequential(const ParseOptions& opt, const RuleSet& rules, bool text) {
@@ -290,8 +368,12 @@ int ParseParallel(const ParseOptions& opt, bool text, unsigned jobs) {
         } else {
           size_t k = i - first;
           size_t from = k == 0 ? 0 : ra.ends[k - 1];
-          ok = ParseOne(opt.files[i], std::string_view(ra.bytes).substr(from, ra.ends[k] - from),
-                        ra.errors[k], get_rules, text, &out);
+          if (!ra.errors[k].empty() && IsFolder(opt.files[i])) {
+            ok = ParseFolder(opt.files[i], get_rules, text, &message, &out);
+          } else {
+            ok = ParseOne(opt.files[i], std::string_view(ra.bytes).substr(from, ra.ends[k] - from),
+                          ra.errors[k], get_rules, text, &out);
+          }
         }
         if (!ok) failed = true;
       }
@@ -333,14 +415,221 @@ int ParseParallel(const ParseOptions& opt, bool text, unsigned jobs) {
   return failed_any ? kExitFailed : kExitOk;
 }
 
-int RunParse(const ParseOptions& opt) {
+// Mailbox messages parsed on worker threads, their output written by the caller's thread in
+// the order the messages came. A batch is a run of messages of one mailbox (kChunkFiles of
+// them, or 1 MiB), copied out of the reader's buffer; at most kMailboxBatchesAhead batches are
+// parsed or wait, which bounds memory: ~2.6 MB for bounces of the usual size.
+constexpr size_t kMailboxBatchesAhead = 16;
+struct MailboxBatch {
+  const std::string* file = nullptr;
+  std::string bytes;         // the messages, one after another
+  std::vector<size_t> ends;  // per message, where its bytes end
+  std::vector<uint64_t> numbers;
+  std::string error;  // set: the batch is the mailbox's error line (it could not be read)
+};
+
+class MailboxParser {
+ public:
+  MailboxParser(unsigned threads, const RuleSet& rules, bool text)
+      : rules_(rules), text_(text), get_rules_([this]() -> const RuleSet& { return rules_; }) {
+    for (unsigned t = 0; threads > 1 && t < threads; ++t) workers_.emplace_back([this] { Work(); });
+  }
+  MailboxParser(const MailboxParser&) = delete;
+  MailboxParser& operator=(const MailboxParser&) = delete;
+  ~MailboxParser() { Finish(); }
+
+  void Submit(MailboxBatch batch) {
+    if (workers_.empty()) {  // one thread: parse and write at once
+      Slot slot(std::move(batch));
+      Parse(&slot);
+      Write(slot);
+      return;
+    }
+    auto slot = std::make_shared<Slot>(std::move(batch));
+    std::unique_lock lock(mu_);
+    for (;;) {
+      WriteReady(lock);
+      if (in_flight_.size() < kMailboxBatchesAhead) break;
+      done_.wait(lock);
+    }
+    in_flight_.push_back(slot);
+    todo_.push_back(slot);
+    work_.notify_one();
+  }
+
+  // Waits for every batch and writes the rest; false when a message yielded no recipient or a
+  // mailbox could not be read.
+  bool Finish() {
+    if (!workers_.empty()) {
+      std::unique_lock lock(mu_);
+      for (;;) {
+        WriteReady(lock);
+        if (in_flight_.empty()) break;
+        done_.wait(lock);
+      }
+      stop_ = true;
+      work_.notify_all();
+      lock.unlock();
+      for (std::thread& t : workers_) t.join();
+      workers_.clear();
+    }
+    return !failed_;
+  }
+
+ private:
+  struct Slot {
+    explicit Slot(MailboxBatch b) : batch(std::move(b)) {}
+    MailboxBatch batch;
+    std::string out;
+    bool ok = true;
+    bool done = false;
+  };
+
+  void Parse(Slot* slot) {
+    const MailboxBatch& b = slot->batch;
+    if (!b.error.empty()) {
+      slot->ok = ParseOne(*b.file, {}, b.error, get_rules_, text_, &slot->out);
+      return;
+    }
+    std::string_view bytes(b.bytes);
+    for (size_t k = 0; k < b.ends.size(); ++k) {
+      size_t from = k == 0 ? 0 : b.ends[k - 1];
+      if (!ParseOne(*b.file, bytes.substr(from, b.ends[k] - from), std::string(), get_rules_, text_,
+                    &slot->out, b.numbers[k]))
+        slot->ok = false;
+    }
+  }
+
+  void Write(const Slot& slot) {
+    if (!slot.ok) failed_ = true;
+    std::fwrite(slot.out.data(), 1, slot.out.size(), stdout);
+  }
+
+  // Writes the finished batches at the front, in order (the lock is held: only this thread
+  // writes, and the workers only append to the strings of batches not yet done).
+  void WriteReady(std::unique_lock<std::mutex>&) {
+    while (!in_flight_.empty() && in_flight_.front()->done) {
+      Write(*in_flight_.front());
+      in_flight_.pop_front();
+    }
+  }
+
+  void Work() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      work_.wait(lock, [this] { return stop_ || !todo_.empty(); });
+      if (todo_.empty()) return;
+      std::shared_ptr<Slot> slot = todo_.front();
+      todo_.pop_front();
+      lock.unlock();
+      Parse(slot.get());
+      lock.lock();
+      slot->done = true;
+      done_.notify_one();
+    }
+  }
+
+  const RuleSet& rules_;
+  const bool text_;
+  const std::function<const RuleSet&()> get_rules_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable work_;                 // a batch to parse, or stop
+  std::condition_variable done_;                 // a batch was parsed
+  std::deque<std::shared_ptr<Slot>> in_flight_;  // submitted, not yet written (in order)
+  std::deque<std::shared_ptr<Slot>> todo_;       // submitted, not yet taken by a worker
+  bool stop_ = false;
+  bool failed_ = false;
+};
+
+// --mbox: every FILE ("-": stdin) is a mailbox, read in blocks and split as it streams.
+int ParseMailboxes(const ParseOptions& opt, const RuleSet& rules, bool text, unsigned jobs) {
+  constexpr size_t kBlock = 1 << 20;
+  MailboxParser parser(jobs, rules, text);
+  std::vector<char> block(kBlock);
+  for (const std::string& file : opt.files) {
+    MailboxBatch batch;
+    batch.file = &file;
+    auto submit = [&] {
+      parser.Submit(std::move(batch));
+      batch = MailboxBatch();
+      batch.file = &file;
+    };
+    int fd = file == "-" ? STDIN_FILENO : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      batch.error = "cannot open " + file + ": " + std::strerror(errno);
+      submit();
+      continue;
+    }
+    MboxSplitter splitter(kMaxMessageBytes);
+    const MboxSplitter::OnMessage on_message = [&](std::string_view m, bool) {
+      batch.bytes.append(m);
+      batch.ends.push_back(batch.bytes.size());
+      batch.numbers.push_back(splitter.messages());  // counts this one already
+      if (batch.ends.size() == kChunkFiles || batch.bytes.size() >= kBlock) submit();
+    };
+    int saved = 0;
+    for (;;) {
+      ssize_t n = ::read(fd, block.data(), block.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) saved = errno;
+      if (n <= 0) break;
+      splitter.Push(std::string_view(block.data(), static_cast<size_t>(n)), on_message);
+    }
+    if (fd != STDIN_FILENO) ::close(fd);
+    // What was read before an error is still parsed; the error gets its own line after it.
+    splitter.Finish(on_message);
+    if (!batch.ends.empty()) submit();
+    if (saved != 0) {
+      batch.error = "cannot read " + file + ": " + std::strerror(saved);
+      submit();
+    }
+  }
+  return parser.Finish() ? kExitOk : kExitFailed;
+}
+
+// Up to this many arguments are looked at before parsing, so that a folder among them is parsed
+// on every thread (`bouncectl parse ~/Maildir/.bounces`); in a longer list (a shell glob, where
+// a stat of every file would cost as much as its open), a folder is found when its read fails
+// and parsed by the thread that found it.
+constexpr size_t kFolderLookArgs = 64;
+
+int RunParse(const ParseOptions& given) {
+  const ParseOptions* use = &given;
+  ParseOptions expanded;
+  if (!given.mbox && given.files.size() <= kFolderLookArgs &&
+      std::any_of(given.files.begin(), given.files.end(), IsFolder)) {
+    expanded = given;
+    expanded.files.clear();
+    for (const std::string& f : given.files) {
+      std::error_code ec;
+      std::vector<std::string> inside;
+      if (IsFolder(f)) inside = FolderFiles(f, &ec);
+      if (IsFolder(f) && !ec) {
+        expanded.files.insert(expanded.files.end(), inside.begin(), inside.end());
+      } else {
+        expanded.files.push_back(f);  // a folder that cannot be listed reports it when read
+      }
+    }
+    use = &expanded;
+  }
+  const ParseOptions& opt = *use;
   bool text = opt.format == "text";
   unsigned jobs = opt.jobs != 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
   // A thread per chunk of files at most; a handful of files is not worth a thread.
   jobs = static_cast<unsigned>(
       std::min<size_t>(jobs, (opt.files.size() + kChunkFiles - 1) / kChunkFiles));
   int rc;
-  if (jobs <= 1) {
+  if (opt.mbox) {
+    auto loaded = LoadCommandRules(opt.rules_files);
+    if (!loaded) {
+      std::cerr << "bouncectl parse: " << loaded.error() << '\n';
+      return kExitUsage;
+    }
+    const unsigned threads =
+        opt.jobs != 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
+    rc = ParseMailboxes(opt, **loaded, text, threads);
+  } else if (jobs <= 1) {
     auto loaded = LoadCommandRules(opt.rules_files);
     if (!loaded) {
       std::cerr << "bouncectl parse: " << loaded.error() << '\n';
@@ -368,7 +657,11 @@ void RegisterParseCommands(CLI::App& app, Context& ctx) {
       ->add_option("--jobs", opt->jobs,
                    "threads parsing files at once (0: one per CPU); output order is unchanged")
       ->check(CLI::Range(0u, 256u));
-  parse->add_option("files", opt->files, "message files ('-' for stdin)")->required();
+  parse->add_flag("--mbox", opt->mbox,
+                  "every FILE is a Unix mailbox: one line per message in it, with \"message\": "
+                  "its position");
+  parse->add_option("files", opt->files, "message files or folders (Maildir), '-' for stdin")
+      ->required();
   parse->callback([opt, &ctx] {
     ctx.exit_code = RunParse(*opt);
     ctx.fast_exit = true;

@@ -1,7 +1,8 @@
 // ctl_parse_test.cc: `bouncectl parse` as a process over the repository's test bounces: the
 // output of several threads is the sequential output, line for line, in the order the files
 // were given, and an unreadable file in the middle keeps its place and sets exit code 1. GMime
-// is loaded only by commands that parse messages.
+// is loaded only by commands that parse messages. Folders (Maildir or plain) and mailboxes
+// (--mbox) give a line per message.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/daemon/daemon_harness.h"
@@ -237,6 +239,140 @@ TEST(CtlParse, ReadsEveryKindOfFileToItsEnd) {
   EXPECT_EQ(rc, 0);
   ASSERT_EQ(lines.size(), 5u);
   for (const std::string& line : lines) EXPECT_EQ(results(line), results(want[0])) << line;
+}
+
+// The part of a line after "file" (and after "message", for a mailbox's): what was found.
+std::string Findings(const std::string& line) {
+  size_t at = line.find("\"kind\"");
+  if (at == std::string::npos) return std::string();
+  std::string rest = line.substr(at);
+  size_t message = rest.find(",\"message\":");
+  if (message != std::string::npos) {
+    size_t end = rest.find_first_not_of("0123456789", message + 11);
+    rest.erase(message, end - message);
+  }
+  return rest;
+}
+
+// A folder is its messages: a Maildir's cur/ then new/ (each in name order; tmp/, dot files and
+// sub-folders skipped), or a plain folder's files; each message its own line, as if named.
+TEST(CtlParse, AFolderIsParsedMessageByMessage) {
+  std::vector<std::string> files = TestBounces();
+  ASSERT_GT(files.size(), 70u);
+  TempDir dir;
+  const std::string md = dir / "Maildir";
+  for (const char* sub : {"cur", "new", "tmp", "cur/.sub"})
+    std::filesystem::create_directories(md + "/" + sub);
+  // Named so that name order differs from the order they are written in.
+  const std::vector<std::pair<std::string, size_t>> placed = {
+      {"cur/1700000003.M3.mx:2,S", 3},  {"cur/1700000001.M1.mx:2,S", 1},
+      {"cur/1700000002.M2.mx:2,RS", 2}, {"new/1700000005.M5.mx", 5},
+      {"new/1700000004.M4.mx", 4},      {"tmp/1700000006.M6.mx", 6},
+      {"cur/.1700000000.hidden", 0}};
+  for (const auto& [name, k] : placed) AppendFile(md + "/" + name, ReadFile(files[k * 7]));
+  const std::vector<std::string> want_files = {
+      md + "/cur/1700000001.M1.mx:2,S", md + "/cur/1700000002.M2.mx:2,RS",
+      md + "/cur/1700000003.M3.mx:2,S", md + "/new/1700000004.M4.mx", md + "/new/1700000005.M5.mx"};
+  std::vector<std::string> direct =
+      Lines(Shell(kBouncectl + " parse --jobs 1" + Args(want_files) + " 2>/dev/null"));
+  ASSERT_EQ(direct.size(), 5u);
+  for (const char* jobs : {"1", "2"}) {
+    int rc = -1;
+    std::vector<std::string> lines =
+        Lines(Shell(kBouncectl + " parse --jobs " + jobs + " " + Quote(md) + " 2>/dev/null", &rc));
+    EXPECT_EQ(lines, direct) << jobs;
+    EXPECT_EQ(rc, 0) << jobs;
+  }
+  // A plain folder: its files in name order; an empty folder prints nothing.
+  const std::string plain = dir / "plain";
+  std::filesystem::create_directories(plain + "/empty");
+  AppendFile(plain + "/b.eml", ReadFile(files[11]));
+  AppendFile(plain + "/a.eml", ReadFile(files[12]));
+  std::vector<std::string> lines = Lines(Shell(kBouncectl + " parse " + Quote(plain) + " " +
+                                               Quote(plain + "/empty") + " 2>/dev/null"));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("\"file\":\"" + plain + "/a.eml\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("\"file\":\"" + plain + "/b.eml\""), std::string::npos) << lines[1];
+
+  // In a long list (more than the arguments looked at before parsing), a folder is found when
+  // it is read, by whichever thread reads it: same lines, same places.
+  std::vector<std::string> list(files.begin(), files.begin() + 70);
+  list.insert(list.begin() + 35, md);
+  std::vector<std::string> expect(files.begin(), files.begin() + 35);
+  expect.insert(expect.end(), want_files.begin(), want_files.end());
+  expect.insert(expect.end(), files.begin() + 35, files.begin() + 70);
+  std::string want = Shell(kBouncectl + " parse --jobs 1" + Args(expect) + " 2>/dev/null");
+  for (const char* jobs : {"1", "3"}) {
+    EXPECT_EQ(Shell(kBouncectl + " parse --jobs " + jobs + Args(list) + " 2>/dev/null"), want)
+        << jobs;
+  }
+}
+
+// --mbox: each message of a mailbox gets its line, with "message": its position, and the
+// findings of the same message given as a file; in the same order with any number of threads
+// (batches of 32 messages), from a file or stdin, with LF or CRLF line ends.
+TEST(CtlParse, EveryMessageOfAMailboxGetsItsLine) {
+  std::vector<std::string> files;
+  for (const std::string& f : TestBounces()) {
+    // Messages with a body line starting "From " would be written quoted (">From ").
+    const std::string text = ReadFile(f);
+    if (text.rfind("From ", 0) != 0 && text.find("\nFrom ") == std::string::npos &&
+        text.find("\r") == std::string::npos)
+      files.push_back(f);
+  }
+  ASSERT_GT(files.size(), 70u);
+  files.resize(70);
+  TempDir dir;
+  std::string mbox;
+  for (const std::string& f : files) {
+    mbox += "From MAILER-DAEMON Sun Nov 29 17:09:53 2026\n";
+    mbox += ReadFile(f);
+    if (mbox.back() != '\n') mbox += '\n';
+    mbox += '\n';
+  }
+  AppendFile(dir / "bounces.mbox", mbox);
+  std::string crlf;
+  for (char c : mbox) {
+    if (c == '\n') crlf += '\r';
+    crlf += c;
+  }
+  AppendFile(dir / "crlf.mbox", crlf);
+
+  const std::vector<std::string> direct =
+      Lines(Shell(kBouncectl + " parse --jobs 1" + Args(files) + " 2>/dev/null"));
+  ASSERT_EQ(direct.size(), files.size());
+  auto check = [&](const std::string& args, const std::string& name) {
+    int rc = -1;
+    std::vector<std::string> lines =
+        Lines(Shell(kBouncectl + " parse --mbox " + args + " 2>/dev/null", &rc));
+    ASSERT_EQ(lines.size(), files.size()) << args;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      EXPECT_EQ(lines[i].rfind("{\"file\":\"" + name + "\",", 0), 0u) << lines[i];
+      EXPECT_NE(lines[i].find(",\"message\":" + std::to_string(i + 1) + ","), std::string::npos)
+          << lines[i];
+      EXPECT_EQ(Findings(lines[i]), Findings(direct[i])) << args << " message " << i + 1;
+    }
+  };
+  check("--jobs 1 " + Quote(dir / "bounces.mbox"), dir / "bounces.mbox");
+  check("--jobs 3 " + Quote(dir / "bounces.mbox"), dir / "bounces.mbox");
+  check("--jobs 2 - < " + Quote(dir / "bounces.mbox"), "-");
+  // CRLF: the same findings (the parser reads either line end alike).
+  check("--jobs 2 " + Quote(dir / "crlf.mbox"), dir / "crlf.mbox");
+  // The text format names each message FILE#N.
+  std::vector<std::string> text = Lines(Shell(kBouncectl + " parse --mbox --format=text " +
+                                              Quote(dir / "bounces.mbox") + " 2>/dev/null"));
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text[0].rfind(dir / "bounces.mbox#1: ", 0), 0u) << text[0];
+
+  // A mailbox that cannot be opened gets an error line in its place, and fails the run.
+  int rc = -1;
+  std::vector<std::string> lines =
+      Lines(Shell(kBouncectl + " parse --mbox " + Quote(dir / "missing.mbox") + " " +
+                      Quote(dir / "bounces.mbox") + " 2>/dev/null",
+                  &rc));
+  ASSERT_EQ(lines.size(), files.size() + 1);
+  EXPECT_NE(lines[0].find("\"error\":\"cannot open"), std::string::npos) << lines[0];
+  EXPECT_EQ(rc, 1);
 }
 
 TEST(CtlParse, RejectsANegativeJobCount) {
