@@ -648,7 +648,7 @@ int RunParse(const ParseOptions& given) {
 void RegisterParseCommands(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<ParseOptions>();
   CLI::App* parse = app.add_subcommand(
-      "parse", "parse bounce messages (DSN, ARF, auto-replies, MTA bounces); one line per file");
+      "parse", "parse bounce messages (DSN, ARF, auto-replies, MTA bounces); one line per message");
   parse->add_option("--format", opt->format, "output format")
       ->check(CLI::IsMember({"jsonl", "text"}));
   parse->add_option("--rules", opt->rules_files,
