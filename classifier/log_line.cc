@@ -11,6 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "classifier/civil_time.h"
 #include "classifier/log_bytes.h"
 #include "classifier/log_parser.h"
 
@@ -99,16 +100,6 @@ int MonthIndex(sv m) {
       MonthKey(static_cast<uint8_t>(m[0]), static_cast<uint8_t>(m[1]), static_cast<uint8_t>(m[2]));
   const MonthSlot& slot = kMonthSlots[MonthSlotOf(key)];
   return slot.key == key ? slot.month : 0;
-}
-
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
 }
 
 // Length of a classic timestamp at the start of `s` ("Nov 29 17:09:53", "Nov  9 17:09:53",

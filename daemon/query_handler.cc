@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "classifier/dsn_parser.h"
+#include "classifier/mail_date.h"
 #include "classifier/result_json.h"
 #include "daemon/base64.h"
 #include "storage/store_json.h"
@@ -374,9 +375,15 @@ json CmdIngestDsn(Services& services, const json& req) {
     throw RequestError{"not a bounce: " +
                        (parsed.error.empty() ? std::string("no recipient results") : parsed.error)};
   }
-  std::vector<Event> events = EventsFromBounce(parsed, message, EventSource::kDsn,
-                                               static_cast<int64_t>(std::time(nullptr)));
+  // The bounce's own Date, so that a saved mailbox fed in later (bouncectl ingest-dsn --mbox)
+  // lands on the days it bounced; a Date more than a day ahead of this clock, or none, is now.
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  int64_t when = now;
+  if (std::optional<int64_t> date = MessageDate(message); date && *date <= now + 86400)
+    when = *date;
+  std::vector<Event> events = EventsFromBounce(parsed, message, EventSource::kDsn, when);
   out["events"] = events.size();
+  out["time"] = FormatTime(when);
   Check(services.Record(std::move(events)));
   return out;
 }

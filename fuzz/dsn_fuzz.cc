@@ -4,12 +4,17 @@
 // text bounces copied from tests/data/dsn (Postfix captures; Sisimai's set-of-emails, BSD
 // 2-Clause, see tests/data/dsn/corpus/LICENSE). Run: build-fuzz/fuzz/dsn_fuzz -max_len=65536
 // fuzz/corpus/dsn_fuzz
+// The message's Date (classifier/mail_date.h, as ingest-dsn reads it) is read too, and the
+// input's first line as a Date value: a date that reads lies between 1970 and the year 9999
+// (zone offsets aside).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "classifier/dsn_parser.h"
+#include "classifier/mail_date.h"
 #include "classifier/rules.h"
 #include "classifier/text.h"
 
@@ -22,6 +27,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (r.diagnostic.size() > bounced::kMaxDiagnosticBytes) abort();
     if (bounced::Sanitize(r.diagnostic) != r.diagnostic) abort();
     if (bounced::Sanitize(r.recipient, 4096) != r.recipient) abort();
+  }
+  constexpr int64_t kLowest = -86400;                 // 1970-01-01 at +2359
+  constexpr int64_t kHighest = 253402300799 + 86400;  // 9999-12-31T23:59:59 at -2359, +1 s
+  for (std::optional<int64_t> date :
+       {bounced::MessageDate(input), bounced::ParseMailDate(input.substr(0, input.find('\n')))}) {
+    if (date && (*date < kLowest || *date > kHighest)) abort();
   }
   return 0;
 }

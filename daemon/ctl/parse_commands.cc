@@ -26,7 +26,6 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <functional>
 #include <future>
 #include <iostream>
@@ -43,6 +42,7 @@
 #include "common/file_open.h"
 #include "common/read_buffer.h"
 #include "daemon/ctl/commands.h"
+#include "daemon/ctl/message_sources.h"
 
 namespace bounced::ctl {
 namespace {
@@ -162,42 +162,6 @@ bool ParseOne(const std::string& file, std::string_view message, const std::stri
     *out += "]}\n";
   }
   return !parsed.recipients.empty();
-}
-
-// A folder's messages, in the order they are parsed: a Maildir's (a folder with cur/ or new/:
-// the files of cur/, then of new/, each in name order, which is delivery order), or else the
-// folder's own files in name order. Names starting with '.' are skipped, as Maildir readers skip
-// them, and so are sub-folders (and tmp/, where messages are still being written).
-std::vector<std::string> FolderFiles(const std::string& dir, std::error_code* ec) {
-  namespace fs = std::filesystem;
-  auto files_in = [ec](const fs::path& folder, std::vector<std::string>* out) {
-    std::vector<std::string> names;
-    for (fs::directory_iterator it(folder, *ec), end; !*ec && it != end; it.increment(*ec)) {
-      std::string name = it->path().filename().string();
-      std::error_code type_ec;
-      if (name.empty() || name[0] == '.' || !it->is_regular_file(type_ec)) continue;
-      names.push_back(std::move(name));
-    }
-    std::sort(names.begin(), names.end());
-    for (const std::string& name : names) out->push_back((folder / name).string());
-  };
-  std::vector<std::string> files;
-  std::error_code probe;
-  const fs::path root(dir);
-  const bool cur = fs::is_directory(root / "cur", probe);
-  const bool fresh = fs::is_directory(root / "new", probe);
-  if (cur || fresh) {
-    if (cur) files_in(root / "cur", &files);
-    if (fresh && !*ec) files_in(root / "new", &files);
-  } else {
-    files_in(root, &files);
-  }
-  return files;
-}
-
-bool IsFolder(const std::string& path) {
-  std::error_code ec;
-  return path != "-" && std::filesystem::is_directory(path, ec);
 }
 
 // Parses every message of a folder (see FolderFiles), a line each; false when one of them
@@ -542,49 +506,33 @@ class MailboxParser {
   bool failed_ = false;
 };
 
-// --mbox: every FILE ("-": stdin) is a mailbox, read in blocks and split as it streams.
+// --mbox: every FILE ("-": stdin) is a mailbox, read in blocks and split as it streams
+// (message_sources.h); its messages go to the workers in batches.
 int ParseMailboxes(const ParseOptions& opt, const RuleSet& rules, bool text, unsigned jobs) {
-  constexpr size_t kBlock = 1 << 20;
+  constexpr size_t kBatchBytes = 1 << 20;
   MailboxParser parser(jobs, rules, text);
-  std::vector<char> block(kBlock);
-  for (const std::string& file : opt.files) {
-    MailboxBatch batch;
-    batch.file = &file;
-    auto submit = [&] {
-      parser.Submit(std::move(batch));
-      batch = MailboxBatch();
-      batch.file = &file;
-    };
-    int fd = file == "-" ? STDIN_FILENO : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      batch.error = "cannot open " + file + ": " + std::strerror(errno);
-      submit();
-      continue;
-    }
-    MboxSplitter splitter(kMaxMessageBytes);
-    const MboxSplitter::OnMessage on_message = [&](std::string_view m, bool) {
-      batch.bytes.append(m);
-      batch.ends.push_back(batch.bytes.size());
-      batch.numbers.push_back(splitter.messages());  // counts this one already
-      if (batch.ends.size() == kChunkFiles || batch.bytes.size() >= kBlock) submit();
-    };
-    int saved = 0;
-    for (;;) {
-      ssize_t n = ::read(fd, block.data(), block.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) saved = errno;
-      if (n <= 0) break;
-      splitter.Push(std::string_view(block.data(), static_cast<size_t>(n)), on_message);
-    }
-    if (fd != STDIN_FILENO) ::close(fd);
-    // What was read before an error is still parsed; the error gets its own line after it.
-    splitter.Finish(on_message);
-    if (!batch.ends.empty()) submit();
-    if (saved != 0) {
-      batch.error = "cannot read " + file + ": " + std::strerror(saved);
-      submit();
-    }
-  }
+  MailboxBatch batch;
+  auto submit = [&] {
+    parser.Submit(std::move(batch));
+    batch = MailboxBatch();
+  };
+  ForEachMessage(
+      opt.files, true,
+      [&](const std::string& file, uint64_t number, std::string_view bytes) {
+        if (batch.file != nullptr && batch.file != &file) submit();
+        batch.file = &file;
+        batch.bytes.append(bytes);
+        batch.ends.push_back(batch.bytes.size());
+        batch.numbers.push_back(number);
+        if (batch.ends.size() == kChunkFiles || batch.bytes.size() >= kBatchBytes) submit();
+      },
+      [&](const std::string& file, const std::string& error) {
+        if (batch.file != nullptr) submit();
+        batch.file = &file;
+        batch.error = error;
+        submit();
+      });
+  if (batch.file != nullptr) submit();
   return parser.Finish() ? kExitOk : kExitFailed;
 }
 

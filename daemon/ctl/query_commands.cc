@@ -11,18 +11,16 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 #include "common/status.h"
 #include "daemon/base64.h"
 #include "daemon/ctl/commands.h"
+#include "daemon/ctl/message_sources.h"
 
 namespace bounced::ctl {
 namespace {
@@ -223,15 +221,81 @@ void PrintTable(const std::vector<std::string>& header,
   for (const auto& r : rows) print_row(r);
 }
 
-Expected<std::string> ReadInput(const std::string& file) {
-  if (file == "-") {
-    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+// ingest-dsn: one request per message. One plain file (or stdin) prints as it always has; more
+// messages (several files, a folder, a mailbox) print a line each, labelled FILE or FILE#N, and
+// a count at the end. Messages that are no bounce (a mailbox holds some) are counted and named
+// on stderr, and make the exit status 1, as an unreadable input does; a refusal of any other
+// kind, or bounced not answering, stops the run.
+void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
+  if (files.empty()) files.push_back("-");
+  const bool many = mbox || files.size() > 1 || IsFolder(files[0]);
+  uint64_t messages = 0, recorded = 0, events = 0, not_bounces = 0, unreadable = 0;
+  bool stopped = false;
+  auto label = [](const std::string& file, uint64_t number) {
+    return number == 0 ? file : file + "#" + std::to_string(number);
+  };
+  auto print = [&](const json& r, const std::string& where) {
+    if (ctx.json) {
+      json line = r;
+      if (many) line["file"] = where;
+      std::cout << line.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+      return;
+    }
+    if (many) std::cout << where << ": ";
+    std::cout << Str(r, "kind") << " with " << r["recipients"].size() << " recipient(s) recorded";
+    if (many) std::cout << " (" << Str(r, "time") << ")";
+    for (const auto& rc : r["recipients"]) {
+      std::cout << "\n  " << Str(rc, "recipient") << ": " << Str(rc, "category") << " "
+                << Str(rc, "status");
+    }
+    std::cout << "\n";
+  };
+  ForEachMessage(
+      files, mbox,
+      [&](const std::string& file, uint64_t number, std::string_view bytes) {
+        if (stopped) return;
+        ++messages;
+        const std::string where = label(file, number);
+        json reply;
+        std::string error;
+        if (!Call(ctx, {{"cmd", "ingest-dsn"}, {"message_base64", Base64Encode(bytes)}}, &reply,
+                  &error)) {
+          std::fprintf(stderr, "bouncectl: %s\n", error.c_str());
+          ctx.exit_code = kExitFailed;
+          stopped = true;
+          return;
+        }
+        if (!reply.value("ok", false)) {
+          const std::string why = reply.value("error", std::string("failed"));
+          if (why.rfind("not a bounce", 0) != 0) {
+            PrintRefusal(ctx, "ingest-dsn", reply);
+            stopped = true;
+            return;
+          }
+          ++not_bounces;
+          ctx.exit_code = kExitFailed;
+          std::fprintf(stderr, "bouncectl: ingest-dsn: %s%s\n", many ? (where + ": ").c_str() : "",
+                       why.c_str());
+          return;
+        }
+        ++recorded;
+        events += reply["result"].value("events", uint64_t{0});
+        print(reply["result"], where);
+      },
+      [&](const std::string&, const std::string& error) {
+        if (stopped) return;
+        ++unreadable;
+        ctx.exit_code = kExitFailed;
+        std::fprintf(stderr, "bouncectl: ingest-dsn: %s\n", error.c_str());
+      });
+  if (many && !ctx.json) {
+    std::cout << messages << " message(s): " << recorded << " recorded (" << events
+              << " recipient event(s); one already recorded is not recorded again), " << not_bounces
+              << " not a bounce";
+    if (unreadable != 0) std::cout << ", " << unreadable << " input(s) unreadable";
+    if (stopped) std::cout << "; stopped early";
+    std::cout << "\n";
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Status::Error(file + ": " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 struct ListOptions {
@@ -711,27 +775,17 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
   // ingest-dsn
   {
     auto* cmd = app.add_subcommand(
-        "ingest-dsn", "hand a bounce message (DSN, ARF, auto-reply) to bounced to record it");
-    auto file = std::make_shared<std::string>("-");
-    cmd->add_option("file", *file, "the raw message (- = stdin, the default)");
-    cmd->callback([&ctx, file] {
-      auto data = ReadInput(*file);
-      if (!data) {
-        std::fprintf(stderr, "bouncectl: ingest-dsn: %s\n", data.error().c_str());
-        ctx.exit_code = kExitFailed;
-        return;
-      }
-      Run(ctx, {{"cmd", "ingest-dsn"}, {"message_base64", Base64Encode(*data)}},
-          [&](const json& r) {
-            std::cout << Str(r, "kind") << " with " << r["recipients"].size()
-                      << " recipient(s) recorded";
-            for (const auto& rc : r["recipients"]) {
-              std::cout << "\n  " << Str(rc, "recipient") << ": " << Str(rc, "category") << " "
-                        << Str(rc, "status");
-            }
-            std::cout << "\n";
-          });
-    });
+        "ingest-dsn",
+        "hand bounce messages (DSN, ARF, auto-reply) to bounced to record them: files, folders "
+        "(Maildir) or mailboxes (--mbox)");
+    auto files = std::make_shared<std::vector<std::string>>();
+    auto mbox = std::make_shared<bool>(false);
+    cmd->add_option("files", *files,
+                    "raw messages or folders of them (- = stdin, the default); with --mbox, "
+                    "mailboxes");
+    cmd->add_flag("--mbox", *mbox,
+                  "every FILE is a Unix mailbox: each message in it is handed over");
+    cmd->callback([&ctx, files, mbox] { IngestMessages(ctx, *files, *mbox); });
   }
 }
 

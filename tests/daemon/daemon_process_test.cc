@@ -5,6 +5,8 @@
 // with bouncectl ingest-dsn, --once and --check-config.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <string>
 
 #include "tests/daemon/daemon_harness.h"
 
@@ -328,6 +330,65 @@ TEST(DaemonProcess, ImportIsAllOrNothingWithLineNumbersAndExportRoundTrips) {
   out = d.Ctl("list", &rc);
   EXPECT_NE(out.find("ADDRESS"), std::string::npos) << out;
   EXPECT_NE(out.find("2 suppressed"), std::string::npos) << out;
+}
+
+// ingest-dsn over a saved mailbox and a Maildir: each bounce is recorded at its own Date (a
+// hard bounce of 1 October suppresses since 1 October), a message that is no bounce is named and
+// counted (exit 1), and feeding the same mailbox again records nothing new.
+TEST(DaemonProcess, IngestDsnTakesMailboxesAndFoldersAtTheirDates) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  // The first Date line (the bounce's own header) replaced.
+  auto redated = [](const std::string& file, const std::string& date) {
+    std::string m = ReadFile(kTestData + "/dsn/postfix/" + file);
+    const size_t at = m.find("\nDate: ");
+    const size_t end = m.find('\n', at + 1);
+    return m.substr(0, at + 1) + "Date: " + date + m.substr(end);
+  };
+  const std::string mbox_path = dir / "bounces.mbox";
+  AppendFile(mbox_path, "From MAILER-DAEMON Thu Oct  1 08:00:00 2026\n" +
+                            redated("icloud-unknown-09.eml", "Thu, 1 Oct 2026 08:00:00 +0000") +
+                            "\nFrom someone@example.org Thu Oct  1 09:00:00 2026\n"
+                            "From: someone@example.org\nSubject: hello\n\njust mail\n\n"
+                            "From MAILER-DAEMON Fri Oct  2 07:00:00 2026\n" +
+                            redated("gmail-unknown-01.eml", "Fri, 2 Oct 2026 09:00:00 +0200") +
+                            "\n");
+  int rc = -1;
+  std::string out = d.Ctl("ingest-dsn --mbox " + Quote(mbox_path), &rc);
+  EXPECT_EQ(rc, 1) << out;  // the message that is no bounce
+  EXPECT_NE(out.find(mbox_path + "#1: dsn with 1 recipient(s) recorded (2026-10-01T08:00:00Z)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(mbox_path + "#2: not a bounce"), std::string::npos) << out;
+  EXPECT_NE(out.find(mbox_path + "#3: dsn with 1 recipient(s) recorded (2026-10-02T07:00:00Z)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("3 message(s): 2 recorded"), std::string::npos) << out;
+  ASSERT_TRUE(d.WaitForEvents(2));
+  const int64_t events = d.StoredEvents();
+  out = d.Ctl("status icloud-unknown@icloud.com", &rc);
+  EXPECT_NE(out.find("SUPPRESSED since 2026-10-01"), std::string::npos) << out;
+  out = d.Ctl("status gmail-unknown@gmail.com", &rc);
+  EXPECT_NE(out.find("SUPPRESSED since 2026-10-02"), std::string::npos) << out;
+
+  // The same mailbox again, from stdin: nothing new.
+  out = d.Ctl("ingest-dsn --mbox - < " + Quote(mbox_path), &rc);
+  EXPECT_NE(out.find("3 message(s): 2 recorded"), std::string::npos) << out;
+  EXPECT_EQ(d.StoredEvents(), events);
+
+  // A Maildir: its messages; all of them bounces, so exit 0. --json: a line per message.
+  const std::string md = dir / "Maildir";
+  std::filesystem::create_directories(md + "/new");
+  std::filesystem::create_directories(md + "/cur");
+  AppendFile(md + "/new/1790000000.M1.mx", ReadFile(kTestData + "/dsn/postfix/ms-unknown-15.eml"));
+  out = d.Ctl("--json ingest-dsn " + Quote(md), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  json line = json::parse(out, nullptr, false);
+  ASSERT_FALSE(line.is_discarded()) << out;
+  EXPECT_EQ(line["file"], md + "/new/1790000000.M1.mx");
+  EXPECT_EQ(line["time"], "2026-11-29T17:09:55Z");  // its own Date
+  EXPECT_EQ(line["recipients"][0]["recipient"], "ms-unknown@hotmail.com");
 }
 
 TEST(DaemonProcess, IngestDsnRecordsOncePerMessageAndRecipient) {
