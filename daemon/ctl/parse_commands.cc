@@ -33,6 +33,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "classifier/dsn_parser.h"
@@ -187,14 +188,7 @@ bool ParseFolder(const std::string& dir, const std::function<const RuleSet&()>& 
   if (ec)
     return ParseOne(dir, {}, "cannot list folder " + dir + ": " + ec.message(), rules, text, out);
   bool ok = true;
-  for (const std::string& file : files) {
-    std::string error;
-    if (!message->Read(file, &error)) {
-      ok = ParseOne(file, {}, error, rules, text, out) && ok;
-    } else {
-      ok = ParseOne(file, message->view(), std::string(), rules, text, out) && ok;
-    }
-  }
+  for (const std::string& file : files) ok = ReadAndParse(file, rules, text, message, out) && ok;
   return ok;
 }
 
@@ -542,48 +536,39 @@ int ParseMailboxes(const ParseOptions& opt, const RuleSet& rules, bool text, uns
 // and parsed by the thread that found it.
 constexpr size_t kFolderLookArgs = 64;
 
-int RunParse(const ParseOptions& given) {
-  const ParseOptions* use = &given;
-  ParseOptions expanded;
-  if (!given.mbox && given.files.size() <= kFolderLookArgs &&
-      std::any_of(given.files.begin(), given.files.end(), IsFolder)) {
-    expanded = given;
-    expanded.files.clear();
-    for (const std::string& f : given.files) {
+int RunParse(ParseOptions opt) {
+  if (!opt.mbox && opt.files.size() <= kFolderLookArgs) {
+    std::vector<std::string> expanded;
+    for (std::string& f : opt.files) {
       std::error_code ec;
       std::vector<std::string> inside;
       if (IsFolder(f)) inside = FolderFiles(f, &ec);
-      if (IsFolder(f) && !ec) {
-        expanded.files.insert(expanded.files.end(), inside.begin(), inside.end());
+      if (inside.empty() || ec) {
+        // A file, an empty folder (prints nothing either way), or a folder that cannot be
+        // listed, which says so when it is read.
+        expanded.push_back(std::move(f));
       } else {
-        expanded.files.push_back(f);  // a folder that cannot be listed reports it when read
+        expanded.insert(expanded.end(), inside.begin(), inside.end());
       }
     }
-    use = &expanded;
+    opt.files = std::move(expanded);
   }
-  const ParseOptions& opt = *use;
   bool text = opt.format == "text";
-  unsigned jobs = opt.jobs != 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
-  // A thread per chunk of files at most; a handful of files is not worth a thread.
-  jobs = static_cast<unsigned>(
-      std::min<size_t>(jobs, (opt.files.size() + kChunkFiles - 1) / kChunkFiles));
+  const unsigned wanted =
+      opt.jobs != 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
+  // A thread per chunk of files at most; a handful of files is not worth a thread. A mailbox's
+  // messages are counted as they are read.
+  const unsigned jobs = static_cast<unsigned>(
+      std::min<size_t>(wanted, (opt.files.size() + kChunkFiles - 1) / kChunkFiles));
   int rc;
-  if (opt.mbox) {
+  if (opt.mbox || jobs <= 1) {
     auto loaded = LoadCommandRules(opt.rules_files);
     if (!loaded) {
       std::cerr << "bouncectl parse: " << loaded.error() << '\n';
       return kExitUsage;
     }
-    const unsigned threads =
-        opt.jobs != 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
-    rc = ParseMailboxes(opt, **loaded, text, threads);
-  } else if (jobs <= 1) {
-    auto loaded = LoadCommandRules(opt.rules_files);
-    if (!loaded) {
-      std::cerr << "bouncectl parse: " << loaded.error() << '\n';
-      return kExitUsage;
-    }
-    rc = ParseSequential(opt, **loaded, text);
+    rc = opt.mbox ? ParseMailboxes(opt, **loaded, text, wanted)
+                  : ParseSequential(opt, **loaded, text);
   } else {
     rc = ParseParallel(opt, text, jobs);
   }
@@ -611,7 +596,7 @@ void RegisterParseCommands(CLI::App& app, Context& ctx) {
   parse->add_option("files", opt->files, "message files or folders (Maildir), '-' for stdin")
       ->required();
   parse->callback([opt, &ctx] {
-    ctx.exit_code = RunParse(*opt);
+    ctx.exit_code = RunParse(std::move(*opt));  // runs once: the options are not needed again
     ctx.fast_exit = true;
   });
 }
