@@ -144,7 +144,7 @@ int Year(sv s) {
 std::optional<int64_t> ParseMailDate(std::string_view value) {
   const Words w = SplitWords(value);
   size_t i = 0;
-  if (DayName(w[0]) && Month(w[0]) == 0) ++i;  // "Sun," (no month starts like a day)
+  if (DayName(w[0])) ++i;  // "Sun,"
   int day, month, year;
   int64_t seconds;
   sv zone;
