@@ -250,12 +250,23 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
     }
     std::cout << "\n";
   };
+  // Counted and named; the run goes on (a mailbox holds some).
+  auto not_a_bounce = [&](const std::string& where, const std::string& why) {
+    ++not_bounces;
+    ctx.exit_code = kExitFailed;
+    std::fprintf(stderr, "bouncectl: ingest-dsn: %s%s\n", many ? (where + ": ").c_str() : "",
+                 why.c_str());
+  };
   ForEachMessage(
       files, mbox,
       [&](const std::string& file, uint64_t number, std::string_view bytes) {
         if (stopped) return;
         ++messages;
         const std::string where = label(file, number);
+        if (bytes.empty()) {  // a mailbox's separator with nothing after it
+          not_a_bounce(where, "not a bounce: the message is empty");
+          return;
+        }
         json reply;
         std::string error;
         if (!Call(ctx, {{"cmd", "ingest-dsn"}, {"message_base64", Base64Encode(bytes)}}, &reply,
@@ -272,10 +283,7 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
             stopped = true;
             return;
           }
-          ++not_bounces;
-          ctx.exit_code = kExitFailed;
-          std::fprintf(stderr, "bouncectl: ingest-dsn: %s%s\n", many ? (where + ": ").c_str() : "",
-                       why.c_str());
+          not_a_bounce(where, why);
           return;
         }
         ++recorded;

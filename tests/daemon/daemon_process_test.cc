@@ -333,8 +333,9 @@ TEST(DaemonProcess, ImportIsAllOrNothingWithLineNumbersAndExportRoundTrips) {
 }
 
 // ingest-dsn over a saved mailbox and a Maildir: each bounce is recorded at its own Date (a
-// hard bounce of 1 October suppresses since 1 October), a message that is no bounce is named and
-// counted (exit 1), and feeding the same mailbox again records nothing new.
+// hard bounce of 1 October suppresses since 1 October), a message that is no bounce (or empty) is
+// named and counted (exit 1) and the run goes on, and feeding the same mailbox again records
+// nothing new.
 TEST(DaemonProcess, IngestDsnTakesMailboxesAndFoldersAtTheirDates) {
   TempDir dir;
   BouncedProcess d(dir);
@@ -351,6 +352,7 @@ TEST(DaemonProcess, IngestDsnTakesMailboxesAndFoldersAtTheirDates) {
                             redated("icloud-unknown-09.eml", "Thu, 1 Oct 2026 08:00:00 +0000") +
                             "\nFrom someone@example.org Thu Oct  1 09:00:00 2026\n"
                             "From: someone@example.org\nSubject: hello\n\njust mail\n\n"
+                            "From MAILER-DAEMON Thu Oct  1 10:00:00 2026\n\n"  // empty
                             "From MAILER-DAEMON Fri Oct  2 07:00:00 2026\n" +
                             redated("gmail-unknown-01.eml", "Fri, 2 Oct 2026 09:00:00 +0200") +
                             "\n");
@@ -361,10 +363,12 @@ TEST(DaemonProcess, IngestDsnTakesMailboxesAndFoldersAtTheirDates) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find(mbox_path + "#2: not a bounce"), std::string::npos) << out;
-  EXPECT_NE(out.find(mbox_path + "#3: dsn with 1 recipient(s) recorded (2026-10-02T07:00:00Z)"),
+  EXPECT_NE(out.find(mbox_path + "#3: not a bounce: the message is empty"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find(mbox_path + "#4: dsn with 1 recipient(s) recorded (2026-10-02T07:00:00Z)"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("3 message(s): 2 recorded"), std::string::npos) << out;
+  EXPECT_NE(out.find("4 message(s): 2 recorded"), std::string::npos) << out;
   ASSERT_TRUE(d.WaitForEvents(2));
   const int64_t events = d.StoredEvents();
   out = d.Ctl("status icloud-unknown@icloud.com", &rc);
@@ -374,7 +378,7 @@ TEST(DaemonProcess, IngestDsnTakesMailboxesAndFoldersAtTheirDates) {
 
   // The same mailbox again, from stdin: nothing new.
   out = d.Ctl("ingest-dsn --mbox - < " + Quote(mbox_path), &rc);
-  EXPECT_NE(out.find("3 message(s): 2 recorded"), std::string::npos) << out;
+  EXPECT_NE(out.find("4 message(s): 2 recorded"), std::string::npos) << out;
   EXPECT_EQ(d.StoredEvents(), events);
 
   // A Maildir: its messages; all of them bounces, so exit 0. --json: a line per message.
