@@ -173,7 +173,10 @@ DeliveryStatus ParseDeliveryStatus(std::string_view text) {
       new_group = !in_recipient || blank_since_field || HasField(*current, lname);
     }
     if (new_group) {
-      if (out.per_recipient.size() >= kMaxRecipientGroups) break;
+      if (out.per_recipient.size() >= kMaxRecipientGroups) {
+        out.more_recipients = true;
+        break;
+      }
       current = &out.per_recipient.emplace_back();
       current->reserve(8);
       in_recipient = true;
@@ -182,7 +185,10 @@ DeliveryStatus ParseDeliveryStatus(std::string_view text) {
       // Recipient fields with no recipient line at all: still a group of its own. After a
       // blank line, a field the current group already has starts the next group: Mimecast
       // writes each group's recipient fields last.
-      if (out.per_recipient.size() >= kMaxRecipientGroups) break;
+      if (out.per_recipient.size() >= kMaxRecipientGroups) {
+        out.more_recipients = true;
+        break;
+      }
       current = &out.per_recipient.emplace_back();
       current->reserve(8);
       in_recipient = true;

@@ -14,7 +14,11 @@
 
 namespace bounced::dsn {
 
-inline constexpr size_t kMaxRecipientGroups = 1000;
+// Most recipient groups read from one report. Postfix lists every bounced recipient of a queue
+// file in one report, and a list message can have thousands: the limit is there for hostile
+// input only (a 16 MiB message holds ~300,000 minimal groups). ParseBounce warns when a report
+// reaches it.
+inline constexpr size_t kMaxRecipientGroups = 100000;
 
 // One field, as views: the name as written (compare it without case), the value trimmed and,
 // when folded, unfolded. A value views the parsed text, or the DeliveryStatus's own copy when it
@@ -28,6 +32,7 @@ struct Field {
 struct DeliveryStatus {
   std::vector<Field> per_message;                 // Reporting-MTA, X-Postfix-Queue-ID ...
   std::vector<std::vector<Field>> per_recipient;  // each has Final-Recipient or similar
+  bool more_recipients = false;  // groups after the kMaxRecipientGroups-th were not read
   // Values joined from folded lines; each string is allocated on its own, so moving the
   // DeliveryStatus leaves the views into them valid.
   std::vector<std::unique_ptr<std::string>> joined;

@@ -596,12 +596,12 @@ struct Walker {
   bool have_original = false;
 
   void AddLeaf(std::string type, std::string text, bool attached) {
-    if (view->parts.size() >= kMaxMimeParts) return;
+    if (view->PartsFull()) return;
     view->parts.emplace_back(std::move(type), NormalizeLineEnds(text), attached);
   }
 
   void Walk(GMimeObject* obj, int depth, bool attached) {
-    if (obj == nullptr || depth > kMaxMimeDepth || view->parts.size() >= kMaxMimeParts) return;
+    if (obj == nullptr || depth > kMaxMimeDepth || view->PartsFull()) return;
     if (Gm().IsA(obj, Gm().g_mime_multipart_get_type())) {
       GMimeMultipart* mp = reinterpret_cast<GMimeMultipart*>(obj);
       int n = Gm().g_mime_multipart_get_count(mp);
@@ -614,7 +614,7 @@ struct Walker {
         auto copy = std::make_shared<const std::string>(epilogue);
         MimeView second = DecodeMimeNested(*copy, copy);
         for (MimeLeaf& leaf : second.parts) {
-          if (view->parts.size() >= kMaxMimeParts) break;
+          if (view->PartsFull()) break;
           view->parts.push_back(std::move(leaf));
         }
       }
@@ -624,11 +624,15 @@ struct Walker {
       GMimeMessage* msg =
           Gm().g_mime_message_part_get_message(reinterpret_cast<GMimeMessagePart*>(obj));
       if (msg == nullptr) return;
-      if (!attached && depth <= 1 && view->attached_messages.size() < kMaxAttachedMessages) {
-        auto bytes =
-            std::make_shared<const std::string>(WrittenOut(reinterpret_cast<GMimeObject*>(msg)));
-        std::string_view written = *bytes;
-        view->AddAttached(written, std::move(bytes));
+      if (!attached && depth <= 1) {
+        if (view->attached_messages.size() >= kMaxAttachedMessages) {
+          ++view->attached_skipped;  // not written out: it would not be kept
+        } else {
+          auto bytes =
+              std::make_shared<const std::string>(WrittenOut(reinterpret_cast<GMimeObject*>(msg)));
+          std::string_view written = *bytes;
+          view->AddAttached(written, std::move(bytes));
+        }
       }
       if (!have_original && !attached) {
         have_original = true;
@@ -641,10 +645,13 @@ struct Walker {
     }
     if (!Gm().IsA(obj, Gm().g_mime_part_get_type())) return;
     std::string type = TypeOf(obj);
-    if (type == "application/octet-stream" && !attached && depth <= 1 &&
-        view->attached_messages.size() < kMaxAttachedMessages) {
+    if (type == "application/octet-stream" && !attached && depth <= 1) {
       const char* name = Gm().g_mime_object_get_content_type_parameter(obj, "name");
       if (name != nullptr && IsMessageFile(type, name)) {
+        if (view->attached_messages.size() >= kMaxAttachedMessages) {
+          ++view->attached_skipped;  // not decoded: it would not be kept
+          return;
+        }
         auto bytes =
             std::make_shared<const std::string>(DecodedContent(reinterpret_cast<GMimePart*>(obj)));
         std::string_view decoded = *bytes;
@@ -669,8 +676,11 @@ struct Walker {
 // Out of line: inlined, it made the decoder's walk too big for the compiler to inline the
 // small helpers the walk calls on every part.
 void MimeView::AddAttached(std::string_view bytes, Owner owner) {
-  if (attached_messages.size() < kMaxAttachedMessages)
+  if (attached_messages.size() < kMaxAttachedMessages) {
     attached_messages.push_back(Attached{bytes, std::move(owner)});
+  } else {
+    ++attached_skipped;
+  }
 }
 
 namespace {
@@ -1292,7 +1302,7 @@ struct FastWalker {
   bool top_without_parts = false;  // a top-level multipart whose boundary never occurs
 
   void Leaf(const RawPart& part, ContentType* ct, bool attached) {
-    if (!IsTextual(ct->type) || view->parts.size() >= kMaxMimeParts) return;
+    if (!IsTextual(ct->type) || view->PartsFull()) return;
     TransferEncoding enc = EncodingOf(part.transfer_encoding);
     if (enc == TransferEncoding::kUnknown) {
       failed = true;
@@ -1332,7 +1342,7 @@ struct FastWalker {
 
   // One entity (a message's body part or a multipart's part), given its headers and body.
   void Entity(const RawPart& part, int depth, bool attached, std::string_view default_type) {
-    if (failed || depth > kMaxMimeDepth || view->parts.size() >= kMaxMimeParts) return;
+    if (failed || depth > kMaxMimeDepth || view->PartsFull()) return;
     ContentType ct;
     ParseContentType(part.content_type, default_type, &ct);
     if (!ct.ok) {
@@ -1463,7 +1473,7 @@ struct FastWalker {
       if (HoldsGluedReport(epilogue)) {
         MimeView second = DecodeMimeNested(epilogue, owner);
         for (MimeLeaf& leaf : second.parts) {
-          if (view->parts.size() >= kMaxMimeParts) break;
+          if (view->PartsFull()) break;
           view->parts.push_back(std::move(leaf));
         }
       }
@@ -1561,7 +1571,7 @@ void AppendGluedMessage(std::string_view normalized, const Owner& owner, MimeVie
   }
   MimeView second = DecodeMimeNested(rest, std::move(rest_owner));
   for (MimeLeaf& leaf : second.parts) {
-    if (view->parts.size() >= kMaxMimeParts) break;
+    if (view->PartsFull()) break;
     view->parts.push_back(std::move(leaf));
   }
 }

@@ -15,11 +15,13 @@
 
 namespace bounced::dsn {
 
-// Limits that keep hostile messages cheap.
+// Limits that keep hostile messages cheap. A part is read whole up to the message's own limit
+// (kMaxMessageBytes, dsn_parser.h): a report part that lists thousands of recipients is as long
+// as the message, and no part decodes to more bytes than its message has.
 inline constexpr int kMaxMimeDepth = 8;
-inline constexpr size_t kMaxMimeParts = 128;
-inline constexpr size_t kMaxPartTextBytes = 1024 * 1024;
-inline constexpr size_t kMaxAttachedMessages = 16;
+inline constexpr size_t kMaxMimeParts = 512;
+inline constexpr size_t kMaxPartTextBytes = 16 * 1024 * 1024;
+inline constexpr size_t kMaxAttachedMessages = 64;
 
 // A header as views: into the message's own bytes (a plain value, as most are), into static
 // memory (a name the parser reads), or into the storage of the MimeView or HeaderBlock that
@@ -86,6 +88,7 @@ struct MimeView {
   // The top-level body's Content-Transfer-Encoding (a single-part message's text may be base64).
   TransferEncoding body_encoding = TransferEncoding::kIdentity;
   std::vector<MimeLeaf> parts;           // leaves in document order
+  bool parts_cut = false;                // a textual part was left out: kMaxMimeParts were there
   std::vector<Header> original_headers;  // headers of the returned message, when attached
   // The messages attached at the top level (message/rfc822 or message/global parts of the
   // top-level multipart or multipart/digest, saved .eml files attached as
@@ -100,12 +103,21 @@ struct MimeView {
     Owner owner;
   };
   std::vector<Attached> attached_messages;
-  // Adds one to attached_messages unless kMaxAttachedMessages are there already.
+  size_t attached_skipped = 0;  // attached messages beyond kMaxAttachedMessages, not kept
+  // Adds one to attached_messages unless kMaxAttachedMessages are there already (then counts
+  // it in attached_skipped).
   void AddAttached(std::string_view bytes, Owner owner);
   // What the headers view besides the caller's message: decoded values, and the copies of the
   // message the decoder made (other line ends than LF, an encoded message/rfc822).
   HeaderStorage storage;
   std::vector<Owner> owners;
+
+  // Whether `parts` is full (kMaxMimeParts); notes in parts_cut that a part is left out.
+  bool PartsFull() {
+    if (parts.size() < kMaxMimeParts) return false;
+    parts_cut = true;
+    return true;
+  }
 
   // First value of a header (name lower-case), or "" when absent. Inline: callers name the
   // header by a literal, whose size then makes each comparison a few word compares, not a

@@ -843,6 +843,22 @@ namespace {
 // again from the one inside that; no deeper (each level decodes the attachment again).
 constexpr int kMaxForwardDepth = 2;
 
+// Adds a warning (ParsedBounce::warnings) unless it is there already.
+void Warn(ParsedBounce* out, std::string warning) {
+  if (std::find(out->warnings.begin(), out->warnings.end(), warning) == out->warnings.end())
+    out->warnings.push_back(std::move(warning));
+}
+
+std::string PartsCut() {
+  return "the message has more than " + std::to_string(dsn::kMaxMimeParts) +
+         " text parts; the rest were not read";
+}
+
+std::string RecipientsCut(size_t limit) {
+  return "the bounce lists " + std::to_string(limit) + " recipients or more; only the first " +
+         std::to_string(limit) + " were read";
+}
+
 // Whether a mailer daemon's bounce names its recipients in its own text, as step 4 of
 // ParseMessage reads them: then a report inside its returned message is another bounce's (the
 // message it returns was itself a bounce), not its own.
@@ -856,7 +872,15 @@ bool DaemonTextNamesRecipients(const MimeView& view, const dsn::Explanation& exp
 ParsedBounce ParseMessage(std::string_view message,
                           const std::function<const RuleSet&()>& get_rules, int depth) {
   ParsedBounce out;
-  if (message.size() > kMaxMessageBytes) message = message.substr(0, kMaxMessageBytes);
+  if (message.size() > kMaxMessageBytes) {
+    // Cut after the last whole line: a line cut short (an address, a status) is not read.
+    message = message.substr(0, kMaxMessageBytes);
+    if (size_t nl = message.rfind('\n'); nl != std::string_view::npos)
+      message = message.substr(0, nl + 1);
+    const std::string limit = std::to_string(kMaxMessageBytes >> 20) + " MiB";
+    out.warnings.push_back("the message is longer than " + limit + "; only its first " + limit +
+                           " were read");
+  }
   if (TrimSpace(message).empty()) {
     out.error = "empty message";
     return out;
@@ -869,6 +893,10 @@ ParsedBounce ParseMessage(std::string_view message,
   std::string_view explanation = explained.text();
 
   std::vector<Finding> findings;
+  // How many recipients the way the findings were read keeps at most (a report's groups, or a
+  // text's addresses), and whether a report had more than that.
+  size_t recipient_limit = dsn::kMaxTextRecipients;
+  bool recipients_cut = false;
   std::optional<Category> forced;
   std::string_view forced_rule;
   std::string feedback_type;  // a complaint's, as its report states it
@@ -950,11 +978,16 @@ ParsedBounce ParseMessage(std::string_view message,
       // FindingsFromDeliveryStatus gives at most kMaxRecipientGroups: the first report's (most
       // bounces have one) are taken whole, not moved one by one.
       std::vector<Finding> found = FindingsFromDeliveryStatus(fields, explained);
+      recipients_cut = recipients_cut || fields.more_recipients;
       if (findings.empty()) {
         findings = std::move(found);
       } else {
         for (Finding& f : found) {
-          if (findings.size() < dsn::kMaxRecipientGroups) findings.push_back(std::move(f));
+          if (findings.size() >= dsn::kMaxRecipientGroups) {
+            recipients_cut = true;
+            break;
+          }
+          findings.push_back(std::move(f));
         }
       }
     }
@@ -977,6 +1010,7 @@ ParsedBounce ParseMessage(std::string_view message,
         // A mailer daemon's bounce that returns another's report relays it; anyone else's
         // may forward it.
         weak = reports_attached && !FromMailerDaemon(view);
+        recipient_limit = dsn::kMaxRecipientGroups;
         out.kind = MessageKind::kDsn;
         out.mta = FindString(explanation, "This is the mail system at host") != std::string::npos ||
                           !out.postfix_queue_id.empty()
@@ -1038,6 +1072,12 @@ ParsedBounce ParseMessage(std::string_view message,
       if (!findings.empty()) {
         out.kind = MessageKind::kNonStandardBounce;
         out.mta = "text";
+        if (explained.cut()) {
+          Warn(&out, "the bounce's text is longer than " +
+                         std::to_string(dsn::kMaxExplanationBytes >> 10) +
+                         " KiB; recipients after its first " +
+                         std::to_string(dsn::kMaxExplanationBytes >> 10) + " KiB were not read");
+        }
         // Without a report part the bounce itself is the action: a non-delivery notice says the
         // MTA gave up (so a temporary cause there means the retries ran out), a warning says
         // it is still trying.
@@ -1094,16 +1134,36 @@ ParsedBounce ParseMessage(std::string_view message,
       if (forwarded.recipients.empty()) continue;
       if (!found) {
         found = true;
-        out = std::move(forwarded);  // `out` stays the one object returned (moved into place)
+        // `out` stays the one object returned (moved into place), with its own warnings first.
+        forwarded.warnings.insert(forwarded.warnings.begin(),
+                                  std::make_move_iterator(out.warnings.begin()),
+                                  std::make_move_iterator(out.warnings.end()));
+        out = std::move(forwarded);
         continue;
       }
       for (Result& r : forwarded.recipients) {
-        if (out.recipients.size() >= dsn::kMaxRecipientGroups) break;
+        if (out.recipients.size() >= dsn::kMaxRecipientGroups) {
+          Warn(&out, RecipientsCut(dsn::kMaxRecipientGroups));
+          break;
+        }
         out.recipients.push_back(std::move(r));
       }
+      for (std::string& w : forwarded.warnings) Warn(&out, std::move(w));
     }
-    if (found) return out;
+    if (view.attached_skipped > 0) {
+      Warn(&out, "the message attaches " + std::to_string(view.attached_skipped) +
+                     " more messages than the " + std::to_string(dsn::kMaxAttachedMessages) +
+                     " read; those were not read");
+    }
+    if (found) {
+      if (view.parts_cut) Warn(&out, PartsCut());
+      return out;
+    }
   }
+
+  if (view.parts_cut) Warn(&out, PartsCut());
+  if (recipients_cut || (!findings.empty() && findings.size() >= recipient_limit))
+    Warn(&out, RecipientsCut(recipient_limit));
 
   if (findings.empty()) {
     out.kind = MessageKind::kNotBounce;

@@ -33,9 +33,14 @@ struct ParsedBounce {
   std::string reporting_mta;        // Reporting-MTA, if any
   std::string mta;                  // which MTA / provider format was recognised ("postfix", ...)
   std::string error;                // why nothing was found, when recipients is empty
+  // What was not read, when a limit below cut the message short: a message longer than
+  // kMaxMessageBytes, more recipients than a report or text is read for, more attached messages
+  // than are opened. Empty for every ordinary bounce.
+  std::vector<std::string> warnings;
 };
 
-// Largest message parsed; longer input is cut there (a bounce's useful part is at the start).
+// Largest message parsed; longer input is cut there, with a warning (a bounce's useful part is
+// at the start). Give ParseBounce more than this (kMaxMessageBytes + 1) to have the cut noted.
 inline constexpr size_t kMaxMessageBytes = 16 * 1024 * 1024;
 
 // Never throws and never fails: malformed input yields kNotBounce with `error` set.

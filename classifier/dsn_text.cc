@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <unordered_map>
+#include <unordered_set>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -680,7 +682,7 @@ Explanation::Explanation(const MimeView& view) {
     }
   }
   if (have_plain && taken == 1) {
-    text_ = std::string_view(single->text()).substr(0, kMaxExplanationBytes);
+    text_ = single->text();
   } else {
     for (const MimeLeaf& p : view.parts) {
       if (p.attached) continue;
@@ -694,8 +696,14 @@ Explanation::Explanation(const MimeView& view) {
       }
       if (owned_.size() > kMaxExplanationBytes) break;
     }
-    if (owned_.size() > kMaxExplanationBytes) owned_.resize(kMaxExplanationBytes);
     text_ = owned_;
+  }
+  if (text_.size() > kMaxExplanationBytes) {
+    // Cut after the last whole line: a line cut short (an address) is not read.
+    cut_ = true;
+    text_ = text_.substr(0, kMaxExplanationBytes);
+    if (size_t nl = text_.rfind('\n'); nl != std::string_view::npos)
+      text_ = text_.substr(0, nl + 1);
   }
   // Lines are split as the loop reaches them: the text often goes on with the returned
   // message, which no scan reads. Room for a line per 40 bytes (bounce text runs 30 to 80 a
@@ -717,6 +725,7 @@ Explanation::Explanation(const MimeView& view) {
       if (EnoughReason(letters, text_.substr(0, offset))) {
         // The explanation ends with line i - 1 and its '\n'.
         text_ = text_.substr(0, offset);
+        cut_ = false;  // it ended before the limit
         break;
       }
     }
@@ -747,6 +756,10 @@ std::vector<std::string> ExcludedAddresses(const MimeView& view) {
 }
 
 namespace {
+
+// Up to this many recipients (or hints) Scan compares an address with each in turn; beyond,
+// it looks them up by their lower-case form (a report or text can list a thousand).
+constexpr size_t kLinearLookup = 16;
 
 // A recipient Scan reports: how it is compared (without case) and how it is written.
 struct Recipient {
@@ -785,6 +798,8 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     }
     return false;
   };
+  // Many hints (a report's recipients) are looked up by their lower-case form.
+  std::unordered_set<std::string> hint_set;
   // Only lines with an '@' can name an address: the text is searched for them once, and the
   // lines between are passed over (lines are consecutive views into the text).
   std::string_view text = explanation.text();
@@ -797,6 +812,14 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     ForEachAddressSpan(line, [&](size_t b, size_t e) {
       std::string_view address = line.substr(b, e - b);
       if (!hint_norm.empty()) {
+        if (hint_norm.size() > kLinearLookup) {
+          if (hint_set.empty()) {
+            for (const std::string& h : hint_norm) hint_set.insert(AsciiLowerCopy(h));
+          }
+          if (hint_set.contains(AsciiLowerCopy(address)))
+            occ.push_back(Occurrence{i, e, address, true, -1});
+          return;
+        }
         for (const std::string& h : hint_norm) {
           if (EqualsNoCase(h, address)) {
             occ.push_back(Occurrence{i, e, address, true, -1});
@@ -813,7 +836,14 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
   // explanation names that is not the sender's.
   ScanResult result;
   std::vector<Recipient>& recipients = result.recipients;
+  // Many recipients are found by their lower-case key in `index`, built once there are more
+  // than kLinearLookup (the first of equal keys wins, as in the list).
+  std::unordered_map<std::string, int> index;
   auto find_recipient = [&](std::string_view address) -> int {
+    if (recipients.size() > kLinearLookup) {
+      auto it = index.find(AsciiLowerCopy(address));
+      return it == index.end() ? -1 : it->second;
+    }
     for (size_t r = 0; r < recipients.size(); ++r) {
       if (EqualsNoCase(recipients[r].key, address)) return static_cast<int>(r);
     }
@@ -823,6 +853,14 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
     if (int r = find_recipient(key); r >= 0) return r;
     if (recipients.size() >= kMaxTextRecipients) return -1;
     recipients.push_back(Recipient{key, blocks_only ? std::string() : NormalizeAddress(address)});
+    if (recipients.size() > kLinearLookup) {
+      if (index.empty()) {
+        for (size_t r = 0; r < recipients.size(); ++r)
+          index.emplace(AsciiLowerCopy(recipients[r].key), static_cast<int>(r));
+      } else {
+        index.emplace(AsciiLowerCopy(key), static_cast<int>(recipients.size() - 1));
+      }
+    }
     return static_cast<int>(recipients.size() - 1);
   };
   if (!hint_norm.empty()) {
@@ -1028,6 +1066,7 @@ std::vector<std::string> BlocksFor(const Explanation& explanation,
       out[i] = LiteralBlock(explanation.text(), addresses[i]);
       continue;
     }
+    if (wanted.size() == kMaxTextRecipients) continue;  // Scan keeps no more (see the header)
     wanted.push_back(NormalizeAddress(addresses[i]));
     index.push_back(i);
   }

@@ -14,14 +14,18 @@
 
 namespace bounced::dsn {
 
-// Largest explanation text scanned (bytes); bounce explanations are short.
-inline constexpr size_t kMaxExplanationBytes = 128 * 1024;
+// Largest explanation text scanned (bytes); bounce explanations are short, but a prose bounce
+// lists each failed recipient with its reason (~150 bytes each in Exim's), kMaxTextRecipients
+// of them fit.
+inline constexpr size_t kMaxExplanationBytes = 256 * 1024;
 // When a recipient's own block says nothing, the start of the explanation stands in for it.
 inline constexpr size_t kMaxFallbackReasonBytes = 4096;
 // Stage and remote host are looked for in the first bytes of a reason only.
 inline constexpr size_t kMaxStageScanBytes = 2048;
-// Most recipients taken from one text bounce.
-inline constexpr size_t kMaxTextRecipients = 200;
+// Most recipients taken from one text bounce (and from X-Failed-Recipients, a feedback report
+// or an SES notification); ParseBounce warns when a bounce reaches it. A text explanation is
+// read for its first kMaxExplanationBytes, which name a few thousand addresses at most.
+inline constexpr size_t kMaxTextRecipients = 2000;
 
 // One recipient as the bounce describes it, before classification.
 struct Finding {
@@ -51,8 +55,12 @@ class Explanation {
   std::string_view text() const { return text_; }
   // `text` split at '\n' (no line for a final '\n'), views into it.
   const std::vector<std::string_view>& lines() const { return lines_; }
+  // Whether the text went on past kMaxExplanationBytes: then it stops at the last whole line
+  // before that.
+  bool cut() const { return cut_; }
 
  private:
+  bool cut_ = false;
   std::string owned_;
   std::string_view text_;
   std::vector<std::string_view> lines_;
@@ -74,7 +82,8 @@ std::vector<Finding> ScanExplanation(const Explanation& explanation,
 
 // For each address, the part of the explanation that talks about it (its reason block), or ""
 // when the address does not occur. Used to enrich RFC 3464 recipients with their text-part
-// wording.
+// wording. Only the first kMaxTextRecipients addresses are looked for (a report can list far
+// more than its text part, cut at kMaxExplanationBytes, names); the rest get "".
 std::vector<std::string> BlocksFor(const Explanation& explanation,
                                    const std::vector<std::string>& addresses);
 

@@ -245,6 +245,13 @@ struct Daemon::Impl {
       milter_json["rcpt_checked"] = ms.rcpt_checked;
       milter_json["rcpt_rejected"] = ms.rcpt_rejected;
       milter_json["bounces_seen"] = ms.bounces_seen;
+      milter_json["bounce_recipients"] = ms.bounce_recipients;
+      milter_json["bounces_truncated"] = ms.bounces_truncated;
+      milter_json["bounces_incomplete"] = ms.bounces_incomplete;
+      milter_json["bounces_discarded"] = ms.bounces_discarded;
+      milter_json["bounces_quarantined"] = ms.bounces_quarantined;
+      milter_json["callback_timeouts"] = ms.callback_timeouts;
+      milter_json["dropped_records"] = ms.dropped_records;
       milter_json["storage_errors"] = ms.storage_errors;
     }
     nlohmann::json sm = ServerStats(socketmap.get());

@@ -371,6 +371,13 @@ json CmdIngestDsn(Services& services, const json& req) {
   json out{{"kind", ToString(parsed.kind)},
            {"message_id", parsed.message_id},
            {"recipients", std::move(recipients)}};
+  // What a limit left unread (a message over 16 MiB, more recipients than are read): said in
+  // the reply and logged, and what was read is recorded.
+  if (!parsed.warnings.empty()) {
+    out["warnings"] = parsed.warnings;
+    for (const std::string& w : parsed.warnings)
+      spdlog::warn("ingest-dsn: message {}: {}", parsed.message_id, w);
+  }
   if (parsed.recipients.empty()) {
     throw RequestError{"not a bounce: " +
                        (parsed.error.empty() ? std::string("no recipient results") : parsed.error)};

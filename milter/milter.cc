@@ -51,7 +51,8 @@ struct Counters {
   std::atomic<uint64_t> connections{0}, smtpd_messages{0}, non_smtpd_messages{0}, rcpt_checked{0},
       rcpt_rejected{0}, rcpt_tempfailed{0}, rcpt_logged{0}, rcpt_removed{0}, bounces_seen{0},
       bounce_recipients{0}, bounces_discarded{0}, bounces_quarantined{0}, bounces_truncated{0},
-      storage_errors{0}, storage_incidents{0}, callback_timeouts{0}, dropped_records{0};
+      bounces_incomplete{0}, storage_errors{0}, storage_incidents{0}, callback_timeouts{0},
+      dropped_records{0};
   std::array<std::atomic<uint64_t>, MilterStats::kRcptBuckets> rcpt_latency{};
 };
 
@@ -357,7 +358,19 @@ BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::s
   if (parsed.kind == MessageKind::kNotBounce || parsed.recipients.empty()) return out;
   out.is_bounce = true;
   g.counters.bounces_seen.fetch_add(1, std::memory_order_relaxed);
-  if (truncated) g.counters.bounces_truncated.fetch_add(1, std::memory_order_relaxed);
+  // Read in part: the capture stopped at max_bounce_bytes, or a parser limit cut the message
+  // short. What was read is recorded; the message itself is never discarded then.
+  if (truncated) {
+    g.counters.bounces_truncated.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn(
+        "milter: bounce {} is longer than milter.max_bounce_bytes ({}); only that much "
+        "was read",
+        queue_id, g.config.max_bounce_bytes);
+  }
+  if (!parsed.warnings.empty()) {
+    g.counters.bounces_incomplete.fetch_add(1, std::memory_order_relaxed);
+    for (const std::string& w : parsed.warnings) spdlog::warn("milter: bounce {}: {}", queue_id, w);
+  }
   CapturedBounce cb;
   cb.parsed = &parsed;
   cb.raw_message = raw;
@@ -368,6 +381,13 @@ BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::s
   NoteStorage(recorded, "record bounce");
   if (!recorded.ok()) return out;  // keep what could not be recorded
   g.counters.bounce_recipients.fetch_add(parsed.recipients.size(), std::memory_order_relaxed);
+  if (g.config.bounces != BounceDisposition::kKeep &&
+      !MayRemoveBounce(g.config.bounces, !truncated, parsed.warnings.empty())) {
+    spdlog::warn("milter: bounce {} kept, not {}: {}", queue_id,
+                 g.config.bounces == BounceDisposition::kDiscard ? "discarded" : "quarantined",
+                 truncated ? "only part of it was captured" : "a parser limit cut it short");
+    return out;
+  }
   switch (g.config.bounces) {
     case BounceDisposition::kKeep:
       break;
@@ -375,8 +395,6 @@ BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::s
       out.discard = true;
       break;
     case BounceDisposition::kQuarantine: {
-      // Only a complete copy may replace the message.
-      if (truncated) break;
       auto path = WriteQuarantine(g.config.quarantine_dir, cb.dedup_key, raw);
       if (!path.ok()) {
         spdlog::warn("milter: bounce {} kept: {}", queue_id, path.error());
@@ -649,6 +667,7 @@ MilterStats GetMilterStats() {
   s.bounces_discarded = ld(c.bounces_discarded);
   s.bounces_quarantined = ld(c.bounces_quarantined);
   s.bounces_truncated = ld(c.bounces_truncated);
+  s.bounces_incomplete = ld(c.bounces_incomplete);
   s.storage_errors = ld(c.storage_errors);
   s.storage_incidents = ld(c.storage_incidents);
   s.callback_timeouts = ld(c.callback_timeouts);

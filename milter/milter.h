@@ -144,6 +144,13 @@ struct CapturedBounce {
   bool truncated = false;  // the message was larger than max_bounce_bytes
 };
 
+// Whether a bounce may leave the mail stream (bounces = discard or quarantine) instead of going
+// on to its recipient: only when nothing of it is lost. A quarantined copy must be complete
+// (`captured_whole`: not cut at max_bounce_bytes); a discarded bounce must also have been read
+// whole by the parser (`read_whole`: no ParsedBounce::warnings), since the recipient's copy is
+// then all there is of the rest. Never for kKeep.
+bool MayRemoveBounce(BounceDisposition disposition, bool captured_whole, bool read_whole);
+
 // The stable identity of a bounce: for Postfix-made DSNs, the original's queue id, the reporting
 // MTA and the DSN kind (a retried bounce gets a new Message-ID but keeps those); otherwise the
 // bounce's Message-ID; otherwise a hash of the captured bytes.
@@ -177,7 +184,8 @@ struct MilterStats {
   uint64_t bounce_recipients = 0;  // recipient results recorded
   uint64_t bounces_discarded = 0;
   uint64_t bounces_quarantined = 0;
-  uint64_t bounces_truncated = 0;
+  uint64_t bounces_truncated = 0;   // longer than max_bounce_bytes: read in part
+  uint64_t bounces_incomplete = 0;  // a parser limit cut them short (ParsedBounce::warnings)
   uint64_t storage_errors = 0;
   uint64_t storage_incidents = 0;  // runs of failures (each logged once)
   uint64_t callback_timeouts = 0;

@@ -132,6 +132,18 @@ Status ValidateMilterConfig(const MilterConfig& c) {
   return Status::Ok();
 }
 
+bool MayRemoveBounce(BounceDisposition disposition, bool captured_whole, bool read_whole) {
+  switch (disposition) {
+    case BounceDisposition::kKeep:
+      return false;
+    case BounceDisposition::kQuarantine:
+      return captured_whole;
+    case BounceDisposition::kDiscard:
+      return captured_whole && read_whole;
+  }
+  return false;
+}
+
 std::string BounceDedupKey(const ParsedBounce& p, std::string_view raw_message) {
   if (!p.postfix_queue_id.empty()) {
     // A Postfix DSN that is regenerated after a failed attempt (e.g. "bounce failed" while a

@@ -60,7 +60,7 @@ void ReadMailbox(const std::string& file, const OnMessage& on_message,
     on_error(file, "cannot open " + file + ": " + std::strerror(errno));
     return;
   }
-  MboxSplitter splitter(kMaxMessageBytes);
+  MboxSplitter splitter(kMaxMessageBytes + 1);  // the byte after the limit: see message_sources.h
   const MboxSplitter::OnMessage each = [&](std::string_view m, bool) {
     on_message(file, splitter.messages(), m);  // counts this one already
   };
@@ -86,7 +86,7 @@ void ReadFile(const std::string& file, PageBuffer* buffer, const OnMessage& on_m
     return;
   }
   size_t size = 0;
-  const int saved = ReadToEnd(fd, buffer, kMaxMessageBytes, &size);
+  const int saved = ReadToEnd(fd, buffer, kMaxMessageBytes + 1, &size);
   if (fd != STDIN_FILENO) ::close(fd);
   if (saved != 0) {
     on_error(file, "cannot read " + file + ": " + std::strerror(saved));

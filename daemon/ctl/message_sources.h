@@ -24,7 +24,8 @@ std::vector<std::string> FolderFiles(const std::string& dir, std::error_code* ec
 bool IsFolder(const std::string& path);
 
 // One message: the file (or mailbox) it came from, its position in the mailbox (1 for the first;
-// 0 for a file), and its bytes (at most kMaxMessageBytes; the parser reads no further).
+// 0 for a file), and its bytes (at most kMaxMessageBytes + 1: the parser reads no further, and
+// warns that it cut a message that has the byte after).
 using OnMessage =
     std::function<void(const std::string& file, uint64_t number, std::string_view bytes)>;
 // An input that could not be read (or listed), with a sentence saying why.

@@ -2,7 +2,8 @@
 //
 // `bouncectl parse [--format=jsonl|text] [--rules FILE]... FILE...` reads bounce messages
 // ("-" is stdin) and prints, per input file, one line: {"file", "kind", "recipients": [...]}
-// (plus "error" when the file could not be read or is not a bounce). Rules are compiled once
+// (plus "error" when the file could not be read or is not a bounce, and "warnings" when a limit
+// cut the message short). Rules are compiled once
 // per run (the embedded defaults, with --rules files merged on top), so hundreds of files cost
 // one process. Exit 0 when every input parsed as a bounce, 1 when some did not, 2 on usage or
 // rules errors.
@@ -71,7 +72,8 @@ class ReadBuffer {
  public:
   std::string_view view() const { return {buffer_.data(), size_}; }
 
-  // Reads at most kMaxMessageBytes of `path` ("-" = stdin; the parser ignores the rest).
+  // Reads at most kMaxMessageBytes + 1 bytes of `path` ("-" = stdin): the parser reads no more
+  // than kMaxMessageBytes, and the byte after tells it to warn that it cut the message.
   // Files are opened from their folder's descriptor (common/file_open.h) and read to their end
   // by ReadToEnd (common/read_buffer.h): no stdio buffer between, and no fstat for the size (the
   // read of 0 bytes that sees the end costs less than an fstat).
@@ -82,7 +84,7 @@ class ReadBuffer {
       *error = "cannot open " + path + ": " + std::strerror(errno);
       return false;
     }
-    int saved = ReadToEnd(fd, &buffer_, kMaxMessageBytes, &size_);
+    int saved = ReadToEnd(fd, &buffer_, kMaxMessageBytes + 1, &size_);
     if (fd != STDIN_FILENO) ::close(fd);
     if (saved != 0) {
       *error = "cannot read " + path + ": " + std::strerror(saved);
@@ -106,6 +108,7 @@ void PrintText(const std::string& file, uint64_t number, const ParsedBounce& p, 
   if (!p.mta.empty()) *out += " (" + p.mta + ")";
   if (!p.error.empty()) *out += ": " + p.error;
   *out += '\n';
+  for (const std::string& w : p.warnings) *out += "  warning: " + w + '\n';
   for (const Result& r : p.recipients) {
     const CategoryInfo& info = Describe(r.category);
     *out += "  " + (r.recipient.empty() ? std::string("(unknown recipient)") : r.recipient);
@@ -135,8 +138,8 @@ bool ParseOne(const std::string& file, std::string_view message, const std::stri
   if (text) {
     PrintText(file, number, parsed, out);
   } else {
-    // {"error", "file", "kind", "mta", "recipients"}: written directly, keys in the order
-    // nlohmann's dump gives them (tests compare the two).
+    // {"error", "file", "kind", "message", "mta", "recipients", "warnings"}: written directly,
+    // keys in the order nlohmann's dump gives them (tests compare the two).
     *out += '{';
     if (!parsed.error.empty()) {
       *out += "\"error\":";
@@ -160,7 +163,16 @@ bool ParseOne(const std::string& file, std::string_view message, const std::stri
       if (i > 0) *out += ',';
       AppendJson(parsed.recipients[i], out);
     }
-    *out += "]}\n";
+    *out += ']';
+    if (!parsed.warnings.empty()) {
+      *out += ",\"warnings\":[";
+      for (size_t i = 0; i < parsed.warnings.size(); ++i) {
+        if (i > 0) *out += ',';
+        AppendJsonString(parsed.warnings[i], out);
+      }
+      *out += ']';
+    }
+    *out += "}\n";
   }
   return !parsed.recipients.empty();
 }

@@ -244,6 +244,9 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
     if (many) std::cout << where << ": ";
     std::cout << Str(r, "kind") << " with " << r["recipients"].size() << " recipient(s) recorded";
     if (many) std::cout << " (" << Str(r, "time") << ")";
+    for (const auto& w : r.value("warnings", json::array())) {
+      std::cout << "\n  warning: " << (w.is_string() ? w.get<std::string>() : w.dump());
+    }
     for (const auto& rc : r["recipients"]) {
       std::cout << "\n  " << Str(rc, "recipient") << ": " << Str(rc, "category") << " "
                 << Str(rc, "status");
@@ -775,7 +778,15 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         const json& m = r.value("milter", json::object());
         if (m.value("enabled", false)) {
           std::cout << "milter: " << (m.value("running", false) ? "running" : "NOT running")
-                    << (Str(m, "error").empty() ? "" : " (" + Str(m, "error") + ")") << "\n";
+                    << (Str(m, "error").empty() ? "" : " (" + Str(m, "error") + ")");
+          if (m.value("running", false)) {
+            std::cout << ", " << m.value("rcpt_checked", 0) << " recipients checked ("
+                      << m.value("rcpt_rejected", 0) << " refused), " << m.value("bounces_seen", 0)
+                      << " bounces (" << m.value("bounce_recipients", 0) << " recipients; "
+                      << m.value("bounces_truncated", 0) << " over max_bounce_bytes, "
+                      << m.value("bounces_incomplete", 0) << " cut short by a parser limit)";
+          }
+          std::cout << "\n";
         }
       });
     });

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "classifier/dsn_mime.h"
+#include "classifier/dsn_text.h"
 #include "classifier/rules.h"
 
 namespace bounced {
@@ -610,8 +612,11 @@ TEST(Malformed, DeepNestingAndManyParts) {
     many += "--B\nContent-Type: message/delivery-status\n\nFinal-Recipient: rfc822; u" +
             std::to_string(i) + "@example.org\nAction: failed\nStatus: 5.1.1\n\n";
   }
+  // A report a part: the parts past kMaxMimeParts are not read, and the warning says so.
   ParsedBounce p = ParseBounce(many, Rules());
-  EXPECT_LE(p.recipients.size(), 1000u);
+  EXPECT_EQ(p.recipients.size(), dsn::kMaxMimeParts);
+  ASSERT_FALSE(p.warnings.empty());
+  EXPECT_NE(p.warnings[0].find("text parts"), std::string::npos) << p.warnings[0];
 }
 
 TEST(Malformed, HugeInputIsCappedAndLongLinesAreFine) {
@@ -627,7 +632,8 @@ TEST(Malformed, ManyAddressesInOneTextBounce) {
   msg += "The following addresses had permanent fatal errors:\n";
   for (int i = 0; i < 20000; ++i) msg += "<u" + std::to_string(i) + "@example.org>\n";
   ParsedBounce p = ParseBounce(msg, Rules());
-  EXPECT_LE(p.recipients.size(), 200u);
+  EXPECT_EQ(p.recipients.size(), dsn::kMaxTextRecipients);
+  EXPECT_FALSE(p.warnings.empty());
 }
 
 }  // namespace

@@ -69,14 +69,23 @@ TEST(Explanation, CutWhereTheReturnedMessageBeginsButNotAtALeadingMarker) {
   EXPECT_EQ(e.lines().size(), 3u);
 }
 
-TEST(Explanation, LongTextIsCappedAndStillSplit) {
+TEST(Explanation, LongTextIsCappedAtALineAndStillSplit) {
   std::string line(99, 'x');
   std::string body;
   while (body.size() < kMaxExplanationBytes + 1000) body += line + "\n";
   MimeView view = ViewOf({MimeLeaf("text/plain", body, false)});
   Explanation e(view);
-  EXPECT_EQ(e.text().size(), kMaxExplanationBytes);
+  // Cut after the last whole line before the limit, and says so.
+  EXPECT_EQ(e.text().size(), kMaxExplanationBytes / 100 * 100);
+  EXPECT_TRUE(e.cut());
   EXPECT_EQ(e.lines(), Lines(e.text()));
+  // A text that ends (at a returned-message marker) before the limit is not cut.
+  MimeView returned = ViewOf({MimeLeaf(
+      "text/plain", "550 5.1.1 user unknown: a@b.example\n\n--- Original message follows.\n" + body,
+      false)});
+  Explanation whole(returned);
+  EXPECT_FALSE(whole.cut());
+  EXPECT_LT(whole.text().size(), 100u);
 }
 
 TEST(BlocksFor, MatchesAddressesWithoutCaseAndKeepsEachOwnBlock) {

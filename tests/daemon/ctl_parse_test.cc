@@ -375,6 +375,44 @@ TEST(CtlParse, EveryMessageOfAMailboxGetsItsLine) {
   EXPECT_EQ(rc, 1);
 }
 
+// A message longer than the parser reads (16 MiB) is read up to there: its findings come out,
+// with a "warnings" entry that says so, whether it is a file (one thread or several) or a
+// mailbox's message; the text format prints the warning under the file's line.
+TEST(CtlParse, AMessageOverTheSizeLimitIsReadUpToItWithAWarning) {
+  TempDir dir;
+  const std::string original = kTestData + "/dsn/postfix/cs01-04.eml";
+  std::string text = ReadFile(original);
+  if (text.back() != '\n') text += '\n';
+  const std::string padding(99, 'x');
+  std::string big = text;
+  while (big.size() <= (size_t{17} << 20)) big += padding + '\n';  // after the last boundary
+  AppendFile(dir / "big.eml", big);
+  AppendFile(dir / "big.mbox", "From MAILER-DAEMON Sun Nov 29 17:09:53 2026\n" + big);
+  const std::vector<std::string> want =
+      Lines(Shell(kBouncectl + " parse --jobs 1 " + Quote(original) + " 2>/dev/null"));
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_EQ(want[0].find("\"warnings\""), std::string::npos) << want[0];
+  const std::string warning =
+      ",\"warnings\":[\"the message is longer than 16 MiB; only its first 16 MiB were read\"]}";
+  for (const std::string& args : {"--jobs 1 " + Quote(dir / "big.eml"),
+                                  "--jobs 2 " + Quote(dir / "big.eml") + " " + Quote(original),
+                                  "--mbox " + Quote(dir / "big.mbox")}) {
+    int rc = -1;
+    std::vector<std::string> lines = Lines(Shell(kBouncectl + " parse " + args + " 2>&1", &rc));
+    ASSERT_FALSE(lines.empty()) << args;
+    EXPECT_EQ(rc, 0) << args;
+    std::string findings = Findings(lines[0]);
+    ASSERT_TRUE(findings.ends_with(warning)) << lines[0];
+    findings.resize(findings.size() - warning.size());
+    EXPECT_EQ(findings + "}", Findings(want[0])) << args;
+  }
+  std::vector<std::string> printed =
+      Lines(Shell(kBouncectl + " parse --format=text " + Quote(dir / "big.eml") + " 2>&1"));
+  ASSERT_GE(printed.size(), 2u);
+  EXPECT_EQ(printed[1],
+            "  warning: the message is longer than 16 MiB; only its first 16 MiB were read");
+}
+
 TEST(CtlParse, RejectsANegativeJobCount) {
   int rc = -1;
   Shell(kBouncectl + " parse --jobs -1 " + Quote(TestBounces().front()) + " >/dev/null 2>&1", &rc);

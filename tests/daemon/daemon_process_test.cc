@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/daemon/daemon_harness.h"
+#include "tests/large_bounce.h"
 
 namespace bounced::testing {
 namespace {
@@ -411,6 +412,35 @@ TEST(DaemonProcess, IngestDsnRecordsOncePerMessageAndRecipient) {
   out = d.Ctl("ingest-dsn " + d.config_path(), &rc);  // not a bounce
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("not a bounce"), std::string::npos) << out;
+}
+
+// A bounce for thousands of recipients (one Postfix DSN for a list message) is recorded
+// whole; one longer than the parser reads is recorded as far as it was read, and the reply says
+// what was not.
+TEST(DaemonProcess, IngestDsnRecordsEveryRecipientOfALargeBounce) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  const size_t n = 3000;
+  AppendFile(dir / "large.eml", LargePostfixDsn(n));
+  int rc = -1;
+  std::string out = d.Ctl("ingest-dsn " + Quote(dir / "large.eml"), &rc);
+  EXPECT_EQ(rc, 0) << out.substr(0, 300);
+  EXPECT_EQ(out.rfind("dsn with 3000 recipient(s) recorded", 0), 0u) << out.substr(0, 300);
+  ASSERT_TRUE(d.WaitForEvents(n));
+  out = d.Ctl("status " + NumberedAddress(n - 1), &rc);
+  EXPECT_NE(out.find("SUPPRESSED"), std::string::npos) << out;
+
+  std::string big = LargePostfixDsn(2);
+  while (big.size() <= (size_t{17} << 20)) big += std::string(99, 'x') + '\n';
+  AppendFile(dir / "big.eml", big);
+  out = d.Ctl("ingest-dsn " + Quote(dir / "big.eml"), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\n  warning: the message is longer than 16 MiB; only its first 16 MiB were "
+                     "read\n"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(d.WaitForEvents(n + 2));
 }
 
 TEST(DaemonProcess, SighupWithBrokenRulesKeepsTheOldRules) {

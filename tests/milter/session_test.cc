@@ -172,6 +172,17 @@ TEST(MilterConfigCheck, NamesRoundTrip) {
   EXPECT_FALSE(RcptActionFromName("bounce"));
 }
 
+TEST(MilterConfigCheck, OnlyABounceReadWholeLeavesTheMailStream) {
+  for (bool captured : {false, true}) {
+    for (bool read : {false, true}) {
+      EXPECT_FALSE(MayRemoveBounce(BounceDisposition::kKeep, captured, read));
+      // The quarantined copy holds what the parser left unread; a part capture would not.
+      EXPECT_EQ(MayRemoveBounce(BounceDisposition::kQuarantine, captured, read), captured);
+      EXPECT_EQ(MayRemoveBounce(BounceDisposition::kDiscard, captured, read), captured && read);
+    }
+  }
+}
+
 TEST(MilterBounceSniffer, RecognisesBounceCandidates) {
   BounceSniffer null_sender(true);
   EXPECT_TRUE(null_sender.candidate());

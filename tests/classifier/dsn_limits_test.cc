@@ -1,0 +1,127 @@
+// dsn_limits_test.cc: large bounces (classifier/dsn_parser.h). Postfix lists every bounced
+// recipient of a queue file in one DSN, and a list message can have thousands: each must come
+// out, in order. Past the parser's limits (there for hostile input) what was read still comes
+// out, and ParsedBounce::warnings says what was not; an ordinary bounce has no warning.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "classifier/dsn_fields.h"
+#include "classifier/dsn_mime.h"
+#include "classifier/dsn_parser.h"
+#include "classifier/dsn_text.h"
+#include "classifier/rules.h"
+#include "tests/large_bounce.h"
+
+namespace bounced {
+namespace {
+
+const RuleSet& Rules() {
+  static std::shared_ptr<const RuleSet> rules = RuleSet::Default();
+  return *rules;
+}
+
+using testing::LargeEximBounce;
+using testing::LargePostfixDsn;
+
+std::string Address(size_t i) { return testing::NumberedAddress(i); }
+
+void ExpectAllUnknownInOrder(const ParsedBounce& p, size_t n) {
+  ASSERT_EQ(p.recipients.size(), n) << p.error;
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(p.recipients[i].recipient, Address(i)) << i;
+    ASSERT_EQ(ToString(p.recipients[i].category), "user_unknown") << i;
+  }
+}
+
+TEST(LargeBounce, PostfixDsnWithThousandsOfRecipientsIsReadWhole) {
+  // 5,000 recipients: ~2.2 MB, its report part alone more than a megabyte.
+  ParsedBounce p = ParseBounce(LargePostfixDsn(5000), Rules());
+  EXPECT_EQ(p.kind, MessageKind::kDsn);
+  ExpectAllUnknownInOrder(p, 5000);
+  EXPECT_TRUE(p.warnings.empty()) << p.warnings.front();
+}
+
+TEST(LargeBounce, ProseBounceWithHundredsOfRecipientsIsReadWhole) {
+  ParsedBounce p = ParseBounce(LargeEximBounce(1500), Rules());
+  EXPECT_EQ(p.kind, MessageKind::kNonStandardBounce);
+  ExpectAllUnknownInOrder(p, 1500);
+  EXPECT_TRUE(p.warnings.empty()) << p.warnings.front();
+}
+
+TEST(LargeBounce, ReportPastItsGroupLimitKeepsTheFirstAndWarns) {
+  std::string m =
+      "From: MAILER-DAEMON@mx.example.org\nSubject: Undelivered Mail Returned to Sender\n"
+      "Content-Type: multipart/report; report-type=delivery-status; boundary=\"B\"\n\n"
+      "--B\nContent-Type: message/delivery-status\n\nReporting-MTA: dns; mx.example.org\n\n";
+  const size_t n = dsn::kMaxRecipientGroups + 5;
+  for (size_t i = 0; i < n; ++i)
+    m += "Final-Recipient: rfc822; " + Address(i) + "\nAction: failed\nStatus: 5.1.1\n\n";
+  m += "--B--\n";
+  ParsedBounce p = ParseBounce(m, Rules());
+  ASSERT_EQ(p.recipients.size(), dsn::kMaxRecipientGroups);
+  EXPECT_EQ(p.recipients.back().recipient, Address(dsn::kMaxRecipientGroups - 1));
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("only the first " + std::to_string(dsn::kMaxRecipientGroups)),
+            std::string::npos)
+      << p.warnings[0];
+}
+
+TEST(LargeBounce, MessagePastTheSizeLimitIsCutAtALineAndWarns) {
+  // Recipients up to and past the limit: the one whose group the cut runs through keeps its
+  // whole address (the cut falls after the last whole line), and the warning says so.
+  std::string m = LargePostfixDsn(0);
+  m.resize(m.size() - std::string("--B--\n").size());
+  for (size_t i = 0; m.size() <= kMaxMessageBytes + 4096; ++i) {
+    m += "Final-Recipient: rfc822; " + Address(i) + "\nAction: failed\nStatus: 5.1.1\n\n";
+  }
+  ParsedBounce p = ParseBounce(m, Rules());
+  ASSERT_FALSE(p.recipients.empty());
+  for (const Result& r : p.recipients) ASSERT_TRUE(r.recipient.ends_with("@example.net"));
+  ASSERT_FALSE(p.warnings.empty());
+  EXPECT_NE(p.warnings[0].find("longer than 16 MiB"), std::string::npos) << p.warnings[0];
+  // Exactly at the limit: no cut, no warning.
+  std::string at = LargePostfixDsn(2);
+  at += std::string(kMaxMessageBytes - at.size(), '\n');
+  EXPECT_TRUE(ParseBounce(at, Rules()).warnings.empty());
+}
+
+TEST(LargeBounce, ProseLongerThanItsLimitWarns) {
+  ParsedBounce p = ParseBounce(LargeEximBounce(3000), Rules());  // ~450 KB of text
+  ASSERT_GT(p.recipients.size(), 1000u);
+  EXPECT_EQ(p.recipients[0].recipient, Address(0));
+  bool text_cut = false;
+  for (const std::string& w : p.warnings) text_cut |= w.find("text is longer") != std::string::npos;
+  EXPECT_TRUE(text_cut);
+}
+
+TEST(LargeBounce, DigestOfMoreBouncesThanAreOpenedWarns) {
+  // A forward of many bounces, each its own message/rfc822 part (Exim's, in prose: each is read
+  // as a message of its own): the first ones are read.
+  const size_t n = dsn::kMaxAttachedMessages + 3;
+  std::string m =
+      "From: Helpdesk <helpdesk@example.com>\nTo: news@example.com\nSubject: Fwd: bounces\n"
+      "Content-Type: multipart/mixed; boundary=\"F\"\n\n--F\nContent-Type: text/plain\n\n"
+      "The bounces of last week, forwarded.\n";
+  for (size_t i = 0; i < n; ++i) {
+    std::string one = LargeEximBounce(1);
+    const std::string first = Address(0);
+    for (size_t at = one.find(first); at != std::string::npos; at = one.find(first, at + 1))
+      one.replace(at, first.size(), Address(i));
+    m += "--F\nContent-Type: message/rfc822\n\n" + one;
+  }
+  m += "--F--\n";
+  ParsedBounce p = ParseBounce(m, Rules());
+  ASSERT_EQ(p.recipients.size(), dsn::kMaxAttachedMessages);
+  EXPECT_EQ(p.recipients.back().recipient, Address(dsn::kMaxAttachedMessages - 1));
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("attaches 3 more messages"), std::string::npos) << p.warnings[0];
+}
+
+TEST(LargeBounce, OrdinaryBouncesHaveNoWarning) {
+  EXPECT_TRUE(ParseBounce(LargePostfixDsn(1), Rules()).warnings.empty());
+  EXPECT_TRUE(ParseBounce(LargeEximBounce(3), Rules()).warnings.empty());
+}
+
+}  // namespace
+}  // namespace bounced
