@@ -785,6 +785,10 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
                       << " bounces (" << m.value("bounce_recipients", 0) << " recipients; "
                       << m.value("bounces_truncated", 0) << " over max_bounce_bytes, "
                       << m.value("bounces_incomplete", 0) << " cut short by a parser limit)";
+            if (m.value("dropped_records", 0) != 0) {
+              std::cout << "; " << m.value("dropped_records", 0)
+                        << " records not queued (storage too slow; bounces kept)";
+            }
           }
           std::cout << "\n";
         }
