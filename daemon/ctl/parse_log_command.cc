@@ -1,14 +1,15 @@
 // parse_log_command.cc: `bouncectl parse-log` (see commands.h): a Postfix log in, one
 // classified delivery event per line out, or a summary of counts.
 //
-// Reads FILE (or stdin for "-" / no file) with 64 KiB read(2) calls. With two CPUs (or --jobs 2)
+// Reads FILE... (or stdin for "-" / no file) with 64 KiB reads, one file after another as one log,
+// compressed ones through their decompressor (log_source.h). With two CPUs (or --jobs 2)
 // it runs as a two-stage pipeline: a reader thread reads blocks, splits them into lines and runs
 // ParseLogLine on each (BlockReader below); the main thread feeds the parsed lines, in order, to
 // LogCorrelator::FeedParsed and writes the output. With one (--jobs 1) the main thread does all
 // of it (LogLineSplitter + LogCorrelator::Feed, the same parse and the same correlator). The
 // output is the same either way, byte for byte.
 // Writes JSON lines, text lines, or a summary to stdout; errors to stderr.
-// Exit 0 ok, 1 the input could not be read (all of it), 2 usage or rules error.
+// Exit 0 ok, 1 some input could not be read (all of it), 2 usage or rules error.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@
 #include "classifier/rules.h"
 #include "common/read_buffer.h"
 #include "daemon/ctl/commands.h"
+#include "daemon/ctl/log_source.h"
 
 namespace bounced::ctl {
 namespace {
@@ -67,7 +69,7 @@ struct ParseLogOptions {
   std::string format = "jsonl";
   bool summary = false;
   std::vector<std::string> rules_files;
-  std::string file = "-";
+  std::vector<std::string> files;  // none: stdin
   int year = 0;
   unsigned jobs = 0;  // 0: two threads when there are two CPUs; 1: one thread; 2 or more: two
 };
@@ -82,18 +84,17 @@ struct ParsedBlock {
   std::unique_ptr<char[]> bytes{new char[kCarryBytes + kBlockBytes]};
   std::vector<Line> lines;  // [0, count) belong to this block; the vector is reused
   size_t count = 0;
-  int read_errno = 0;  // the read that ended the input failed with this error
-  bool last = false;   // the input ends with this block
+  bool last = false;  // the input ends with this block
 };
 
-// Stage 1 of the pipeline, on its own thread: reads `fd` to its end (or first read error) into
+// Stage 1 of the pipeline, on its own thread: reads `source` to its end into
 // blocks, splits each into lines, parses them, and queues the blocks in input order. A fixed set
 // of kBlocks blocks goes round between the threads, so memory stays flat. A line is cut into
 // lines, and too-long lines counted, as LogLineSplitter does: the output does not depend on
 // where blocks or reads break.
 class BlockReader {
  public:
-  explicit BlockReader(int fd) : fd_(fd) {
+  explicit BlockReader(LogSource* source) : source_(source) {
     for (ParsedBlock& b : blocks_) free_.push_back(&b);
     thread_ = std::thread([this] { Run(); });
   }
@@ -180,7 +181,6 @@ class BlockReader {
       ParsedBlock* b = TakeFree();
       if (b == nullptr) return;
       b->count = 0;
-      b->read_errno = 0;
       b->last = false;
       char* buf = b->bytes.get();
       size_t line_start = 0;
@@ -194,19 +194,13 @@ class BlockReader {
         bool room = AddLines(b, buf, &line_start, 0, filled);
         const size_t limit = filled + kBlockBytes;
         while (room && filled < limit) {
-          ssize_t n = read(fd_, buf + filled, std::min(kReadChunkBytes, limit - filled));
-          if (n < 0) {
-            if (errno == EINTR) continue;
-            b->read_errno = errno;
-            end = true;
-            break;
-          }
+          const size_t n = source_->Read(buf + filled, std::min(kReadChunkBytes, limit - filled));
           if (n == 0) {
             end = true;
             break;
           }
-          room = AddLines(b, buf, &line_start, filled, filled + static_cast<size_t>(n));
-          filled += static_cast<size_t>(n);
+          room = AddLines(b, buf, &line_start, filled, filled + n);
+          filled += n;
         }
         const size_t rest = filled - line_start;
         carry.assign(buf + line_start, room ? std::min(rest, kCarryBytes) : rest);
@@ -221,7 +215,7 @@ class BlockReader {
     }
   }
 
-  const int fd_;
+  LogSource* const source_;
   std::array<ParsedBlock, kBlocks> blocks_;
   std::mutex mu_;
   std::condition_variable ready_cv_;  // a block was queued
@@ -247,48 +241,28 @@ void FlushWhenFull(std::string* out) {
   }
 }
 
-void ReportReadError(const std::string& file, int err) {
-  std::cerr << "bouncectl parse-log: cannot read " << file << ": " << std::strerror(err) << '\n';
-}
-
-// One thread: reads, splits, parses and correlates in turn. Returns the exit code.
-int FeedSequential(int fd, const std::string& file, LogCorrelator* correlator, std::string* out) {
+// One thread: reads, splits, parses and correlates in turn.
+void FeedSequential(LogSource* source, LogCorrelator* correlator, std::string* out) {
   LogLineSplitter splitter;
   PageBuffer buf(kReadChunkBytes);  // page-aligned: see common/read_buffer.h
-  int rc = kExitOk;
   auto feed = [correlator](std::string_view line) { correlator->Feed(line); };
-  for (;;) {
-    ssize_t n = read(fd, buf.data(), kReadChunkBytes);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ReportReadError(file, errno);
-      rc = kExitFailed;
-      break;
-    }
-    if (n == 0) break;
-    splitter.Push(std::string_view(buf.data(), static_cast<size_t>(n)), feed);
+  while (const size_t n = source->Read(buf.data(), kReadChunkBytes)) {
+    splitter.Push(std::string_view(buf.data(), n), feed);
     FlushWhenFull(out);
   }
   splitter.Finish(feed);
-  return rc;
 }
 
-// Two threads: BlockReader reads and parses, this thread correlates. Returns the exit code.
-int FeedPipelined(int fd, const std::string& file, LogCorrelator* correlator, std::string* out) {
-  BlockReader reader(fd);
-  int rc = kExitOk;
+// Two threads: BlockReader reads and parses, this thread correlates.
+void FeedPipelined(LogSource* source, LogCorrelator* correlator, std::string* out) {
+  BlockReader reader(source);
   while (ParsedBlock* b = reader.Next()) {
     for (size_t i = 0; i < b->count; ++i) {
       correlator->FeedParsed(b->lines[i].text, b->lines[i].parsed);
     }
-    if (b->read_errno != 0) {
-      ReportReadError(file, b->read_errno);
-      rc = kExitFailed;
-    }
     reader.Recycle(b);
     FlushWhenFull(out);
   }
-  return rc;
 }
 
 constexpr const char* kHelp =
@@ -313,7 +287,12 @@ event per recipient still pending (with its last deferral's reply).
 --format=text: one line per event.
 --summary: counts per log status, category, provider and category x provider, plus
   skipped-line counters, instead of events (as JSON with --format=jsonl).
-An expiry whose recipients were never seen in the log gives one event with recipient "".)";
+An expiry whose recipients were never seen in the log gives one event with recipient "".
+Several files are read one after another as one log (oldest first, as logrotate numbers
+them: mail.log.2.gz mail.log.1 mail.log), so a message's lines correlate across them; a
+compressed file (gzip, bzip2, xz, zstd: told by its first bytes) is read through its
+decompressor. A file that cannot be read is named on stderr and the rest are still read
+(exit 1).)";
 
 nlohmann::json EventJson(const DeliveryEvent& e) {
   nlohmann::json j = ToJson(e.result);
@@ -529,17 +508,6 @@ int RunParseLog(const ParseLogOptions& opt) {
   }
   std::shared_ptr<const RuleSet> rules = *loaded;
 
-  int fd = 0;
-  if (opt.file != "-") {
-    fd = open(opt.file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      std::cerr << "bouncectl parse-log: cannot open " << opt.file << ": " << std::strerror(errno)
-                << '\n';
-      return kExitFailed;
-    }
-    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  }
-
   const bool text = opt.format == "text";
   std::string out;
   Summary summary;
@@ -562,10 +530,14 @@ int RunParseLog(const ParseLogOptions& opt) {
   correlator.set_utc_offset(static_cast<int>(local.tm_gmtoff));
   correlator.set_year(opt.year != 0 ? opt.year : local.tm_year + 1900);
 
+  LogSource source(opt.files);
   unsigned jobs = opt.jobs != 0 ? opt.jobs : std::min(2u, UsableCpus());
-  int rc = jobs >= 2 ? FeedPipelined(fd, opt.file, &correlator, &out)
-                     : FeedSequential(fd, opt.file, &correlator, &out);
-  if (fd != 0) close(fd);
+  if (jobs >= 2) {
+    FeedPipelined(&source, &correlator, &out);
+  } else {
+    FeedSequential(&source, &correlator, &out);
+  }
+  int rc = source.failed() ? kExitFailed : kExitOk;
 
   if (opt.summary) {
     summary.AddCounts(correlator.counts());
@@ -601,7 +573,10 @@ void RegisterParseLogCommand(CLI::App& app, Context& ctx) {
                   "threads (0: two when there are two CPUs; 1: one; 2 or more: two, one reading "
                   "and parsing lines, one correlating them); the output is the same")
       ->check(CLI::Range(0u, 256u));
-  cmd->add_option("file", opt->file, "Postfix log file ('-' or none for stdin)");
+  cmd->add_option("file", opt->files,
+                  "Postfix log files, read one after another as one log, oldest first (e.g. "
+                  "mail.log.2.gz mail.log.1 mail.log); gzip, bzip2, xz and zstd files are "
+                  "decompressed; '-' or none: stdin");
   cmd->callback([opt, format, &ctx] {
     if (opt->summary && format->count() == 0) opt->format = "text";
     ctx.exit_code = RunParseLog(*opt);

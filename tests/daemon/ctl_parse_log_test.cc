@@ -3,7 +3,8 @@
 // one thread (--jobs 1) prints, in every format, on inputs built to hit the pipeline's edges:
 // lines across read and block boundaries, lines longer than kMaxLogLineBytes across blocks,
 // CRLF ends, NUL bytes, no final newline, empty input, megabytes of garbage, stdin from a pipe
-// and a read error. Inputs are built from the repository's Postfix logs in tests/data.
+// and a read error; several files, compressed ones among them, read as one log. Inputs are built
+// from the repository's Postfix logs in tests/data.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -220,6 +221,65 @@ TEST(CtlParseLog, ReadErrorFailsTheRunWithEitherThreadCount) {
     EXPECT_NE(o.err.find("cannot read " + dir.path() + ":"), std::string::npos) << o.err;
     EXPECT_NE(o.out.find("events: 0 (lines 0"), std::string::npos) << o.out;
   }
+}
+
+// Several files are one log: rotated parts (the first without its final newline, the others
+// compressed as logrotate leaves them) print what the whole log prints, in every format and with
+// either thread count. A file that cannot be read is named, the others are still read, and the
+// run fails; compressed data on stdin is refused with what to do instead.
+TEST(CtlParseLog, RotatedAndCompressedFilesReadAsOneLog) {
+  TempDir dir;
+  const std::string logs = TestLogs();
+  const size_t a = logs.find('\n', logs.size() / 3) + 1,
+               b = logs.find('\n', 2 * logs.size() / 3) + 1;
+  AppendFile(dir / "mail.log", logs);
+  AppendFile(dir / "mail.log.3", logs.substr(0, a - 1));  // its last line not ended
+  AppendFile(dir / "part2", logs.substr(a, b - a));
+  AppendFile(dir / "part3", logs.substr(b));
+  int rc = -1;
+  Shell("gzip -c " + Quote(dir / "part2") + " > " + Quote(dir / "mail.log.2.gz"), &rc);
+  ASSERT_EQ(rc, 0);
+  std::vector<std::string> third;  // the third part compressed by each tool this machine has
+  for (const char* tool : {"gzip", "bzip2", "xz", "zstd"}) {
+    const std::string out = dir / (std::string("mail.log.1.") + tool);
+    Shell("command -v " + std::string(tool) + " >/dev/null && " + tool + " -c < " +
+              Quote(dir / "part3") + " > " + Quote(out),
+          &rc);
+    if (rc == 0) third.push_back(out);
+  }
+  ASSERT_FALSE(third.empty());
+  for (const std::string& last : third) {
+    for (const char* format : kFormats) {
+      for (const char* jobs : {" --jobs 1 ", " --jobs 2 "}) {
+        const std::string base = kBouncectl + " parse-log --year 2026 " + format + jobs;
+        Output whole = ParseLog(dir, base + Quote(dir / "mail.log"));
+        Output parts = ParseLog(dir, base + Quote(dir / "mail.log.3") + " " +
+                                         Quote(dir / "mail.log.2.gz") + " " + Quote(last));
+        EXPECT_EQ(parts.rc, 0) << last << " " << parts.err;
+        EXPECT_FALSE(whole.out.empty());
+        EXPECT_TRUE(parts.out == whole.out) << last << " " << format << jobs;
+      }
+    }
+  }
+  // A missing file, a cut gzip file: named, the rest read, exit 1.
+  const std::string gz = ReadFile(dir / "mail.log.2.gz");
+  AppendFile(dir / "cut.gz", gz.substr(0, gz.size() / 2));
+  Output alone = ParseLog(dir, kBouncectl + " parse-log --summary " + Quote(dir / "mail.log.3"));
+  Output missing = ParseLog(dir, kBouncectl + " parse-log --summary " + Quote(dir / "missing") +
+                                     " " + Quote(dir / "mail.log.3"));
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_NE(missing.err.find("cannot open " + (dir / "missing")), std::string::npos) << missing.err;
+  EXPECT_TRUE(missing.out == alone.out);
+  Output cut = ParseLog(dir, kBouncectl + " parse-log --summary " + Quote(dir / "cut.gz") + " " +
+                                 Quote(dir / "mail.log.3"));
+  EXPECT_EQ(cut.rc, 1);
+  EXPECT_NE(cut.err.find("cannot read " + (dir / "cut.gz") + ": 'gzip -dc' failed"),
+            std::string::npos)
+      << cut.err;
+  Output piped =
+      ParseLog(dir, kBouncectl + " parse-log --summary - < " + Quote(dir / "mail.log.2.gz"));
+  EXPECT_EQ(piped.rc, 1);
+  EXPECT_NE(piped.err.find("stdin is gzip-compressed"), std::string::npos) << piped.err;
 }
 
 }  // namespace

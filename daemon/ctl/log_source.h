@@ -1,0 +1,56 @@
+// log_source.h: the bytes of one or more Postfix logs, one after another, for bouncectl
+// parse-log. A log that logrotate compressed (gzip, bzip2, xz or zstd, told by its first bytes,
+// not its name) is read through the system's own decompressor ("gzip -dc" and so on, as zgrep
+// does), so `parse-log mail.log.2.gz mail.log.1 mail.log` reads a week in one pass and its queue
+// ids correlate across the files. Where a file does not end its last line, a newline is added:
+// lines of two files never join.
+//
+// Never fails as a whole: a file that cannot be opened or read, or whose decompressor fails or is
+// not installed, is named on stderr with the reason and marks the source failed(); what was read
+// of it counts, and reading goes on with the next file. Compressed data on stdin is refused the
+// same way (it cannot be handed to a decompressor once its first bytes are read): pipe it
+// through the decompressor first.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace bounced::ctl {
+
+class LogSource {
+ public:
+  // `files` in the order to read them; "-" is stdin. None: stdin.
+  explicit LogSource(std::vector<std::string> files);
+  ~LogSource();
+  LogSource(const LogSource&) = delete;
+  LogSource& operator=(const LogSource&) = delete;
+
+  // Reads at most `n` (> 0) bytes into `buf`; 0 once every file has been read.
+  size_t Read(char* buf, size_t n);
+  // Whether some file could not be read whole (each was named on stderr).
+  bool failed() const { return failed_; }
+
+ private:
+  bool OpenNext();               // the next file that opens; false when there is none
+  void Close(bool read_to_end);  // the current file, and its decompressor
+  void Fail(const std::string& what);
+
+  std::vector<std::string> files_;
+  size_t next_ = 0;
+  std::string name_;          // the current file, for messages
+  int fd_ = -1;               // what Read reads: the file, or the decompressor's output
+  pid_t decompressor_ = -1;   // its process, or -1
+  std::string tool_;          // its program ("gzip"), or ""
+  bool stdin_first_ = false;  // the next read is stdin's first: check it is not compressed
+  bool any_ = false;          // some byte was given out
+  char last_ = '\n';          // the last byte given out
+  bool failed_ = false;
+};
+
+// The decompressor for data starting with `head` ("gzip", "bzip2", "xz", "zstd"), or "" when it
+// is not compressed (or is too short to tell).
+const char* DecompressorFor(const char* head, size_t n);
+
+}  // namespace bounced::ctl
