@@ -78,7 +78,8 @@ bool LogFollower::Open() {
     std::string rotated = options_.path + ".1";
     int old_fd = ::open(rotated.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat old_st {};
-    if (old_fd >= 0 && ::fstat(old_fd, &old_st) == 0 && old_st.st_ino == position_.inode &&
+    const bool have_old = old_fd >= 0 && ::fstat(old_fd, &old_st) == 0;
+    if (have_old && old_st.st_ino == position_.inode &&
         static_cast<uint64_t>(old_st.st_size) >= position_.offset) {
       spdlog::info("log input: {} was rotated; finishing {} from offset {} first", options_.path,
                    rotated, position_.offset);
@@ -88,6 +89,26 @@ bool LogFollower::Open() {
       skipping_ = false;
       do {
         ReadAvailable(old_fd, position_.inode, &old_offset, true);
+      } while (!at_eof_);
+      ++stats_.rotations;
+    } else if (have_old && old_st.st_ino != ino && options_.start_committed_at != 0 &&
+               old_st.st_mtime >= options_.start_committed_at) {
+      // Rotated more than once while we were not reading: the stored file has moved on (to
+      // path.2, compressed, or away), but path.1 came after it and was written since the stored
+      // position was committed, so none of it was read: read it whole first. (An older path.1,
+      // last written before that, was read before: it is left alone, as below.)
+      spdlog::warn(
+          "log input: the stored position (inode {}, offset {}) is in neither {} nor {}: {} was "
+          "rotated more than once while bounced was not reading it, and the rest of that file "
+          "is not read; reading {} (written since) whole, then {}",
+          position_.inode, position_.offset, options_.path, rotated, options_.path, rotated,
+          options_.path);
+      ::lseek(old_fd, 0, SEEK_SET);
+      uint64_t old_offset = 0;
+      partial_.clear();
+      skipping_ = false;
+      do {
+        ReadAvailable(old_fd, old_st.st_ino, &old_offset, true);
       } while (!at_eof_);
       ++stats_.rotations;
     } else {

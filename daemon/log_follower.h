@@ -3,7 +3,10 @@
 // with the events the line produced.
 //
 // Reads: the file at `path` (or standard input for "-"); after a rename rotation while the
-// daemon was down, also `path.1` when it holds the stored inode. Writes: nothing; the caller
+// daemon was down, also `path.1`: from the stored offset when it holds the stored inode, or
+// whole when the stored file has been rotated on past it (two rotations while down) and path.1
+// was written after the stored position was committed. The rest of a stored file rotated past
+// path.1 is not read (it may be compressed); a warning says so. Writes: nothing; the caller
 // persists positions. Never gives up: a missing or unreadable file is logged once per incident
 // and retried on every Poll().
 //
@@ -44,6 +47,9 @@ class LogFollower {
   struct Options {
     std::string path;  // "-" = standard input (no rotation, no resume)
     size_t max_line_bytes = 64 * 1024;
+    // When the start position was committed (unix seconds; 0: unknown). After a restart that
+    // missed two rotations, path.1 is read whole when it was written after then (see above).
+    int64_t start_committed_at = 0;
   };
   // Called for each complete line (without the newline) with the position right after it.
   using LineSink = std::function<void(std::string_view line, const LogPosition& after)>;

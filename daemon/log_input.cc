@@ -142,6 +142,7 @@ void LogInput::RunFile(bool once) {
     std::shared_ptr<Store> store = WaitForStore();
     if (!store) return;
     LogPosition start;
+    int64_t committed_at = 0;
     if (!is_stdin) {
       auto stored = store->LoadPosition(name);
       if (!stored) {
@@ -149,7 +150,10 @@ void LogInput::RunFile(bool once) {
         SleepFor(kRetryDelay);
         continue;
       }
-      if (*stored) start = {(*stored)->inode, (*stored)->offset};
+      if (*stored) {
+        start = {(*stored)->inode, (*stored)->offset};
+        committed_at = (*stored)->updated;
+      }
     }
     Pipeline pipeline(services_, store);
     pipeline.SetCommitted({name, start.inode, start.offset, ""});
@@ -161,7 +165,7 @@ void LogInput::RunFile(bool once) {
       });
     };
     std::unique_ptr<LogCorrelator> correlator = make_correlator();
-    LogFollower follower({config_.path, config_.max_line_bytes}, start,
+    LogFollower follower({config_.path, config_.max_line_bytes, committed_at}, start,
                          [&](std::string_view line, const LogPosition& after) {
                            ref = PositionText(after);
                            correlator->Feed(line);

@@ -1952,7 +1952,7 @@ Expected<std::optional<InputPosition>> StoreImpl::LoadPosition(std::string_view 
   if (!db) return db.status();
   sql::Stmt st;
   if (Status s = st.Prepare(**db,
-                            "SELECT inode, offset, cursor FROM input_positions "
+                            "SELECT inode, offset, cursor, updated FROM input_positions "
                             "WHERE input = ?1");
       !s) {
     return s;
@@ -1966,6 +1966,7 @@ Expected<std::optional<InputPosition>> StoreImpl::LoadPosition(std::string_view 
   p.inode = static_cast<uint64_t>(st.Int(0));
   p.offset = static_cast<uint64_t>(st.Int(1));
   p.cursor = st.Text(2);
+  p.updated = st.Int(3);
   return std::optional<InputPosition>(std::move(p));
 }
 

@@ -108,6 +108,7 @@ struct InputPosition {
   uint64_t inode = 0;   // file inputs
   uint64_t offset = 0;  // bytes consumed (after the last complete line)
   std::string cursor;   // journald cursor
+  int64_t updated = 0;  // when it was committed (unix seconds); LoadPosition fills it
 };
 
 // What is committed together. Either part may be empty.

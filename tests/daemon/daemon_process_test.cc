@@ -4,9 +4,11 @@
 // oversized requests, unauthorised writes), SIGHUP with broken rules, journald input, DSNs fed
 // with bouncectl ingest-dsn, --once and --check-config.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "tests/daemon/daemon_harness.h"
 #include "tests/large_bounce.h"
@@ -187,6 +189,26 @@ TEST(DaemonProcess, RotationWhileStoppedFinishesTheRotatedFileFirst) {
   d.Start();
   ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log())));
   EXPECT_EQ(d.StoredEvents(), 450);
+}
+
+// Two rotations while bounced was down (logrotate's "delaycompress": the file it was reading is
+// now mail.log.2.gz): what it had not read of that file is out of reach, but mail.log.1, all
+// written since, is read whole before mail.log, and nothing is read twice.
+TEST(DaemonProcess, TwoRotationsWhileStoppedReadTheNextRotatedFileWhole) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), Lines(0, 300));
+  ASSERT_TRUE(d.WaitForEvents(300));
+  EXPECT_EQ(d.Stop(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // mtimes after the commit
+  AppendFile(d.log(), Lines(300, 350));  // lost: rotated on, then compressed
+  fs::rename(d.log(), d.log() + ".2");
+  AppendFile(d.log() + ".1", Lines(350, 500));
+  AppendFile(d.log(), Lines(500, 550));
+  d.Start();
+  ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log())));
+  EXPECT_EQ(d.StoredEvents(), 300 + 150 + 50);
 }
 
 TEST(DaemonProcess, WaitsForAMissingLogAndSkipsGarbageAndTenMegabyteLines) {

@@ -1,7 +1,9 @@
 // log_follower_test.cc: LogFollower on real files: exact positions, partial lines, both kinds of
-// rotation, resume after a restart, a missing file, and lines longer than the cap.
+// rotation, resume after a restart (and after two rotations), a missing file, and lines longer
+// than the cap.
 #include "daemon/log_follower.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -21,11 +23,18 @@ struct Collected {
   LogPosition last;
 };
 
-LogFollower Make(const std::string& path, LogPosition start, Collected& c, size_t max = 1024) {
-  return LogFollower({path, max}, start, [&c](std::string_view line, const LogPosition& after) {
-    c.lines.emplace_back(line);
-    c.last = after;
-  });
+LogFollower Make(const std::string& path, LogPosition start, Collected& c, size_t max = 1024,
+                 int64_t committed_at = 0) {
+  return LogFollower({path, max, committed_at}, start,
+                     [&c](std::string_view line, const LogPosition& after) {
+                       c.lines.emplace_back(line);
+                       c.last = after;
+                     });
+}
+
+void SetMtime(const std::string& path, time_t when) {
+  struct timespec times[2] = {{when, 0}, {when, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
 }
 
 void Drain(LogFollower& f) {
@@ -107,6 +116,48 @@ TEST(LogFollower, FinishesTheRotatedFileAfterARestart) {
   LogFollower f = Make(log, stored, c);
   Drain(f);
   EXPECT_EQ(c.lines, (std::vector<std::string>{"b", "c"}));
+}
+
+// Down across two rotations: the stored file went on to mail.log.2 (then compressed), and
+// mail.log.1, written after the position was committed, is read whole before mail.log. The
+// stored file's rest is not read (and said so in the log).
+TEST(LogFollower, ReadsTheNextRotatedFileWholeAfterTwoRotations) {
+  TempDir dir;
+  std::string log = dir / "mail.log";
+  AppendFile(log, "a\nb\n");
+  LogPosition stored{Inode(log), 2};  // "a" committed
+  const time_t committed_at = 1790000000;
+  SetMtime(log, committed_at - 5);
+  std::filesystem::rename(log, log + ".2");  // and logrotate compresses it: gone for us
+  AppendFile(log + ".1", "c\nd-without-newline");
+  SetMtime(log + ".1", committed_at + 3600);
+  AppendFile(log, "e\n");
+  Collected c;
+  LogFollower f = Make(log, stored, c, 1024, committed_at);
+  Drain(f);
+  EXPECT_EQ(c.lines, (std::vector<std::string>{"c", "d-without-newline", "e"}));
+  EXPECT_EQ(c.last, (LogPosition{Inode(log), 2}));
+  EXPECT_EQ(f.stats().rotations, 1u);
+}
+
+// A mail.log.1 last written before the stored position was committed was read before (the
+// stored file came after it and went away some other way): it is not read again, nor is it
+// without a commit time.
+TEST(LogFollower, LeavesAnOlderRotatedFileAlone) {
+  for (int64_t committed_at : {int64_t{1790000000}, int64_t{0}}) {
+    TempDir dir;
+    std::string log = dir / "mail.log";
+    AppendFile(log + ".1", "old\n");
+    SetMtime(log + ".1", 1790000000 - 86400);
+    AppendFile(log, "a\n");
+    LogPosition stored{Inode(log), 2};
+    std::filesystem::rename(log, dir / "moved-away");  // kept, so its inode is not reused
+    AppendFile(log, "new\n");
+    Collected c;
+    LogFollower f = Make(log, stored, c, 1024, committed_at);
+    Drain(f);
+    EXPECT_EQ(c.lines, std::vector<std::string>{"new"}) << committed_at;
+  }
 }
 
 TEST(LogFollower, WaitsForAMissingFileWithoutGivingUp) {
