@@ -43,6 +43,16 @@ void LogFollower::SetProblem(const std::string& problem) {
   problem_ = problem;
 }
 
+void LogFollower::ReadRotatedFile(int fd, uint64_t inode, uint64_t offset) {
+  ::lseek(fd, static_cast<off_t>(offset), SEEK_SET);
+  partial_.clear();
+  skipping_ = false;
+  do {
+    ReadAvailable(fd, inode, &offset, true);
+  } while (!at_eof_);
+  ++stats_.rotations;
+}
+
 bool LogFollower::Open() {
   if (options_.path == "-") {
     fd_ = 0;
@@ -83,14 +93,7 @@ bool LogFollower::Open() {
         static_cast<uint64_t>(old_st.st_size) >= position_.offset) {
       spdlog::info("log input: {} was rotated; finishing {} from offset {} first", options_.path,
                    rotated, position_.offset);
-      uint64_t old_offset = position_.offset;
-      ::lseek(old_fd, static_cast<off_t>(old_offset), SEEK_SET);
-      partial_.clear();
-      skipping_ = false;
-      do {
-        ReadAvailable(old_fd, position_.inode, &old_offset, true);
-      } while (!at_eof_);
-      ++stats_.rotations;
+      ReadRotatedFile(old_fd, position_.inode, position_.offset);
     } else if (have_old && old_st.st_ino != ino && options_.start_committed_at != 0 &&
                old_st.st_mtime >= options_.start_committed_at) {
       // Rotated more than once while we were not reading: the stored file has moved on (to
@@ -103,14 +106,7 @@ bool LogFollower::Open() {
           "is not read; reading {} (written since) whole, then {}",
           position_.inode, position_.offset, options_.path, rotated, options_.path, rotated,
           options_.path);
-      ::lseek(old_fd, 0, SEEK_SET);
-      uint64_t old_offset = 0;
-      partial_.clear();
-      skipping_ = false;
-      do {
-        ReadAvailable(old_fd, old_st.st_ino, &old_offset, true);
-      } while (!at_eof_);
-      ++stats_.rotations;
+      ReadRotatedFile(old_fd, old_st.st_ino, 0);
     } else {
       spdlog::warn(
           "log input: the stored position (inode {}, offset {}) is in neither {} nor "

@@ -73,6 +73,9 @@ class LogFollower {
  private:
   bool Open();
   bool ReadAvailable(int fd, uint64_t inode, uint64_t* offset, bool flush_partial_at_eof);
+  // Reads a rotated file (`fd`, whose lines are positioned in `inode`) from `offset` to its end,
+  // a last line without newline included, before the current file is opened.
+  void ReadRotatedFile(int fd, uint64_t inode, uint64_t offset);
   void Consume(const char* data, size_t n, uint64_t inode, uint64_t start_offset);
   void EmitPartial(uint64_t inode, uint64_t offset);
   void SetProblem(const std::string& problem);
