@@ -12,10 +12,10 @@
 // through the decompressor first.
 #pragma once
 
-#include <sys/types.h>
-
 #include <string>
 #include <vector>
+
+#include "daemon/ctl/decompress.h"
 
 namespace bounced::ctl {
 
@@ -39,18 +39,14 @@ class LogSource {
 
   std::vector<std::string> files_;
   size_t next_ = 0;
-  std::string name_;          // the current file, for messages
-  int fd_ = -1;               // what Read reads: the file, or the decompressor's output
-  pid_t decompressor_ = -1;   // its process, or -1
-  std::string tool_;          // its program ("gzip"), or ""
-  bool stdin_first_ = false;  // the next read is stdin's first: check it is not compressed
-  bool any_ = false;          // some byte was given out
-  char last_ = '\n';          // the last byte given out
+  std::string name_;           // the current file, for messages
+  int fd_ = -1;                // what Read reads: the file, or the decompressor's output
+  Decompressor decompressor_;  // when the file is compressed
+  std::string tool_;           // its program ("gzip"), or ""
+  bool stdin_first_ = false;   // the next read is stdin's first: check it is not compressed
+  bool any_ = false;           // some byte was given out
+  char last_ = '\n';           // the last byte given out
   bool failed_ = false;
 };
-
-// The decompressor for data starting with `head` ("gzip", "bzip2", "xz", "zstd"), or "" when it
-// is not compressed (or is too short to tell).
-const char* DecompressorFor(const char* head, size_t n);
 
 }  // namespace bounced::ctl

@@ -12,6 +12,7 @@
 #include "classifier/dsn_parser.h"
 #include "classifier/mbox.h"
 #include "common/read_buffer.h"
+#include "daemon/ctl/decompress.h"
 
 namespace bounced::ctl {
 
@@ -53,11 +54,64 @@ int OpenInput(const std::string& file) {
   return file == "-" ? STDIN_FILENO : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
 }
 
+// An open input, read as it is or, when compressed, through its decompressor (decompress.h).
+class Input {
+ public:
+  // Takes `fd` (closes it, unless it is stdin). Sets *error when the decompressor cannot start.
+  Input(const std::string& file, int fd, std::string* error) : file_(file), fd_(fd) {
+    if (fd_ == STDIN_FILENO) return;
+    tool_ = DecompressorForFile(fd_);
+    if (*tool_ == '\0') return;
+    std::string why;
+    if (!StartDecompressor(tool_, fd_, &d_, &why)) *error = "cannot read " + file + ": " + why;
+    ::close(fd_);
+    fd_ = d_.out;
+  }
+  Input(const Input&) = delete;
+  Input& operator=(const Input&) = delete;
+  ~Input() { Finish(false); }
+
+  int fd() const { return fd_; }
+
+  // After the last read: "" or what went wrong with the decompressor ("cannot read FILE: ...").
+  std::string Finish(bool read_to_end) {
+    std::string failure;
+    if (*tool_ != '\0') {
+      failure = FinishDecompressor(tool_, &d_, read_to_end);
+      tool_ = "";
+    } else if (fd_ >= 0 && fd_ != STDIN_FILENO) {
+      ::close(fd_);
+    }
+    fd_ = -1;
+    return failure.empty() ? failure : "cannot read " + file_ + ": " + failure;
+  }
+
+ private:
+  std::string file_;
+  int fd_;
+  const char* tool_ = "";
+  Decompressor d_;
+};
+
+// Compressed data on stdin cannot be handed to a decompressor once its first bytes are read.
+std::string CompressedStdin(const char* data, size_t n) {
+  const char* tool = DecompressorFor(data, n);
+  if (*tool == '\0') return {};
+  return std::string("stdin is ") + tool + "-compressed: give the file by name, or pipe it " +
+         "through '" + tool + " -dc'";
+}
+
 void ReadMailbox(const std::string& file, const OnMessage& on_message,
                  const OnInputError& on_error) {
   const int fd = OpenInput(file);
   if (fd < 0) {
     on_error(file, "cannot open " + file + ": " + std::strerror(errno));
+    return;
+  }
+  std::string error;
+  Input input(file, fd, &error);
+  if (!error.empty()) {
+    on_error(file, error);
     return;
   }
   MboxSplitter splitter(kMaxMessageBytes + 1);  // the byte after the limit: see message_sources.h
@@ -66,16 +120,26 @@ void ReadMailbox(const std::string& file, const OnMessage& on_message,
   };
   std::vector<char> block(size_t{1} << 20);
   int saved = 0;
+  bool first = fd == STDIN_FILENO;
   for (;;) {
-    const ssize_t n = ::read(fd, block.data(), block.size());
+    const ssize_t n = ::read(input.fd(), block.data(), block.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) saved = errno;
     if (n <= 0) break;
+    if (first) {
+      first = false;
+      if (std::string refused = CompressedStdin(block.data(), static_cast<size_t>(n));
+          !refused.empty()) {
+        on_error(file, refused);
+        return;
+      }
+    }
     splitter.Push(std::string_view(block.data(), static_cast<size_t>(n)), each);
   }
-  if (fd != STDIN_FILENO) ::close(fd);
+  const std::string failure = input.Finish(saved == 0);
   splitter.Finish(each);
   if (saved != 0) on_error(file, "cannot read " + file + ": " + std::strerror(saved));
+  if (!failure.empty()) on_error(file, failure);
 }
 
 void ReadFile(const std::string& file, PageBuffer* buffer, const OnMessage& on_message,
@@ -85,12 +149,25 @@ void ReadFile(const std::string& file, PageBuffer* buffer, const OnMessage& on_m
     on_error(file, "cannot open " + file + ": " + std::strerror(errno));
     return;
   }
-  size_t size = 0;
-  const int saved = ReadToEnd(fd, buffer, kMaxMessageBytes + 1, &size);
-  if (fd != STDIN_FILENO) ::close(fd);
-  if (saved != 0) {
-    on_error(file, "cannot read " + file + ": " + std::strerror(saved));
+  std::string error;
+  Input input(file, fd, &error);
+  if (!error.empty()) {
+    on_error(file, error);
     return;
+  }
+  size_t size = 0;
+  const int saved = ReadToEnd(input.fd(), buffer, kMaxMessageBytes + 1, &size);
+  // More than the parser reads: the rest is not read, and the decompressor may die of that.
+  const std::string failure = input.Finish(saved == 0 && size <= kMaxMessageBytes);
+  if (saved != 0 || !failure.empty()) {
+    on_error(file, saved != 0 ? "cannot read " + file + ": " + std::strerror(saved) : failure);
+    return;
+  }
+  if (fd == STDIN_FILENO) {
+    if (std::string refused = CompressedStdin(buffer->data(), size); !refused.empty()) {
+      on_error(file, refused);
+      return;
+    }
   }
   on_message(file, 0, std::string_view(buffer->data(), size));
 }

@@ -44,6 +44,7 @@
 #include "common/file_open.h"
 #include "common/read_buffer.h"
 #include "daemon/ctl/commands.h"
+#include "daemon/ctl/decompress.h"
 #include "daemon/ctl/message_sources.h"
 
 namespace bounced::ctl {
@@ -85,6 +86,19 @@ class ReadBuffer {
       return false;
     }
     int saved = ReadToEnd(fd, &buffer_, kMaxMessageBytes + 1, &size_);
+    // A compressed file (a saved message, gzip'ed) is read again through its decompressor;
+    // the check is a few byte compares on what was read.
+    const char* tool = saved == 0 ? DecompressorFor(buffer_.data(), size_) : "";
+    if (*tool != '\0') {
+      if (fd == STDIN_FILENO) {
+        *error = std::string("stdin is ") + tool + "-compressed: give the file by name, or " +
+                 "pipe it through '" + tool + " -dc'";
+        return false;
+      }
+      bool ok = ReadDecompressed(tool, fd, path, error);
+      ::close(fd);
+      return ok;
+    }
     if (fd != STDIN_FILENO) ::close(fd);
     if (saved != 0) {
       *error = "cannot read " + path + ": " + std::strerror(saved);
@@ -94,6 +108,25 @@ class ReadBuffer {
   }
 
  private:
+  // Reads the file open at `fd` again, from its start, through `tool` (decompress.h).
+  bool ReadDecompressed(const char* tool, int fd, const std::string& path, std::string* error) {
+    size_ = 0;
+    Decompressor d;
+    std::string why;
+    if (::lseek(fd, 0, SEEK_SET) != 0 || !StartDecompressor(tool, fd, &d, &why)) {
+      *error = "cannot read " + path + ": " + (why.empty() ? std::strerror(errno) : why);
+      return false;
+    }
+    int saved = ReadToEnd(d.out, &buffer_, kMaxMessageBytes + 1, &size_);
+    // More than the parser reads: the rest is not read, and the decompressor may die of that.
+    why = FinishDecompressor(tool, &d, saved == 0 && size_ <= kMaxMessageBytes);
+    if (saved != 0 || !why.empty()) {
+      *error = "cannot read " + path + ": " + (saved != 0 ? std::strerror(saved) : why);
+      return false;
+    }
+    return true;
+  }
+
   FolderOpener opener_;
   PageBuffer buffer_;
   size_t size_ = 0;

@@ -2,7 +2,7 @@
 // output of several threads is the sequential output, line for line, in the order the files
 // were given, and an unreadable file in the middle keeps its place and sets exit code 1. GMime
 // is loaded only by commands that parse messages. Folders (Maildir or plain) and mailboxes
-// (--mbox) give a line per message.
+// (--mbox) give a line per message; compressed files read as the plain ones.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -411,6 +411,62 @@ TEST(CtlParse, AMessageOverTheSizeLimitIsReadUpToItWithAWarning) {
   ASSERT_GE(printed.size(), 2u);
   EXPECT_EQ(printed[1],
             "  warning: the message is longer than 16 MiB; only its first 16 MiB were read");
+}
+
+// A compressed message or mailbox (gzip, or any other compressor this machine has) reads as the
+// plain one: the same findings; a cut one is an error that names the file; compressed data on
+// stdin is refused with what to do instead.
+TEST(CtlParse, CompressedMessagesAndMailboxesReadAsThePlainOnes) {
+  TempDir dir;
+  const std::string original = kTestData + "/dsn/postfix/cs01-04.eml";
+  std::string text = ReadFile(original);
+  if (text.back() != '\n') text += '\n';
+  AppendFile(dir / "two.mbox", "From MAILER-DAEMON Sun Nov 29 17:09:53 2026\n" + text +
+                                   "\nFrom MAILER-DAEMON Sun Nov 29 17:09:54 2026\n" + text);
+  const std::vector<std::string> want =
+      Lines(Shell(kBouncectl + " parse --jobs 1 " + Quote(original) + " 2>/dev/null"));
+  ASSERT_EQ(want.size(), 1u);
+  int compressed = 0;
+  for (const char* tool : {"gzip", "bzip2", "xz", "zstd"}) {
+    int rc = -1;
+    const std::string eml = dir / (std::string("one.eml.") + tool);
+    const std::string mbox = dir / (std::string("two.mbox.") + tool);
+    Shell("command -v " + std::string(tool) + " >/dev/null && " + tool + " -c < " +
+              Quote(original) + " > " + Quote(eml) + " && " + tool + " -c < " +
+              Quote(dir / "two.mbox") + " > " + Quote(mbox),
+          &rc);
+    if (rc != 0) continue;
+    ++compressed;
+    std::vector<std::string> lines =
+        Lines(Shell(kBouncectl + " parse " + Quote(eml) + " 2>&1", &rc));
+    EXPECT_EQ(rc, 0) << tool;
+    ASSERT_EQ(lines.size(), 1u) << tool;
+    EXPECT_EQ(Findings(lines[0]), Findings(want[0])) << tool;
+    lines = Lines(Shell(kBouncectl + " parse --mbox " + Quote(mbox) + " 2>&1", &rc));
+    EXPECT_EQ(rc, 0) << tool;
+    ASSERT_EQ(lines.size(), 2u) << tool;
+    for (const std::string& line : lines) EXPECT_EQ(Findings(line), Findings(want[0])) << tool;
+  }
+  EXPECT_GE(compressed, 1);  // gzip is always there
+
+  const std::string gz = ReadFile(dir / "two.mbox.gzip");
+  AppendFile(dir / "cut.gz", gz.substr(0, gz.size() / 2));
+  int rc = -1;
+  std::vector<std::string> lines =
+      Lines(Shell(kBouncectl + " parse --mbox " + Quote(dir / "cut.gz") + " 2>/dev/null", &rc));
+  EXPECT_EQ(rc, 1);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(
+      lines.back().find("\"error\":\"cannot read " + (dir / "cut.gz") + ": 'gzip -dc' failed"),
+      std::string::npos)
+      << lines.back();
+  for (const std::string& args : {std::string(" - < "), std::string(" --mbox - < ")}) {
+    lines = Lines(
+        Shell(kBouncectl + " parse" + args + Quote(dir / "one.eml.gzip") + " 2>/dev/null", &rc));
+    EXPECT_EQ(rc, 1) << args;
+    ASSERT_EQ(lines.size(), 1u) << args;
+    EXPECT_NE(lines[0].find("stdin is gzip-compressed"), std::string::npos) << lines[0];
+  }
 }
 
 TEST(CtlParse, RejectsANegativeJobCount) {

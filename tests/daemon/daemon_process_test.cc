@@ -431,6 +431,12 @@ TEST(DaemonProcess, IngestDsnRecordsOncePerMessageAndRecipient) {
   out = d.Ctl("ingest-dsn - < " + eml, &rc);  // the same bounce again, on stdin
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(d.StoredEvents(), events);
+  // And gzip-compressed, as a saved copy may be: read through gzip, still the same bounce.
+  Shell("gzip -c < " + eml + " > " + Quote(dir / "saved.eml.gz"), &rc);
+  out = d.Ctl("ingest-dsn " + Quote(dir / "saved.eml.gz"), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.rfind("dsn with 1 recipient(s) recorded", 0), 0u) << out;
+  EXPECT_EQ(d.StoredEvents(), events);
   out = d.Ctl("ingest-dsn " + d.config_path(), &rc);  // not a bounce
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("not a bounce"), std::string::npos) << out;

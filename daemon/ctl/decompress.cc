@@ -1,0 +1,79 @@
+// decompress.cc: see decompress.h.
+#include "daemon/ctl/decompress.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace bounced::ctl {
+
+const char* DecompressorFor(const char* head, size_t n) {
+  auto starts = [&](const char* magic, size_t m) {
+    return n >= m && std::memcmp(head, magic, m) == 0;
+  };
+  if (starts("\x1f\x8b", 2)) return "gzip";
+  if (starts("BZh", 3)) return "bzip2";
+  if (starts("\xfd"
+             "7zXZ\0",
+             6))
+    return "xz";
+  if (starts("\x28\xb5\x2f\xfd", 4)) return "zstd";
+  return "";
+}
+
+const char* DecompressorForFile(int fd) {
+  char head[8];
+  const ssize_t got = ::pread(fd, head, sizeof head, 0);
+  return got > 0 ? DecompressorFor(head, static_cast<size_t>(got)) : "";
+}
+
+bool StartDecompressor(const char* tool, int fd, Decompressor* d, std::string* error) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    *error = std::strerror(errno);
+    return false;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  std::string name = tool;
+  char dc[] = "-dc";
+  char* argv[] = {name.data(), dc, nullptr};
+  pid_t pid = -1;
+  const int err = posix_spawnp(&pid, tool, &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  if (err != 0) {
+    ::close(out[0]);
+    *error = std::string("it is ") + tool + "-compressed and '" + tool +
+             " -dc' cannot be run: " + std::strerror(err);
+    return false;
+  }
+  d->out = out[0];
+  d->pid = pid;
+  return true;
+}
+
+std::string FinishDecompressor(const char* tool, Decompressor* d, bool read_to_end) {
+  if (d->out >= 0) ::close(d->out);
+  d->out = -1;
+  if (d->pid <= 0) return {};
+  int status = 0;
+  while (::waitpid(d->pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  d->pid = -1;
+  if (!read_to_end || (WIFEXITED(status) && WEXITSTATUS(status) == 0)) return {};
+  return std::string("'") + tool + " -dc' failed (" +
+         (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                            : "signal " + std::to_string(WTERMSIG(status))) +
+         ")";
+}
+
+}  // namespace bounced::ctl
