@@ -27,6 +27,13 @@ const char* DecompressorFor(const char* head, size_t n) {
   return "";
 }
 
+std::string CompressedStdin(const char* data, size_t n) {
+  const char* tool = DecompressorFor(data, n);
+  if (*tool == '\0') return {};
+  return std::string("stdin is ") + tool + "-compressed: give the file by name, or pipe it " +
+         "through '" + tool + " -dc'";
+}
+
 const char* DecompressorForFile(int fd) {
   char head[8];
   const ssize_t got = ::pread(fd, head, sizeof head, 0);

@@ -15,8 +15,12 @@ namespace bounced::ctl {
 // is not compressed (or is too short to tell).
 const char* DecompressorFor(const char* head, size_t n);
 
-// The same for the file open at `fd`, told by its first bytes without moving its offset; "" for
-// a pipe or FIFO, whose bytes are read as they come.
+// Compressed data on stdin cannot be handed to a decompressor once its first bytes are read:
+// the refusal, saying what to do instead, when `data` (stdin's first bytes) is compressed; else "".
+std::string CompressedStdin(const char* data, size_t n);
+
+// The decompressor for the file open at `fd`, told by its first bytes without moving its offset; ""
+// for a pipe or FIFO, whose bytes are read as they come.
 const char* DecompressorForFile(int fd);
 
 // A running "TOOL -dc" reading `fd` (which it gets a copy of: the caller may close its own).

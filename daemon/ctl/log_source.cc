@@ -96,10 +96,8 @@ size_t LogSource::Read(char* buf, size_t n) {
     }
     if (stdin_first_) {
       stdin_first_ = false;
-      const char* tool = DecompressorFor(buf, static_cast<size_t>(got));
-      if (*tool != '\0') {
-        Fail(std::string("stdin is ") + tool + "-compressed: give the file by name, or pipe it " +
-             "through '" + tool + " -dc'");
+      if (std::string refused = CompressedStdin(buf, static_cast<size_t>(got)); !refused.empty()) {
+        Fail(refused);
         Close(false);
         continue;
       }

@@ -93,14 +93,6 @@ class Input {
   Decompressor d_;
 };
 
-// Compressed data on stdin cannot be handed to a decompressor once its first bytes are read.
-std::string CompressedStdin(const char* data, size_t n) {
-  const char* tool = DecompressorFor(data, n);
-  if (*tool == '\0') return {};
-  return std::string("stdin is ") + tool + "-compressed: give the file by name, or pipe it " +
-         "through '" + tool + " -dc'";
-}
-
 void ReadMailbox(const std::string& file, const OnMessage& on_message,
                  const OnInputError& on_error) {
   const int fd = OpenInput(file);

@@ -91,8 +91,7 @@ class ReadBuffer {
     const char* tool = saved == 0 ? DecompressorFor(buffer_.data(), size_) : "";
     if (*tool != '\0') {
       if (fd == STDIN_FILENO) {
-        *error = std::string("stdin is ") + tool + "-compressed: give the file by name, or " +
-                 "pipe it through '" + tool + " -dc'";
+        *error = CompressedStdin(buffer_.data(), size_);
         return false;
       }
       bool ok = ReadDecompressed(tool, fd, path, error);
