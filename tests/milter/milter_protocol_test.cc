@@ -21,6 +21,7 @@
 #include "milter/milter.h"
 #include "milter/store_dependencies.h"
 #include "storage/store.h"
+#include "tests/large_bounce.h"
 
 namespace bounced {
 namespace {
@@ -284,6 +285,76 @@ TEST(MilterProtocol, CapturesRemoteDsnRecordsItOnceAndKeepsIt) {
   MilterStats stats = GetMilterStats();
   EXPECT_GE(stats.bounces_seen, 2u);
   EXPECT_GE(stats.rcpt_checked, 1u);
+}
+
+// A DSN longer than max_bounce_bytes (1 MiB by default): Postfix's for 3,000 recipients, whose
+// report part the cap cuts inside a recipient's group. Every recipient read whole is recorded
+// (and suppressed), the one whose line the cap cut is not read at all, the message is kept and the
+// cut is counted.
+TEST(MilterProtocol, ABounceOverTheCaptureCapIsRecordedUpToItsLastWholeLine) {
+  const size_t cap = MilterConfig{}.max_bounce_bytes;
+  std::string dsn = testing::LargePostfixDsn(3000);
+  ASSERT_GT(dsn.size(), cap);
+  size_t split = dsn.find("\n\n");
+  std::string body;
+  for (char c : dsn.substr(split + 2)) {
+    if (c == '\n') body += '\r';
+    body += c;
+  }
+  // What the milter captures: "Name: value\r\n" a header, "\r\n", the body. A padding header
+  // makes the cap fall inside an address ("Final-Recipient: rfc822; user1772@exa|mple.net").
+  std::string captured;
+  for (size_t pos = 0; pos < split;) {
+    const size_t eol = dsn.find('\n', pos);
+    captured += dsn.substr(pos, eol - pos) + "\r\n";
+    pos = eol + 1;
+  }
+  captured += "\r\n" + body;
+  const std::string field = "Final-Recipient: rfc822; ";
+  const size_t line = captured.rfind(field, cap - 100);
+  ASSERT_NE(line, std::string::npos);
+  // Cut after "@exa": what is left of the address looks like one, but is no recipient.
+  const size_t cut = captured.find('@', line) + 4;
+  const std::string partial = captured.substr(line + field.size(), cut - line - field.size());
+  const size_t padding = cap - cut;
+  ASSERT_GT(padding, 20u);
+  dsn.insert(0, "X-Pad: " + std::string(padding - 9, 'p') + "\n");
+  split = dsn.find("\n\n");
+  const size_t suppressed_before = g_store->view().size();
+  const uint64_t truncated_before = GetMilterStats().bounces_truncated;
+  Mta mta;
+  ASSERT_TRUE(mta.ok());
+  mta.Negotiate();
+  mta.Connect("[198.51.100.7]", "198.51.100.7", 41100);
+  mta.Mail("<>");
+  EXPECT_EQ(mta.Rcpt("<news@example.com>").first, SMFIR_CONTINUE);
+  for (size_t pos = 0; pos < split;) {
+    const size_t eol = dsn.find('\n', pos);
+    const std::string line = dsn.substr(pos, eol - pos);
+    const size_t colon = line.find(':');
+    mta.Header(line.substr(0, colon), line.substr(colon + 2));
+    pos = eol + 1;
+  }
+  EXPECT_EQ(mta.Eoh(), SMFIR_CONTINUE);
+  for (size_t pos = 0; pos < body.size(); pos += 60000) {
+    const char reply = mta.Body(body.substr(pos, 60000));
+    if (reply == SMFIR_SKIP) break;  // the milter has what it keeps; Postfix stops sending
+    ASSERT_EQ(reply, SMFIR_CONTINUE);
+  }
+  auto eom = mta.Eom("QIDCAP1");
+  ASSERT_FALSE(eom.empty());
+  EXPECT_EQ(eom.back().first, SMFIR_CONTINUE);  // kept
+  ASSERT_TRUE(g_store->Flush().ok());
+  EXPECT_EQ(GetMilterStats().bounces_truncated, truncated_before + 1);
+  // Recipients 0 .. read-1 are suppressed, in order, and nothing else: no address cut short.
+  size_t read = 0;
+  while (g_store->view().Lookup(testing::NumberedAddress(read))) ++read;
+  EXPECT_GT(read, 1000u);
+  EXPECT_LT(read, 3000u);
+  EXPECT_EQ(g_store->view().size(), suppressed_before + read);
+  auto cut_short = g_store->GetStatus(partial, 5);
+  ASSERT_TRUE(cut_short.ok()) << cut_short.error();
+  EXPECT_TRUE(cut_short->events.empty()) << partial << " was recorded";
 }
 
 }  // namespace
