@@ -601,7 +601,9 @@ struct Walker {
   }
 
   void Walk(GMimeObject* obj, int depth, bool attached) {
-    if (obj == nullptr || depth > kMaxMimeDepth || view->PartsFull()) return;
+    // A full list of parts does not stop the walk: the text parts it reaches are noted as left
+    // out (AddLeaf), the others are not, and attached messages are still kept.
+    if (obj == nullptr || depth > kMaxMimeDepth) return;
     if (Gm().IsA(obj, Gm().g_mime_multipart_get_type())) {
       GMimeMultipart* mp = reinterpret_cast<GMimeMultipart*>(obj);
       int n = Gm().g_mime_multipart_get_count(mp);
@@ -613,10 +615,7 @@ struct Walker {
         // GMime owns the epilogue: the second report's parts get their own copy.
         auto copy = std::make_shared<const std::string>(epilogue);
         MimeView second = DecodeMimeNested(*copy, copy);
-        for (MimeLeaf& leaf : second.parts) {
-          if (view->PartsFull()) break;
-          view->parts.push_back(std::move(leaf));
-        }
+        view->TakeParts(std::move(second));
       }
       return;
     }
@@ -675,6 +674,15 @@ struct Walker {
 
 // Out of line: inlined, it made the decoder's walk too big for the compiler to inline the
 // small helpers the walk calls on every part.
+void MimeView::TakeParts(MimeView&& other) {
+  for (MimeLeaf& leaf : other.parts) {
+    if (PartsFull()) break;
+    parts.push_back(std::move(leaf));
+  }
+  parts_cut = parts_cut || other.parts_cut;
+  attached_skipped += other.attached_skipped;
+}
+
 void MimeView::AddAttached(std::string_view bytes, Owner owner) {
   if (attached_messages.size() < kMaxAttachedMessages) {
     attached_messages.push_back(Attached{bytes, std::move(owner)});
@@ -1342,7 +1350,8 @@ struct FastWalker {
 
   // One entity (a message's body part or a multipart's part), given its headers and body.
   void Entity(const RawPart& part, int depth, bool attached, std::string_view default_type) {
-    if (failed || depth > kMaxMimeDepth || view->PartsFull()) return;
+    // A full list of parts does not stop the walk: see Walker::Walk.
+    if (failed || depth > kMaxMimeDepth) return;
     ContentType ct;
     ParseContentType(part.content_type, default_type, &ct);
     if (!ct.ok) {
@@ -1472,10 +1481,7 @@ struct FastWalker {
       std::string_view epilogue = body.substr(pos);
       if (HoldsGluedReport(epilogue)) {
         MimeView second = DecodeMimeNested(epilogue, owner);
-        for (MimeLeaf& leaf : second.parts) {
-          if (view->PartsFull()) break;
-          view->parts.push_back(std::move(leaf));
-        }
+        view->TakeParts(std::move(second));
       }
     }
   }
@@ -1569,11 +1575,7 @@ void AppendGluedMessage(std::string_view normalized, const Owner& owner, MimeVie
     if (start == std::string_view::npos) return;
     rest = normalized.substr(start);
   }
-  MimeView second = DecodeMimeNested(rest, std::move(rest_owner));
-  for (MimeLeaf& leaf : second.parts) {
-    if (view->PartsFull()) break;
-    view->parts.push_back(std::move(leaf));
-  }
+  view->TakeParts(DecodeMimeNested(rest, std::move(rest_owner)));
 }
 
 MimeView DecodeMimeImpl(std::string_view message, Owner owner, bool nested_ok, bool fast_ok) {

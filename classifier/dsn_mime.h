@@ -107,12 +107,16 @@ struct MimeView {
   // Adds one to attached_messages unless kMaxAttachedMessages are there already (then counts
   // it in attached_skipped).
   void AddAttached(std::string_view bytes, Owner owner);
+  // Appends the parts of another view (a second report glued onto the message) while there is
+  // room, and what that view left out.
+  void TakeParts(MimeView&& other);
   // What the headers view besides the caller's message: decoded values, and the copies of the
   // message the decoder made (other line ends than LF, an encoded message/rfc822).
   HeaderStorage storage;
   std::vector<Owner> owners;
 
-  // Whether `parts` is full (kMaxMimeParts); notes in parts_cut that a part is left out.
+  // Whether `parts` is full (kMaxMimeParts); notes in parts_cut that a part is left out (call it
+  // only for a text part about to be added).
   bool PartsFull() {
     if (parts.size() < kMaxMimeParts) return false;
     parts_cut = true;

@@ -118,6 +118,30 @@ TEST(LargeBounce, DigestOfMoreBouncesThanAreOpenedWarns) {
   EXPECT_NE(p.warnings[0].find("attaches 3 more messages"), std::string::npos) << p.warnings[0];
 }
 
+// The part limit warns only when a text part is left out: other parts past it (an image) are
+// no loss. A report glued after the first one passes its own cuts on.
+TEST(LargeBounce, PartsPastTheLimitWarnOnlyWhenTextIsLeftOut) {
+  auto report_with = [](size_t text_parts, const std::string& last_part) {
+    std::string m =
+        "From: MAILER-DAEMON@mx.example.org\nSubject: Undelivered Mail Returned to Sender\n"
+        "Content-Type: multipart/report; report-type=delivery-status; boundary=\"B\"\n\n"
+        "--B\nContent-Type: message/delivery-status\n\nReporting-MTA: dns; mx.example.org\n\n"
+        "Final-Recipient: rfc822; " +
+        Address(0) + "\nAction: failed\nStatus: 5.1.1\n\n";
+    for (size_t i = 0; i < text_parts; ++i) m += "--B\nContent-Type: text/plain\n\nnote\n";
+    return m + "--B\n" + last_part + "--B--\n";
+  };
+  const std::string image = "Content-Type: image/png\nContent-Transfer-Encoding: base64\n\niVBO\n";
+  const std::string text = "Content-Type: text/plain\n\nnote\n";
+  ParsedBounce full = ParseBounce(report_with(dsn::kMaxMimeParts - 1, image), Rules());
+  ASSERT_EQ(full.recipients.size(), 1u);
+  EXPECT_TRUE(full.warnings.empty()) << full.warnings.front();
+  ParsedBounce over = ParseBounce(report_with(dsn::kMaxMimeParts - 1, text), Rules());
+  ASSERT_EQ(over.recipients.size(), 1u);
+  ASSERT_EQ(over.warnings.size(), 1u);
+  EXPECT_NE(over.warnings[0].find("text parts"), std::string::npos) << over.warnings[0];
+}
+
 TEST(LargeBounce, OrdinaryBouncesHaveNoWarning) {
   EXPECT_TRUE(ParseBounce(LargePostfixDsn(1), Rules()).warnings.empty());
   EXPECT_TRUE(ParseBounce(LargeEximBounce(3), Rules()).warnings.empty());
