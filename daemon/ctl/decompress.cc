@@ -27,16 +27,17 @@ const char* DecompressorFor(const char* head, size_t n) {
   return "";
 }
 
-std::string CompressedStdin(const char* data, size_t n) {
+std::string CompressedPipe(const std::string& name, const char* data, size_t n) {
   const char* tool = DecompressorFor(data, n);
   if (*tool == '\0') return {};
-  return std::string("stdin is ") + tool + "-compressed: give the file by name, or pipe it " +
-         "through '" + tool + " -dc'";
+  return name + " is " + tool + "-compressed and a pipe, which cannot be read again from its " +
+         "start: give the file by name, or pipe it through '" + tool + " -dc'";
 }
 
-const char* DecompressorForFile(int fd) {
+const char* DecompressorForFile(int fd, bool* seekable) {
   char head[8];
   const ssize_t got = ::pread(fd, head, sizeof head, 0);
+  *seekable = !(got < 0 && errno == ESPIPE);
   return got > 0 ? DecompressorFor(head, static_cast<size_t>(got)) : "";
 }
 

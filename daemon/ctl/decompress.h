@@ -15,13 +15,15 @@ namespace bounced::ctl {
 // is not compressed (or is too short to tell).
 const char* DecompressorFor(const char* head, size_t n);
 
-// Compressed data on stdin cannot be handed to a decompressor once its first bytes are read:
-// the refusal, saying what to do instead, when `data` (stdin's first bytes) is compressed; else "".
-std::string CompressedStdin(const char* data, size_t n);
+// Compressed data from a pipe (stdin, a FIFO, `<(...)`) cannot be handed to a decompressor once
+// its first bytes are read: the refusal, naming `name` and saying what to do instead, when `data`
+// (the pipe's first bytes) is compressed; else "".
+std::string CompressedPipe(const std::string& name, const char* data, size_t n);
 
-// The decompressor for the file open at `fd`, told by its first bytes without moving its offset; ""
-// for a pipe or FIFO, whose bytes are read as they come.
-const char* DecompressorForFile(int fd);
+// The decompressor for the file open at `fd`, told by its first bytes without moving its offset.
+// A pipe cannot be read so: "", with *seekable false (check its first bytes with CompressedPipe
+// once they are read).
+const char* DecompressorForFile(int fd, bool* seekable);
 
 // A running "TOOL -dc" reading `fd` (which it gets a copy of: the caller may close its own).
 struct Decompressor {

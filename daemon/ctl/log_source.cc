@@ -25,26 +25,25 @@ void LogSource::Fail(const std::string& what) {
 bool LogSource::OpenNext() {
   while (next_ < files_.size()) {
     name_ = files_[next_++];
-    if (name_ == "-") {
-      fd_ = STDIN_FILENO;
-      name_ = "stdin";
-      stdin_first_ = true;
-      return true;
-    }
-    const int fd = ::open(name_.c_str(), O_RDONLY | O_CLOEXEC);
+    const bool is_stdin = name_ == "-";
+    if (is_stdin) name_ = "stdin";
+    const int fd = is_stdin ? STDIN_FILENO : ::open(name_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       Fail("cannot open " + name_ + ": " + std::strerror(errno));
       continue;
     }
-    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    const char* tool = DecompressorForFile(fd);
+    if (!is_stdin) posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    // Stdin redirected from a file is read like one; from a pipe, its first bytes are checked.
+    bool seekable = true;
+    const char* tool = DecompressorForFile(fd, &seekable);
     if (*tool == '\0') {
       fd_ = fd;
+      check_first_ = !seekable;
       return true;
     }
     std::string error;
     const bool started = StartDecompressor(tool, fd, &decompressor_, &error);
-    ::close(fd);
+    if (!is_stdin) ::close(fd);
     if (!started) {
       Fail("cannot read " + name_ + ": " + error);
       continue;
@@ -94,9 +93,10 @@ size_t LogSource::Read(char* buf, size_t n) {
       Close(true);
       continue;
     }
-    if (stdin_first_) {
-      stdin_first_ = false;
-      if (std::string refused = CompressedStdin(buf, static_cast<size_t>(got)); !refused.empty()) {
+    if (check_first_) {
+      check_first_ = false;
+      if (std::string refused = CompressedPipe(name_, buf, static_cast<size_t>(got));
+          !refused.empty()) {
         Fail(refused);
         Close(false);
         continue;

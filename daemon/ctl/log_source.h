@@ -7,9 +7,9 @@
 //
 // Never fails as a whole: a file that cannot be opened or read, or whose decompressor fails or is
 // not installed, is named on stderr with the reason and marks the source failed(); what was read
-// of it counts, and reading goes on with the next file. Compressed data on stdin is refused the
-// same way (it cannot be handed to a decompressor once its first bytes are read): pipe it
-// through the decompressor first.
+// of it counts, and reading goes on with the next file. Stdin redirected from a compressed file
+// is read like the file; compressed data from a pipe (stdin, a FIFO) is refused the same way (it
+// cannot be handed to a decompressor once its first bytes are read): give the file by name.
 #pragma once
 
 #include <string>
@@ -43,7 +43,7 @@ class LogSource {
   int fd_ = -1;                // what Read reads: the file, or the decompressor's output
   Decompressor decompressor_;  // when the file is compressed
   std::string tool_;           // its program ("gzip"), or ""
-  bool stdin_first_ = false;   // the next read is stdin's first: check it is not compressed
+  bool check_first_ = false;   // a pipe's first read is next: check it is not compressed
   bool any_ = false;           // some byte was given out
   char last_ = '\n';           // the last byte given out
   bool failed_ = false;

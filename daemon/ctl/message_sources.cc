@@ -58,13 +58,15 @@ int OpenInput(const std::string& file) {
 class Input {
  public:
   // Takes `fd` (closes it, unless it is stdin). Sets *error when the decompressor cannot start.
+  // Stdin redirected from a file is read like one; from a pipe, its first bytes are checked.
   Input(const std::string& file, int fd, std::string* error) : file_(file), fd_(fd) {
-    if (fd_ == STDIN_FILENO) return;
-    tool_ = DecompressorForFile(fd_);
+    bool seekable = true;
+    tool_ = DecompressorForFile(fd_, &seekable);
+    pipe_ = !seekable;
     if (*tool_ == '\0') return;
     std::string why;
     if (!StartDecompressor(tool_, fd_, &d_, &why)) *error = "cannot read " + file + ": " + why;
-    ::close(fd_);
+    if (fd_ != STDIN_FILENO) ::close(fd_);
     fd_ = d_.out;
   }
   Input(const Input&) = delete;
@@ -72,6 +74,8 @@ class Input {
   ~Input() { Finish(false); }
 
   int fd() const { return fd_; }
+  // Stdin, a FIFO ...: its first bytes must be checked with CompressedPipe.
+  bool pipe() const { return pipe_; }
 
   // After the last read: "" or what went wrong with the decompressor ("cannot read FILE: ...").
   std::string Finish(bool read_to_end) {
@@ -91,6 +95,7 @@ class Input {
   int fd_;
   const char* tool_ = "";
   Decompressor d_;
+  bool pipe_ = false;
 };
 
 void ReadMailbox(const std::string& file, const OnMessage& on_message,
@@ -112,7 +117,7 @@ void ReadMailbox(const std::string& file, const OnMessage& on_message,
   };
   std::vector<char> block(size_t{1} << 20);
   int saved = 0;
-  bool first = fd == STDIN_FILENO;
+  bool first = input.pipe();
   for (;;) {
     const ssize_t n = ::read(input.fd(), block.data(), block.size());
     if (n < 0 && errno == EINTR) continue;
@@ -120,7 +125,8 @@ void ReadMailbox(const std::string& file, const OnMessage& on_message,
     if (n <= 0) break;
     if (first) {
       first = false;
-      if (std::string refused = CompressedStdin(block.data(), static_cast<size_t>(n));
+      if (std::string refused =
+              CompressedPipe(file == "-" ? "stdin" : file, block.data(), static_cast<size_t>(n));
           !refused.empty()) {
         on_error(file, refused);
         return;
@@ -155,8 +161,9 @@ void ReadFile(const std::string& file, PageBuffer* buffer, const OnMessage& on_m
     on_error(file, saved != 0 ? "cannot read " + file + ": " + std::strerror(saved) : failure);
     return;
   }
-  if (fd == STDIN_FILENO) {
-    if (std::string refused = CompressedStdin(buffer->data(), size); !refused.empty()) {
+  if (input.pipe()) {
+    if (std::string refused = CompressedPipe(file == "-" ? "stdin" : file, buffer->data(), size);
+        !refused.empty()) {
       on_error(file, refused);
       return;
     }

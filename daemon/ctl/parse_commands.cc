@@ -90,12 +90,14 @@ class ReadBuffer {
     // the check is a few byte compares on what was read.
     const char* tool = saved == 0 ? DecompressorFor(buffer_.data(), size_) : "";
     if (*tool != '\0') {
-      if (fd == STDIN_FILENO) {
-        *error = CompressedStdin(buffer_.data(), size_);
-        return false;
+      bool ok = false;
+      if (::lseek(fd, 0, SEEK_SET) != 0) {
+        // A pipe (stdin, a FIFO) cannot be read again from its start; a file (stdin too) can.
+        *error = CompressedPipe(path == "-" ? "stdin" : path, buffer_.data(), size_);
+      } else {
+        ok = ReadDecompressed(tool, fd, path, error);
       }
-      bool ok = ReadDecompressed(tool, fd, path, error);
-      ::close(fd);
+      if (fd != STDIN_FILENO) ::close(fd);
       return ok;
     }
     if (fd != STDIN_FILENO) ::close(fd);
@@ -107,15 +109,15 @@ class ReadBuffer {
   }
 
  private:
-  // Reads the file open at `fd` again, from its start, through `tool` (decompress.h).
+  // Reads the file open at `fd` (at its start) again through `tool` (decompress.h).
   bool ReadDecompressed(const char* tool, int fd, const std::string& path, std::string* error) {
-    size_ = 0;
     Decompressor d;
     std::string why;
-    if (::lseek(fd, 0, SEEK_SET) != 0 || !StartDecompressor(tool, fd, &d, &why)) {
-      *error = "cannot read " + path + ": " + (why.empty() ? std::strerror(errno) : why);
+    if (!StartDecompressor(tool, fd, &d, &why)) {
+      *error = "cannot read " + path + ": " + why;
       return false;
     }
+    size_ = 0;
     int saved = ReadToEnd(d.out, &buffer_, kMaxMessageBytes + 1, &size_);
     // More than the parser reads: the rest is not read, and the decompressor may die of that.
     why = FinishDecompressor(tool, &d, saved == 0 && size_ <= kMaxMessageBytes);

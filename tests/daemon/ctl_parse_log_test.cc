@@ -276,10 +276,21 @@ TEST(CtlParseLog, RotatedAndCompressedFilesReadAsOneLog) {
   EXPECT_NE(cut.err.find("cannot read " + (dir / "cut.gz") + ": 'gzip -dc' failed"),
             std::string::npos)
       << cut.err;
-  Output piped =
+  // Stdin redirected from a compressed file reads as the file; from a pipe (or a FIFO, here
+  // bash's <(...)) it cannot be read again from its start: refused, saying what to do.
+  Output part2 = ParseLog(dir, kBouncectl + " parse-log --summary " + Quote(dir / "part2"));
+  Output redirected =
       ParseLog(dir, kBouncectl + " parse-log --summary - < " + Quote(dir / "mail.log.2.gz"));
+  EXPECT_EQ(redirected.rc, 0) << redirected.err;
+  EXPECT_TRUE(redirected.out == part2.out);
+  Output piped = ParseLog(
+      dir, "cat " + Quote(dir / "mail.log.2.gz") + " | " + kBouncectl + " parse-log --summary -");
   EXPECT_EQ(piped.rc, 1);
-  EXPECT_NE(piped.err.find("stdin is gzip-compressed"), std::string::npos) << piped.err;
+  EXPECT_NE(piped.err.find("stdin is gzip-compressed and a pipe"), std::string::npos) << piped.err;
+  Output fifo = ParseLog(dir, "bash -c '" + kBouncectl + " parse-log --summary <(cat " +
+                                  Quote(dir / "mail.log.2.gz") + ")'");
+  EXPECT_EQ(fifo.rc, 1);
+  EXPECT_NE(fifo.err.find("is gzip-compressed and a pipe"), std::string::npos) << fifo.err;
 }
 
 }  // namespace
