@@ -1305,6 +1305,8 @@ struct FastWalker {
   MimeView* view;
   bool nested_ok;
   Owner owner;  // holds the bytes the raw parts point into, or null
+  // The end of a message cut short (a part whose body ends there is cut), or null.
+  const char* cut_end = nullptr;
   bool have_original = false;
   bool failed = false;
   bool top_without_parts = false;  // a top-level multipart whose boundary never occurs
@@ -1326,9 +1328,10 @@ struct FastWalker {
     }
     // Decoded only if something reads it: the returned message's parts seldom are, nor is the
     // HTML alternative of a text part.
-    view->parts.emplace_back(std::string(ct->type),
-                             MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset)},
-                             attached);
+    const bool cut = cut_end != nullptr && part.body.data() + part.body.size() == cut_end;
+    view->parts.emplace_back(
+        std::string(ct->type),
+        MimeLeaf::Pending{owner, part.body, enc, std::string(ct->charset), cut}, attached);
   }
 
   // A saved message attached as a file (IsMessageFile): only kept as an attached message, its
@@ -1497,7 +1500,8 @@ struct FastWalker {
 };
 
 // Returns false when the message needs GMime's parser.
-bool FastDecode(std::string_view normalized, const Owner& owner, bool nested_ok, MimeView* view) {
+bool FastDecode(std::string_view normalized, const Owner& owner, bool nested_ok, bool cut_short,
+                MimeView* view) {
   // An mbox "From " separator line before the headers is not part of the message.
   if (normalized.starts_with("From ")) {
     size_t nl = normalized.find('\n');
@@ -1508,7 +1512,8 @@ bool FastDecode(std::string_view normalized, const Owner& owner, bool nested_ok,
   if (!top.ok || !top.any_header) return false;  // the caller discards the view
   DecodeHeaderValues(&view->headers, owner, view);
   view->parts.reserve(8);
-  FastWalker walker{view, nested_ok, owner};
+  FastWalker walker{view, nested_ok, owner,
+                    cut_short ? normalized.data() + normalized.size() : nullptr};
   walker.Entity(top, 0, false, "text/plain");
   if (walker.failed) return false;
   if (walker.top_without_parts && view->parts.empty()) {
@@ -1578,7 +1583,8 @@ void AppendGluedMessage(std::string_view normalized, const Owner& owner, MimeVie
   view->TakeParts(DecodeMimeNested(rest, std::move(rest_owner)));
 }
 
-MimeView DecodeMimeImpl(std::string_view message, Owner owner, bool nested_ok, bool fast_ok) {
+MimeView DecodeMimeImpl(std::string_view message, Owner owner, bool nested_ok, bool fast_ok,
+                        bool cut_short = false) {
   MimeView view;
   // Only line ends other than LF need a copy (the parts then point into it); most messages
   // are read where they are.
@@ -1589,7 +1595,7 @@ MimeView DecodeMimeImpl(std::string_view message, Owner owner, bool nested_ok, b
     normalized = std::string_view(copy.get(), NormalizeLineEndsInto(message, copy.get()));
     owner = std::move(copy);
   }
-  if (fast_ok && FastDecode(normalized, owner, nested_ok, &view)) {
+  if (fast_ok && FastDecode(normalized, owner, nested_ok, cut_short, &view)) {
     if (nested_ok) AppendGluedMessage(normalized, owner, &view);
     return view;
   }
@@ -1659,6 +1665,16 @@ std::string_view MimeLeaf::text() const {
       text_ = LeafText(pending_->body, pending_->encoding, pending_->charset);
     }
     pending_.reset();
+    if (cut_at_end_) {
+      // Cut short: what follows the last newline is a line's start, not a line.
+      std::string_view t = is_in_place_ ? in_place_ : std::string_view(text_);
+      const size_t keep = t.rfind('\n') + 1;  // 0 without a newline
+      if (is_in_place_) {
+        in_place_ = in_place_.substr(0, keep);
+      } else {
+        text_.resize(keep);
+      }
+    }
   }
   return is_in_place_ ? in_place_ : std::string_view(text_);
 }
@@ -1689,8 +1705,9 @@ std::string_view WithoutLeadingJunk(std::string_view message) {
 
 }  // namespace
 
-MimeView DecodeMime(std::string_view message, MimeDecoder decoder) {
-  return DecodeMimeImpl(WithoutLeadingJunk(message), nullptr, true, decoder == MimeDecoder::kAuto);
+MimeView DecodeMime(std::string_view message, MimeDecoder decoder, bool cut_short) {
+  return DecodeMimeImpl(WithoutLeadingJunk(message), nullptr, true, decoder == MimeDecoder::kAuto,
+                        cut_short);
 }
 
 }  // namespace bounced::dsn

@@ -54,13 +54,17 @@ struct MimeLeaf {
     std::string_view body;
     TransferEncoding encoding = TransferEncoding::kIdentity;
     std::string charset;
+    bool cut = false;  // the body runs to the end of a message cut short (see cut_at_end)
   };
 
   MimeLeaf(std::string type, std::string text, bool attached)
       : type(std::move(type)), attached(attached), text_(std::move(text)) {}
   // A leaf decoded on first use (see text()); built in place in the view's list of parts.
   MimeLeaf(std::string type, Pending pending, bool attached)
-      : type(std::move(type)), attached(attached), pending_(std::move(pending)) {}
+      : type(std::move(type)),
+        attached(attached),
+        cut_at_end_(pending.cut),
+        pending_(std::move(pending)) {}
 
   // The content after transfer decoding, as UTF-8 with '\n' line ends. Parts split without
   // GMime's parser are decoded on first use (most bounces never read the returned message's
@@ -70,7 +74,13 @@ struct MimeLeaf {
   // call from two threads at once on the same leaf.
   std::string_view text() const;
 
+  // Whether the part runs to the end of a message that was cut short (DecodeMime's cut_short):
+  // then its text stops after its last whole line (after transfer decoding: a base64 or
+  // quoted-printable body cut at a line of its own can still end inside a line of text).
+  bool cut_at_end() const { return cut_at_end_; }
+
  private:
+  bool cut_at_end_ = false;
   mutable std::string text_;
   mutable std::optional<Pending> pending_;
   // A body read in place: its bytes, and what holds them (null: the caller's message).
@@ -158,9 +168,12 @@ bool SingleByteToUtf8(std::string_view bytes, std::string_view charset, std::str
 // anything unusual to GMime's parser; kGMime always uses GMime's parser (tests compare both).
 enum class MimeDecoder { kAuto, kGMime };
 
-// Decodes a message. `message` is cut at the caller's size cap already. Headers may view
-// `message`, and parts until first read: keep its bytes alive while the view, or a leaf copied
-// from it, is used.
-MimeView DecodeMime(std::string_view message, MimeDecoder decoder = MimeDecoder::kAuto);
+// Decodes a message. `message` is cut at the caller's size cap already; `cut_short` says it was
+// (it is the start of a longer message), and marks the part that runs to its end (cut_at_end;
+// with the built-in reader only: GMime's parser, for unusual structure, does not tell).
+// Headers may view `message`, and parts until first read: keep its bytes alive while the view,
+// or a leaf copied from it, is used.
+MimeView DecodeMime(std::string_view message, MimeDecoder decoder = MimeDecoder::kAuto,
+                    bool cut_short = false);
 
 }  // namespace bounced::dsn

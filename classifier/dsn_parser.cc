@@ -833,8 +833,9 @@ std::string_view ToString(MessageKind k) {
 
 std::string MimeLibraryProblem() { return dsn::GMime() == nullptr ? dsn::GMimeLoadError() : ""; }
 
-ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules) {
-  return ParseBounce(message, [&rules]() -> const RuleSet& { return rules; });
+ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules, bool cut_short) {
+  return ParseBounce(
+      message, [&rules]() -> const RuleSet& { return rules; }, cut_short);
 }
 
 namespace {
@@ -870,9 +871,15 @@ bool DaemonTextNamesRecipients(const MimeView& view, const dsn::Explanation& exp
 
 // ParseBounce for a message that is `depth` attachments deep in the message given.
 ParsedBounce ParseMessage(std::string_view message,
-                          const std::function<const RuleSet&()>& get_rules, int depth) {
+                          const std::function<const RuleSet&()>& get_rules, int depth,
+                          bool cut_short) {
   ParsedBounce out;
+  if (cut_short) {
+    // Its last line is a line's start.
+    message = message.substr(0, message.rfind('\n') + 1);
+  }
   if (message.size() > kMaxMessageBytes) {
+    cut_short = true;
     // Cut after the last whole line: a line cut short (an address, a status) is not read.
     message = message.substr(0, kMaxMessageBytes);
     if (size_t nl = message.rfind('\n'); nl != std::string_view::npos)
@@ -885,7 +892,7 @@ ParsedBounce ParseMessage(std::string_view message,
     out.error = "empty message";
     return out;
   }
-  MimeView view = dsn::DecodeMime(message);
+  MimeView view = dsn::DecodeMime(message, dsn::MimeDecoder::kAuto, cut_short);
   out.message_id = AngleStripped(view.Get("message-id"));
   out.original_message_id = AngleStripped(MimeView::Find(view.original_headers, "message-id"));
   // The text part(s), split into lines once for every scan below.
@@ -935,13 +942,16 @@ ParsedBounce ParseMessage(std::string_view message,
     // Every report part outside the returned message (a few mailboxes glue two reports into
     // one file); only when there is none, one inside it (a forwarded bounce).
     std::vector<std::string_view> reports;
+    const char* cut_report = nullptr;  // the report the message's cut ran through, if any
     bool reports_attached = false;
     for (bool attached : {false, true}) {
       for (const MimeLeaf& p : view.parts) {
         if (p.attached == attached &&
             (p.type == "message/delivery-status"sv ||
-             p.type == "message/global-delivery-status"sv || p.type == "text/delivery-status"sv))
+             p.type == "message/global-delivery-status"sv || p.type == "text/delivery-status"sv)) {
           reports.push_back(p.text());
+          if (p.cut_at_end()) cut_report = reports.back().data();
+        }
       }
       reports_attached = attached && !reports.empty();
       if (!reports.empty()) break;
@@ -967,6 +977,12 @@ ParsedBounce ParseMessage(std::string_view message,
     }
     for (std::string_view ds_text : reports) {
       dsn::DeliveryStatus fields = dsn::ParseDeliveryStatus(ds_text);
+      // The cut ran through this report: a last group it left without its Status is not read
+      // (its recipient may be whole, but nothing says what happened to it).
+      if (ds_text.data() == cut_report && !fields.per_recipient.empty() &&
+          dsn::FindField(fields.per_recipient.back(), "status").empty()) {
+        fields.per_recipient.pop_back();
+      }
       if (out.reporting_mta.empty()) {
         out.reporting_mta = Sanitize(
             dsn::StripTypePrefix(dsn::FindField(fields.per_message, "reporting-mta")), 255);
@@ -1130,7 +1146,7 @@ ParsedBounce ParseMessage(std::string_view message,
     bool found = false;
     for (const MimeView::Attached& attached : view.attached_messages) {
       if (attached.bytes.empty()) continue;
-      ParsedBounce forwarded = ParseMessage(attached.bytes, get_rules, depth + 1);
+      ParsedBounce forwarded = ParseMessage(attached.bytes, get_rules, depth + 1, false);
       if (forwarded.recipients.empty()) continue;
       if (!found) {
         found = true;
@@ -1186,12 +1202,12 @@ ParsedBounce ParseMessage(std::string_view message,
 
 }  // namespace
 
-ParsedBounce ParseBounce(std::string_view message,
-                         const std::function<const RuleSet&()>& get_rules) {
+ParsedBounce ParseBounce(std::string_view message, const std::function<const RuleSet&()>& get_rules,
+                         bool cut_short) {
   // GMime loads when a message first needs it (gmime_loader.h); without it, only such messages
   // fail, each with the reason.
   try {
-    return ParseMessage(message, get_rules, 0);
+    return ParseMessage(message, get_rules, 0, cut_short);
   } catch (const dsn::GMimeUnavailable& e) {
     ParsedBounce out;
     out.error = e.what();

@@ -44,12 +44,17 @@ struct ParsedBounce {
 inline constexpr size_t kMaxMessageBytes = 16 * 1024 * 1024;
 
 // Never throws and never fails: malformed input yields kNotBounce with `error` set.
-ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules);
+// `cut_short`: the message is only the start of a longer one (the milter's capture stopped at
+// max_bounce_bytes): its last line, and a part's last line after transfer decoding, are not
+// read, and a report's last recipient group is dropped when the cut left it without its Status.
+// (A message longer than kMaxMessageBytes is cut so too.)
+ParsedBounce ParseBounce(std::string_view message, const RuleSet& rules, bool cut_short = false);
 
 // The same for callers whose rules may still be loading while bounces are read (bouncectl
 // parse on several threads): `rules` is called once per message, and only when the message has
 // recipients to classify; the set it returns must outlive the call.
-ParsedBounce ParseBounce(std::string_view message, const std::function<const RuleSet&()>& rules);
+ParsedBounce ParseBounce(std::string_view message, const std::function<const RuleSet&()>& rules,
+                         bool cut_short = false);
 
 // ParseBounce loads its MIME library (GMime 3) when a message first needs it (a charset other
 // than UTF-8, an encoded word, base64, or a structure the built-in reader leaves to GMime; most

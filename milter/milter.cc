@@ -354,11 +354,9 @@ BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::s
   if (!g.active) return out;
   std::shared_ptr<const RuleSet> rules = g.deps.rules ? g.deps.rules() : nullptr;
   if (!rules) return out;
-  // A capture cut at max_bounce_bytes is parsed up to its last whole line: a line cut short (a
-  // recipient's address) is not read as if it were whole.
-  std::string_view whole_lines = raw;
-  if (truncated) whole_lines = whole_lines.substr(0, whole_lines.rfind('\n') + 1);
-  ParsedBounce parsed = ParseBounce(whole_lines, *rules);
+  // A capture cut at max_bounce_bytes is read as cut short: a line it cut (a recipient's
+  // address), even inside a base64 part, is not read as if it were whole.
+  ParsedBounce parsed = ParseBounce(raw, *rules, truncated);
   if (parsed.kind == MessageKind::kNotBounce || parsed.recipients.empty()) return out;
   out.is_bounce = true;
   g.counters.bounces_seen.fetch_add(1, std::memory_order_relaxed);

@@ -142,6 +142,75 @@ TEST(LargeBounce, PartsPastTheLimitWarnOnlyWhenTextIsLeftOut) {
   EXPECT_NE(over.warnings[0].find("text parts"), std::string::npos) << over.warnings[0];
 }
 
+// A message cut short (the milter's capture stopped at max_bounce_bytes): a line the cut runs
+// through is not read, even where the cut falls between two base64 lines whose text goes on
+// (an address cut to "user18@example.ne" would be a wrong address), and a report's last group
+// left without its Status is not read either.
+TEST(CutShort, AnEncodedPartStopsAtItsLastWholeLineOfText) {
+  const std::string prose = LargeEximBounce(30);
+  const size_t blank = prose.find("\n\n");
+  std::string body = prose.substr(blank + 2), encoded;
+  static const char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string line;
+  for (size_t i = 0; i < body.size(); i += 3) {  // base64, 76 characters a line
+    uint32_t v = static_cast<uint8_t>(body[i]) << 16;
+    if (i + 1 < body.size()) v |= static_cast<uint8_t>(body[i + 1]) << 8;
+    if (i + 2 < body.size()) v |= static_cast<uint8_t>(body[i + 2]);
+    line += kAlphabet[(v >> 18) & 63];
+    line += kAlphabet[(v >> 12) & 63];
+    line += i + 1 < body.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    line += i + 2 < body.size() ? kAlphabet[v & 63] : '=';
+    if (line.size() == 76) {
+      encoded += line + "\n";
+      line.clear();
+    }
+  }
+  encoded += line + "\n";
+  const std::string message = prose.substr(0, blank) +
+                              "\nMIME-Version: 1.0\nContent-Type: text/plain; charset=us-ascii\n"
+                              "Content-Transfer-Encoding: base64\n\n" +
+                              encoded;
+  ASSERT_EQ(ParseBounce(message, Rules()).recipients.size(), 30u);
+  // Cut after each whole base64 line: the text stops inside a line each time. Every recipient
+  // read is one of the bounce's, whole and in order (before the first one is whole, the bounce
+  // may still give one without an address).
+  const size_t start = message.find("\n\n") + 2;
+  size_t cuts = 0;
+  for (size_t at = message.find('\n', start); at != std::string::npos;
+       at = message.find('\n', at + 1)) {
+    ParsedBounce p = ParseBounce(std::string_view(message).substr(0, at + 1), Rules(), true);
+    size_t next = 0;
+    for (const Result& r : p.recipients) {
+      if (r.recipient.empty()) continue;
+      ASSERT_EQ(r.recipient, Address(next)) << "cut at " << at;
+      ++next;
+    }
+    ++cuts;
+  }
+  EXPECT_GT(cuts, 80u);
+}
+
+TEST(CutShort, AReportGroupLeftWithoutItsStatusIsNotRead) {
+  const std::string dsn = LargePostfixDsn(10);
+  const std::string group = "Final-Recipient: rfc822; " + Address(7) + "\n";
+  const size_t at = dsn.find(group);
+  ASSERT_NE(at, std::string::npos);
+  // Cut after user7's Final-Recipient (and its Original-Recipient and Action): not read.
+  for (const char* after : {"Final-Recipient", "Original-Recipient", "Action"}) {
+    const size_t end = dsn.find('\n', dsn.find(after, at)) + 1;
+    ParsedBounce p = ParseBounce(std::string_view(dsn).substr(0, end), Rules(), true);
+    ASSERT_EQ(p.recipients.size(), 7u) << after;
+    EXPECT_EQ(p.recipients.back().recipient, Address(6));
+  }
+  // Cut after its Status: read, with its status.
+  const size_t end = dsn.find('\n', dsn.find("Status", at)) + 1;
+  ParsedBounce p = ParseBounce(std::string_view(dsn).substr(0, end), Rules(), true);
+  ASSERT_EQ(p.recipients.size(), 8u);
+  EXPECT_EQ(p.recipients.back().recipient, Address(7));
+  EXPECT_EQ(p.recipients.back().status, "5.1.1");
+}
+
 TEST(LargeBounce, OrdinaryBouncesHaveNoWarning) {
   EXPECT_TRUE(ParseBounce(LargePostfixDsn(1), Rules()).warnings.empty());
   EXPECT_TRUE(ParseBounce(LargeEximBounce(3), Rules()).warnings.empty());
