@@ -1,11 +1,14 @@
 // dsn_fuzz.cc: libFuzzer target for the DSN parser (classifier/dsn_parser.h). Feeds arbitrary
 // bytes to ParseBounce with the embedded default rules, whole and as a message cut short, and
-// checks the contract: no crash, no hang, every string bounded and sanitised. Seeds:
-// fuzz/corpus/dsn_fuzz/, small real DSNs and text bounces copied from tests/data/dsn (Postfix
-// captures; Sisimai's set-of-emails, BSD 2-Clause, see tests/data/dsn/corpus/LICENSE). Run:
-// build-fuzz/fuzz/dsn_fuzz -max_len=65536 fuzz/corpus/dsn_fuzz The message's Date
-// (classifier/mail_date.h, as ingest-dsn reads it) is read too, and the input's first line as a
-// Date value: a date that reads lies between 1970 and the year 9999 (zone offsets aside).
+// checks the contract: no crash, no hang, every string bounded and sanitised.
+//
+// Seeds: fuzz/corpus/dsn_fuzz/, small real DSNs and text bounces copied from tests/data/dsn
+// (Postfix captures; Sisimai's set-of-emails, BSD 2-Clause, see tests/data/dsn/corpus/LICENSE).
+// Run: build-fuzz/fuzz/dsn_fuzz -max_len=65536 fuzz/corpus/dsn_fuzz
+//
+// The message's Date (classifier/mail_date.h, as ingest-dsn reads it) is read too, and the
+// input's first line as a Date value: a date that reads lies between 1970 and the year 9999
+// (zone offsets aside).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
