@@ -11,6 +11,7 @@
 #include "classifier/dsn_parser.h"
 #include "classifier/dsn_text.h"
 #include "classifier/rules.h"
+#include "tests/base64_lines.h"
 #include "tests/large_bounce.h"
 
 namespace bounced {
@@ -149,24 +150,7 @@ TEST(LargeBounce, PartsPastTheLimitWarnOnlyWhenTextIsLeftOut) {
 TEST(CutShort, AnEncodedPartStopsAtItsLastWholeLineOfText) {
   const std::string prose = LargeEximBounce(30);
   const size_t blank = prose.find("\n\n");
-  std::string body = prose.substr(blank + 2), encoded;
-  static const char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string line;
-  for (size_t i = 0; i < body.size(); i += 3) {  // base64, 76 characters a line
-    uint32_t v = static_cast<uint8_t>(body[i]) << 16;
-    if (i + 1 < body.size()) v |= static_cast<uint8_t>(body[i + 1]) << 8;
-    if (i + 2 < body.size()) v |= static_cast<uint8_t>(body[i + 2]);
-    line += kAlphabet[(v >> 18) & 63];
-    line += kAlphabet[(v >> 12) & 63];
-    line += i + 1 < body.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    line += i + 2 < body.size() ? kAlphabet[v & 63] : '=';
-    if (line.size() == 76) {
-      encoded += line + "\n";
-      line.clear();
-    }
-  }
-  encoded += line + "\n";
+  const std::string encoded = testing::Base64Lines(prose.substr(blank + 2));
   const std::string message = prose.substr(0, blank) +
                               "\nMIME-Version: 1.0\nContent-Type: text/plain; charset=us-ascii\n"
                               "Content-Transfer-Encoding: base64\n\n" +

@@ -28,6 +28,7 @@
 #include "classifier/dsn_parser.h"
 #include "classifier/result.h"
 #include "classifier/rules.h"
+#include "tests/base64_lines.h"
 #include "tests/read_file.h"
 
 namespace bounced::testing {
@@ -118,28 +119,6 @@ std::string FoldMultipartType(const std::string& s) {
   return std::regex_replace(s, kMultipart, "$1\n\t");
 }
 
-// Base64, 76 characters a line.
-std::string Base64(std::string_view in) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t line = 0;
-  for (size_t i = 0; i < in.size(); i += 3) {
-    uint32_t n = static_cast<uint8_t>(in[i]) << 16;
-    if (i + 1 < in.size()) n |= static_cast<uint8_t>(in[i + 1]) << 8;
-    if (i + 2 < in.size()) n |= static_cast<uint8_t>(in[i + 2]);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
-    out += i + 2 < in.size() ? kAlphabet[n & 63] : '=';
-    if ((line += 4) >= 76) {
-      out += '\n';
-      line = 0;
-    }
-  }
-  return out + "\n";
-}
-
 // Quoted-printable: '=', control and 8-bit bytes escaped, soft line breaks before 76 columns.
 // `soft_break` is "=\n", or with transport padding before the line end ("= \t\n"), which RFC
 // 2045 6.7 has decoders drop.
@@ -179,7 +158,7 @@ std::string EncodeSinglePartBody(const std::string& s, bool base64,
   if (std::regex_search(headers, kMultipart) || std::regex_search(headers, kEncoded)) return s;
   std::string body = lf.substr(end + 2);
   return headers + "Content-Transfer-Encoding: " + (base64 ? "base64" : "quoted-printable") +
-         "\n\n" + (base64 ? Base64(body) : QuotedPrintable(body, soft_break));
+         "\n\n" + (base64 ? Base64Lines(body) : QuotedPrintable(body, soft_break));
 }
 
 // Media types in title case ("Message/Delivery-Status"), as some MTAs write them: they have no
@@ -394,7 +373,7 @@ std::string SubjectInTwoBase64Words(const std::string& s, bool folded) {
   size_t half = subject.size() / 2;
   if (half % 3 == 0) ++half;  // so that the first word is padded
   auto word = [](std::string_view text) {
-    std::string b = Base64(text);
+    std::string b = Base64Lines(text);
     b.pop_back();  // its line end
     return "=?UTF-8?B?" + b + "?=";
   };
@@ -590,7 +569,7 @@ std::string ForwardedAsAttachment(const std::string& bounce, std::string_view no
   out += note + "\n--" + boundary + "\nContent-Type: " + std::string(message_type) + "\n";
   if (!encoding.empty()) out += "Content-Transfer-Encoding: " + std::string(encoding) + "\n";
   if (encoding == "base64") {
-    out += "\n" + Base64(bounce);
+    out += "\n" + Base64Lines(bounce);
   } else {
     out += "\n" + bounce + (bounce.ends_with("\n") ? "" : "\n");
   }
