@@ -1,9 +1,9 @@
 // log_source.h: the bytes of one or more Postfix logs, one after another, for bouncectl
 // parse-log. A log that logrotate compressed (gzip, bzip2, xz or zstd, told by its first bytes,
 // not its name) is read through the system's own decompressor ("gzip -dc" and so on, as zgrep
-// does), so `parse-log mail.log.2.gz mail.log.1 mail.log` reads a week in one pass and its queue
-// ids correlate across the files. Where a file does not end its last line, a newline is added:
-// lines of two files never join.
+// does), so `parse-log mail.log.2.gz mail.log.1 mail.log` (which OldestFirst makes of
+// `mail.log*`) reads a week in one pass and its queue ids correlate across the files. Where a file
+// does not end its last line, a newline is added: lines of two files never join.
 //
 // Never fails as a whole: a file that cannot be opened or read, or whose decompressor fails or is
 // not installed, is named on stderr with the reason and marks the source failed(); what was read
@@ -48,5 +48,12 @@ class LogSource {
   char last_ = '\n';           // the last byte given out
   bool failed_ = false;
 };
+
+// The files of one rotated log put oldest first, whatever order they came in (a shell's
+// `mail.log*` gives mail.log, mail.log.1, mail.log.2.gz ...): logrotate's numbered files
+// (mail.log.2.gz, then mail.log.1) and dated ones (mail.log-20261101, then mail.log-20261108),
+// then the log itself. A compression suffix is not part of the name. Files of different logs,
+// and "-", keep the order in which their log first appears.
+std::vector<std::string> OldestFirst(std::vector<std::string> files);
 
 }  // namespace bounced::ctl

@@ -288,11 +288,12 @@ event per recipient still pending (with its last deferral's reply).
 --summary: counts per log status, category, provider and category x provider, plus
   skipped-line counters, instead of events (as JSON with --format=jsonl).
 An expiry whose recipients were never seen in the log gives one event with recipient "".
-Several files are read one after another as one log (oldest first, as logrotate numbers
-them: mail.log.2.gz mail.log.1 mail.log), so a message's lines correlate across them; a
-compressed file (gzip, bzip2, xz, zstd: told by its first bytes) is read through its
-decompressor. A file that cannot be read is named on stderr and the rest are still read
-(exit 1).)";
+Several files are read one after another as one log, so a message's lines correlate
+across them; the files of one rotated log are read oldest first whatever their order
+(mail.log* gives mail.log mail.log.1 mail.log.2.gz: read as mail.log.2.gz mail.log.1
+mail.log; dated names too). A compressed file (gzip, bzip2, xz, zstd: told by its first
+bytes) is read through its decompressor. A file that cannot be read is named on stderr
+and the rest are still read (exit 1).)";
 
 nlohmann::json EventJson(const DeliveryEvent& e) {
   nlohmann::json j = ToJson(e.result);
@@ -530,7 +531,7 @@ int RunParseLog(const ParseLogOptions& opt) {
   correlator.set_utc_offset(static_cast<int>(local.tm_gmtoff));
   correlator.set_year(opt.year != 0 ? opt.year : local.tm_year + 1900);
 
-  LogSource source(opt.files);
+  LogSource source(OldestFirst(opt.files));
   unsigned jobs = opt.jobs != 0 ? opt.jobs : std::min(2u, UsableCpus());
   if (jobs >= 2) {
     FeedPipelined(&source, &correlator, &out);
@@ -574,9 +575,9 @@ void RegisterParseLogCommand(CLI::App& app, Context& ctx) {
                   "and parsing lines, one correlating them); the output is the same")
       ->check(CLI::Range(0u, 256u));
   cmd->add_option("file", opt->files,
-                  "Postfix log files, read one after another as one log, oldest first (e.g. "
-                  "mail.log.2.gz mail.log.1 mail.log); gzip, bzip2, xz and zstd files are "
-                  "decompressed; '-' or none: stdin");
+                  "Postfix log files, read one after another as one log (a rotated log's files "
+                  "oldest first, whatever their order: mail.log* works); gzip, bzip2, xz and "
+                  "zstd files are decompressed; '-' or none: stdin");
   cmd->callback([opt, format, &ctx] {
     if (opt->summary && format->count() == 0) opt->format = "text";
     ctx.exit_code = RunParseLog(*opt);

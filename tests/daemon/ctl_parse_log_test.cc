@@ -261,6 +261,25 @@ TEST(CtlParseLog, RotatedAndCompressedFilesReadAsOneLog) {
       }
     }
   }
+  // The files of a rotated log are read oldest first whatever order they come in (a shell's
+  // mail.log* gives the newest first), numbered or dated; another log's keep their place.
+  AppendFile(dir / "mail.log.1", logs.substr(b));
+  fs::create_directories(dir / "dated");
+  fs::copy_file(dir / "mail.log.3", dir / "dated/mail.log-20261101");
+  Shell("gzip -c " + Quote(dir / "part2") + " > " + Quote(dir / "dated/mail.log-20261108.gz"));
+  AppendFile(dir / "dated/mail.log", logs.substr(b));
+  for (const std::string& files :
+       {Quote(dir / "mail.log.1") + " " + Quote(dir / "mail.log.2.gz") + " " +
+            Quote(dir / "mail.log.3"),
+        Quote(dir / "dated/mail.log") + " " + Quote(dir / "dated/mail.log-20261108.gz") + " " +
+            Quote(dir / "dated/mail.log-20261101")}) {
+    const std::string base = kBouncectl + " parse-log --year 2026 ";
+    Output whole = ParseLog(dir, base + Quote(dir / "mail.log"));
+    Output given = ParseLog(dir, base + files);
+    EXPECT_EQ(given.rc, 0) << given.err;
+    EXPECT_TRUE(given.out == whole.out) << files;
+  }
+
   // A missing file, a cut gzip file: named, the rest read, exit 1.
   const std::string gz = ReadFile(dir / "mail.log.2.gz");
   AppendFile(dir / "cut.gz", gz.substr(0, gz.size() / 2));
