@@ -164,7 +164,12 @@ std::vector<std::string> OldestFirst(std::vector<std::string> files) {
   std::vector<Item> items;
   std::vector<std::string> logs;
   for (std::string& f : files) {
-    Rotation r = f == "-" ? Rotation{"-" + std::to_string(items.size())} : RotationOf(f);
+    Rotation r;
+    if (f == "-") {
+      r.log = "-" + std::to_string(items.size());  // stdin is a log of its own, where it stands
+    } else {
+      r = RotationOf(f);
+    }
     size_t order = std::find(logs.begin(), logs.end(), r.log) - logs.begin();
     if (order == logs.size()) logs.push_back(r.log);
     items.push_back(Item{order, std::move(r), std::move(f)});
