@@ -84,4 +84,49 @@ std::string FinishDecompressor(const char* tool, Decompressor* d, bool read_to_e
          ")";
 }
 
+DecompressedInput::DecompressedInput(const std::string& file, std::string* error)
+    : name_(file == "-" ? "stdin" : file) {
+  const bool is_stdin = file == "-";
+  const int fd = is_stdin ? STDIN_FILENO : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int saved = errno;
+    *error = "cannot open " + name_ + ": " + std::strerror(saved);
+    return;
+  }
+  if (!is_stdin) posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  bool seekable = true;
+  const char* tool = DecompressorForFile(fd, &seekable);
+  pipe_ = !seekable;
+  if (*tool == '\0') {
+    fd_ = fd;
+    return;
+  }
+  std::string why;
+  const bool started = StartDecompressor(tool, fd, &d_, &why);
+  if (!is_stdin) ::close(fd);
+  if (!started) {
+    *error = "cannot read " + name_ + ": " + why;
+    return;
+  }
+  tool_ = tool;
+  fd_ = d_.out;
+}
+
+std::string DecompressedInput::Refused(const char* data, size_t n) const {
+  return pipe_ ? CompressedPipe(name_, data, n) : std::string();
+}
+
+std::string DecompressedInput::Finish(bool read_to_end) {
+  std::string failure;
+  if (*tool_ != '\0') {
+    // Its output is fd_: closed there. Stopped early, it may have died of the closed pipe.
+    failure = FinishDecompressor(tool_, &d_, read_to_end);
+    tool_ = "";
+  } else if (fd_ >= 0 && fd_ != STDIN_FILENO) {
+    ::close(fd_);
+  }
+  fd_ = -1;
+  return failure.empty() ? failure : "cannot read " + name_ + ": " + failure;
+}
+
 }  // namespace bounced::ctl

@@ -40,4 +40,35 @@ bool StartDecompressor(const char* tool, int fd, Decompressor* d, std::string* e
 // failure is not reported: the closed pipe may have been what stopped it.
 std::string FinishDecompressor(const char* tool, Decompressor* d, bool read_to_end);
 
+// An input read from start to end: a file, or "-" for stdin, read as it is or, when compressed,
+// through its decompressor. Stdin redirected from a file is read like one; from a pipe (stdin, a
+// FIFO), its first bytes must be checked with Refused before they are used.
+class DecompressedInput {
+ public:
+  // Opens `file`. When it cannot be opened or its decompressor cannot start, sets *error
+  // ("cannot open FILE: ..." or "cannot read FILE: ...") and fd() is -1.
+  DecompressedInput(const std::string& file, std::string* error);
+  ~DecompressedInput() { Finish(false); }
+  DecompressedInput(const DecompressedInput&) = delete;
+  DecompressedInput& operator=(const DecompressedInput&) = delete;
+
+  // What to read: the file, or the decompressor's output; -1 after Finish.
+  int fd() const { return fd_; }
+  // The input's name in messages: the file, or "stdin".
+  const std::string& name() const { return name_; }
+  // Given the input's first bytes: "" or, when a pipe holds compressed data, why it is refused
+  // (CompressedPipe).
+  std::string Refused(const char* data, size_t n) const;
+  // After the last read (`read_to_end`: to its end): "" or what went wrong with the
+  // decompressor ("cannot read FILE: ..."). Closes the input; stdin is never closed.
+  std::string Finish(bool read_to_end);
+
+ private:
+  std::string name_;
+  int fd_ = -1;
+  const char* tool_ = "";  // the decompressor's program, or ""
+  Decompressor d_;
+  bool pipe_ = false;
+};
+
 }  // namespace bounced::ctl

@@ -12,6 +12,7 @@
 // cannot be handed to a decompressor once its first bytes are read): give the file by name.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,13 +40,10 @@ class LogSource {
 
   std::vector<std::string> files_;
   size_t next_ = 0;
-  std::string name_;           // the current file, for messages
-  int fd_ = -1;                // what Read reads: the file, or the decompressor's output
-  Decompressor decompressor_;  // when the file is compressed
-  std::string tool_;           // its program ("gzip"), or ""
-  bool check_first_ = false;   // a pipe's first read is next: check it is not compressed
-  bool any_ = false;           // some byte was given out
-  char last_ = '\n';           // the last byte given out
+  std::optional<DecompressedInput> input_;  // the current file
+  bool check_first_ = false;  // its first read is next: check it is not compressed on a pipe
+  bool any_ = false;          // some byte was given out
+  char last_ = '\n';          // the last byte given out
   bool failed_ = false;
 };
 

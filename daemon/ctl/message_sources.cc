@@ -1,7 +1,6 @@
 // message_sources.cc: see message_sources.h.
 #include "daemon/ctl/message_sources.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,63 +49,10 @@ bool IsFolder(const std::string& path) {
 
 namespace {
 
-int OpenInput(const std::string& file) {
-  return file == "-" ? STDIN_FILENO : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-}
-
-// An open input, read as it is or, when compressed, through its decompressor (decompress.h).
-class Input {
- public:
-  // Takes `fd` (closes it, unless it is stdin). Sets *error when the decompressor cannot start.
-  // Stdin redirected from a file is read like one; from a pipe, its first bytes are checked.
-  Input(const std::string& file, int fd, std::string* error) : file_(file), fd_(fd) {
-    bool seekable = true;
-    tool_ = DecompressorForFile(fd_, &seekable);
-    pipe_ = !seekable;
-    if (*tool_ == '\0') return;
-    std::string why;
-    if (!StartDecompressor(tool_, fd_, &d_, &why)) *error = "cannot read " + file + ": " + why;
-    if (fd_ != STDIN_FILENO) ::close(fd_);
-    fd_ = d_.out;
-  }
-  Input(const Input&) = delete;
-  Input& operator=(const Input&) = delete;
-  ~Input() { Finish(false); }
-
-  int fd() const { return fd_; }
-  // Stdin, a FIFO ...: its first bytes must be checked with CompressedPipe.
-  bool pipe() const { return pipe_; }
-
-  // After the last read: "" or what went wrong with the decompressor ("cannot read FILE: ...").
-  std::string Finish(bool read_to_end) {
-    std::string failure;
-    if (*tool_ != '\0') {
-      failure = FinishDecompressor(tool_, &d_, read_to_end);
-      tool_ = "";
-    } else if (fd_ >= 0 && fd_ != STDIN_FILENO) {
-      ::close(fd_);
-    }
-    fd_ = -1;
-    return failure.empty() ? failure : "cannot read " + file_ + ": " + failure;
-  }
-
- private:
-  std::string file_;
-  int fd_;
-  const char* tool_ = "";
-  Decompressor d_;
-  bool pipe_ = false;
-};
-
 void ReadMailbox(const std::string& file, const OnMessage& on_message,
                  const OnInputError& on_error) {
-  const int fd = OpenInput(file);
-  if (fd < 0) {
-    on_error(file, "cannot open " + file + ": " + std::strerror(errno));
-    return;
-  }
   std::string error;
-  Input input(file, fd, &error);
+  DecompressedInput input(file, &error);
   if (!error.empty()) {
     on_error(file, error);
     return;
@@ -117,7 +63,7 @@ void ReadMailbox(const std::string& file, const OnMessage& on_message,
   };
   std::vector<char> block(size_t{1} << 20);
   int saved = 0;
-  bool first = input.pipe();
+  bool first = true;
   for (;;) {
     const ssize_t n = ::read(input.fd(), block.data(), block.size());
     if (n < 0 && errno == EINTR) continue;
@@ -125,8 +71,7 @@ void ReadMailbox(const std::string& file, const OnMessage& on_message,
     if (n <= 0) break;
     if (first) {
       first = false;
-      if (std::string refused =
-              CompressedPipe(file == "-" ? "stdin" : file, block.data(), static_cast<size_t>(n));
+      if (std::string refused = input.Refused(block.data(), static_cast<size_t>(n));
           !refused.empty()) {
         on_error(file, refused);
         return;
@@ -136,19 +81,14 @@ void ReadMailbox(const std::string& file, const OnMessage& on_message,
   }
   const std::string failure = input.Finish(saved == 0);
   splitter.Finish(each);
-  if (saved != 0) on_error(file, "cannot read " + file + ": " + std::strerror(saved));
+  if (saved != 0) on_error(file, "cannot read " + input.name() + ": " + std::strerror(saved));
   if (!failure.empty()) on_error(file, failure);
 }
 
 void ReadFile(const std::string& file, PageBuffer* buffer, const OnMessage& on_message,
               const OnInputError& on_error) {
-  const int fd = OpenInput(file);
-  if (fd < 0) {
-    on_error(file, "cannot open " + file + ": " + std::strerror(errno));
-    return;
-  }
   std::string error;
-  Input input(file, fd, &error);
+  DecompressedInput input(file, &error);
   if (!error.empty()) {
     on_error(file, error);
     return;
@@ -158,15 +98,13 @@ void ReadFile(const std::string& file, PageBuffer* buffer, const OnMessage& on_m
   // More than the parser reads: the rest is not read, and the decompressor may die of that.
   const std::string failure = input.Finish(saved == 0 && size <= kMaxMessageBytes);
   if (saved != 0 || !failure.empty()) {
-    on_error(file, saved != 0 ? "cannot read " + file + ": " + std::strerror(saved) : failure);
+    on_error(file,
+             saved != 0 ? "cannot read " + input.name() + ": " + std::strerror(saved) : failure);
     return;
   }
-  if (input.pipe()) {
-    if (std::string refused = CompressedPipe(file == "-" ? "stdin" : file, buffer->data(), size);
-        !refused.empty()) {
-      on_error(file, refused);
-      return;
-    }
+  if (std::string refused = input.Refused(buffer->data(), size); !refused.empty()) {
+    on_error(file, refused);
+    return;
   }
   on_message(file, 0, std::string_view(buffer->data(), size));
 }
