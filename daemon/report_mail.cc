@@ -11,29 +11,22 @@
 #include <cstring>
 #include <ctime>
 
+#include "daemon/base64.h"
+
 extern char** environ;
 
 namespace bounced {
 namespace {
 
-constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
+// `in` in base64, 76 characters a line, each line ended by "\n".
 std::string Base64Lines(const std::string& in) {
-  std::string out, line;
-  for (size_t i = 0; i < in.size(); i += 3) {
-    uint32_t n = static_cast<uint8_t>(in[i]) << 16;
-    if (i + 1 < in.size()) n |= static_cast<uint8_t>(in[i + 1]) << 8;
-    if (i + 2 < in.size()) n |= static_cast<uint8_t>(in[i + 2]);
-    line += kB64[(n >> 18) & 63];
-    line += kB64[(n >> 12) & 63];
-    line += i + 1 < in.size() ? kB64[(n >> 6) & 63] : '=';
-    line += i + 2 < in.size() ? kB64[n & 63] : '=';
-    if (line.size() >= 76) {
-      out += line + "\n";
-      line.clear();
-    }
+  const std::string encoded = Base64Encode(in);
+  std::string out;
+  out.reserve(encoded.size() + encoded.size() / 76 + 1);
+  for (size_t i = 0; i < encoded.size(); i += 76) {
+    out.append(encoded, i, 76);
+    out += '\n';
   }
-  if (!line.empty()) out += line + "\n";
   return out;
 }
 
