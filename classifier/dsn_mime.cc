@@ -1667,12 +1667,10 @@ std::string_view MimeLeaf::text() const {
     pending_.reset();
     if (cut_at_end_) {
       // Cut short: what follows the last newline is a line's start, not a line.
-      std::string_view t = is_in_place_ ? in_place_ : std::string_view(text_);
-      const size_t keep = t.rfind('\n') + 1;  // 0 without a newline
       if (is_in_place_) {
-        in_place_ = in_place_.substr(0, keep);
+        in_place_ = WholeLines(in_place_);
       } else {
-        text_.resize(keep);
+        text_.resize(WholeLines(text_).size());
       }
     }
   }

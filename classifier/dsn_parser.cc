@@ -874,16 +874,12 @@ ParsedBounce ParseMessage(std::string_view message,
                           const std::function<const RuleSet&()>& get_rules, int depth,
                           bool cut_short) {
   ParsedBounce out;
-  if (cut_short) {
-    // Its last line is a line's start.
-    message = message.substr(0, message.rfind('\n') + 1);
-  }
+  if (cut_short) message = WholeLines(message);  // its last line is a line's start
   if (message.size() > kMaxMessageBytes) {
     cut_short = true;
     // Cut after the last whole line: a line cut short (an address, a status) is not read.
     message = message.substr(0, kMaxMessageBytes);
-    if (size_t nl = message.rfind('\n'); nl != std::string_view::npos)
-      message = message.substr(0, nl + 1);
+    if (std::string_view whole = WholeLines(message); !whole.empty()) message = whole;
     const std::string limit = std::to_string(kMaxMessageBytes >> 20) + " MiB";
     out.warnings.push_back("the message is longer than " + limit + "; only its first " + limit +
                            " were read");

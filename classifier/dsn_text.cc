@@ -702,8 +702,7 @@ Explanation::Explanation(const MimeView& view) {
     // Cut after the last whole line: a line cut short (an address) is not read.
     cut_ = true;
     text_ = text_.substr(0, kMaxExplanationBytes);
-    if (size_t nl = text_.rfind('\n'); nl != std::string_view::npos)
-      text_ = text_.substr(0, nl + 1);
+    if (std::string_view whole = WholeLines(text_); !whole.empty()) text_ = whole;
   }
   // Lines are split as the loop reaches them: the text often goes on with the returned
   // message, which no scan reads. Room for a line per 40 bytes (bounce text runs 30 to 80 a

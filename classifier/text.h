@@ -121,6 +121,10 @@ inline bool ContainsAnyOf(std::string_view s, std::string_view set) {
   }
   return false;
 }
+// `s` up to and including its last '\n' (empty without one): of a text cut short, the lines that
+// are whole. A line cut short (an address, a status) must not be read as if it were whole.
+inline std::string_view WholeLines(std::string_view s) { return s.substr(0, s.rfind('\n') + 1); }
+
 // Removes leading and trailing ASCII whitespace (space, tab, CR, LF, VT, FF). Inline: the
 // scanners call it on every line.
 inline std::string_view TrimSpace(std::string_view s) {
