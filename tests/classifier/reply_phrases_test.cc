@@ -442,6 +442,7 @@ const Phrase kPhrases[] = {
     {C::kSpamContent, "550 5.7.1 Rejected by mx01.example.org (spam)"},
     {C::kSpamContent, "550 5.7.1 Rejected due to spam classification"},
     {C::kSpamContent, "550 5.7.1 Rejected due to spam content"},
+    {C::kSpamContent, "550 5.7.1 Message blocked due to spam content in the message."},
     {C::kSpamContent, "550 5.7.1 Spam score 12.5 exceeded threshold"},
     {C::kSpamContent, "550 5.7.1 This message scored 15.2 spam points"},
     {C::kSpamContent,
