@@ -1270,6 +1270,7 @@ const Phrase kPhrases[] = {
     {C::kExpired, "Giving up on 192.0.2.1"},
     {C::kExpired, "All delivery attempts have been failing for a long time"},
     {C::kExpired, "Message expired after sitting in queue for 5 days"},
+    {C::kExpired, "Message could not be delivered for 5 days"},
     {C::kExpired, "Message expired, cannot connect to remote server"},
     {C::kExpired, "Retry time not reached for any host after a long failure period"},
     {C::kExpired, "This message has been in the queue too long."},
