@@ -13,6 +13,7 @@
 #include <deque>
 #include <random>
 
+#include "classifier/civil_time.h"
 #include "classifier/log_bytes.h"
 #include "classifier/log_parser.h"
 #include "classifier/log_queue_table.h"
@@ -258,6 +259,24 @@ int ClassicMonth(sv ts) {
   return 0;
 }
 
+// The year of a classic timestamp (month `month`, its day read from `ts`) read at local time
+// `local_now` (seconds since the epoch, shifted into the log's zone): this year, unless that
+// puts the line more than a day in the future, then last year.
+int ClassicYear(sv ts, int month, int64_t local_now) {
+  int64_t days = local_now >= 0 ? local_now / 86400 : (local_now - 86399) / 86400;
+  int y = 0;
+  unsigned m = 0, d = 0;
+  CivilFromDays(days, &y, &m, &d);
+  size_t i = 4;
+  if (i < ts.size() && ts[i] == ' ') ++i;
+  unsigned day = 0;
+  for (; i < ts.size() && ts[i] >= '0' && ts[i] <= '9' && day < 100; ++i) {
+    day = day * 10 + static_cast<unsigned>(ts[i] - '0');
+  }
+  int64_t line_days = DaysFromCivil(y, static_cast<unsigned>(month), day == 0 ? 1 : day);
+  return line_days > days + 1 ? y - 1 : y;
+}
+
 }  // namespace
 
 struct LogCorrelator::Impl {
@@ -270,6 +289,7 @@ struct LogCorrelator::Impl {
   int year;
   int utc_offset = 0;
   int last_month = 0;
+  int64_t reference_time = 0;  // set_reference_time: infer `year` at the next classic line
   bool counts_only = false;
 
   QueueTable queues{kDefaultMaxTrackedQueueIds};
@@ -477,6 +497,10 @@ void LogCorrelator::Impl::FillCommon(const ParsedLogLine& p, const QueueState* s
   if (counts_only) return;
   event.queue_id.assign(p.queue_id);
   if (int m = ClassicMonth(p.timestamp); m != 0) {
+    if (last_month == 0 && reference_time != 0) {
+      year = ClassicYear(p.timestamp, m, reference_time + utc_offset);
+      reference_time = 0;
+    }
     if (last_month != 0 && m + 6 < last_month) ++year;  // Dec -> Jan
     last_month = m;
   }
@@ -709,6 +733,10 @@ std::vector<EventCount> LogCorrelator::counts() const {
                              t[i]});
   }
   return out;
+}
+void LogCorrelator::set_reference_time(int64_t unix_time) {
+  impl_->reference_time = unix_time;
+  impl_->last_month = 0;
 }
 void LogCorrelator::set_utc_offset(int seconds) {
   impl_->utc_offset = seconds;

@@ -167,6 +167,11 @@ class LogCorrelator {
   // The year assumed for classic syslog timestamps (default: the current year). A month going
   // back by more than six (Dec -> Jan) advances it.
   void set_year(int year);
+  // The time the log is read at (seconds since the epoch): the year of the next classic
+  // timestamp, which has none, becomes the one that puts it at most a day after this time in
+  // the zone of set_utc_offset (a log holds no lines from the future: December's lines read in
+  // January are last year's). Later lines go on from there as with set_year. 0: off.
+  void set_reference_time(int64_t unix_time);
   // The zone classic timestamps were written in, as seconds east of UTC (default 0: UTC).
   void set_utc_offset(int seconds);
   // Caps the queue id table (default kDefaultMaxTrackedQueueIds; at least 1).

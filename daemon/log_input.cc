@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <ctime>
 #include <deque>
 #include <future>
 
@@ -15,6 +16,17 @@ namespace bounced {
 namespace {
 
 constexpr std::chrono::milliseconds kRetryDelay{1000};
+
+// This machine's zone now, in seconds east of UTC: classic syslog timestamps (Postfix's own
+// maillog_file, rsyslog's traditional format) are local time without a zone or year. The
+// correlator is told the zone, and the time the log is read at to infer the year from; the zone
+// is asked again as the log is read, so a daemon running across a DST change dates the lines
+// written after it in the new offset.
+int LocalUtcOffset(time_t now) {
+  struct tm local {};
+  localtime_r(&now, &local);
+  return static_cast<int>(local.tm_gmtoff);
+}
 
 // Batches events with the input position after them and keeps commits pipelined.
 class Pipeline {
@@ -165,6 +177,10 @@ void LogInput::RunFile(bool once) {
       });
     };
     std::unique_ptr<LogCorrelator> correlator = make_correlator();
+    const time_t started = time(nullptr);
+    int utc_offset = LocalUtcOffset(started);
+    correlator->set_utc_offset(utc_offset);
+    correlator->set_reference_time(started);
     LogFollower follower({config_.path, config_.max_line_bytes, committed_at}, start,
                          [&](std::string_view line, const LogPosition& after) {
                            ref = PositionText(after);
@@ -196,6 +212,10 @@ void LogInput::RunFile(bool once) {
         rules = services_.rules();
         correlator->set_rules(rules);
         spdlog::info("log input: now classifying with the reloaded rules");
+      }
+      if (int now_offset = LocalUtcOffset(time(nullptr)); now_offset != utc_offset) {
+        utc_offset = now_offset;
+        correlator->set_utc_offset(utc_offset);
       }
       bool progress = follower.Poll();
       pipeline.Submit();

@@ -529,7 +529,13 @@ int RunParseLog(const ParseLogOptions& opt) {
   struct tm local {};
   localtime_r(&now, &local);
   correlator.set_utc_offset(static_cast<int>(local.tm_gmtoff));
-  correlator.set_year(opt.year != 0 ? opt.year : local.tm_year + 1900);
+  // Without --year, the year of the first classic line is the one that puts it no later than
+  // tomorrow (December's log read in January is last year's).
+  if (opt.year != 0) {
+    correlator.set_year(opt.year);
+  } else {
+    correlator.set_reference_time(now);
+  }
 
   LogSource source(OldestFirst(opt.files));
   unsigned jobs = opt.jobs != 0 ? opt.jobs : std::min(2u, UsableCpus());
@@ -568,7 +574,9 @@ void RegisterParseLogCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("--rules", opt->rules_files,
                   "extra rules file merged on top of the defaults (repeatable)")
       ->allow_extra_args(false);
-  cmd->add_option("--year", opt->year, "year of classic syslog timestamps (default: this year)")
+  cmd->add_option("--year", opt->year,
+                  "year of classic syslog timestamps (default: this year, or last year for a first "
+                  "line dated after tomorrow)")
       ->check(CLI::Range(1970, 9999));
   cmd->add_option("--jobs", opt->jobs,
                   "threads (0: two when there are two CPUs; 1: one; 2 or more: two, one reading "

@@ -284,6 +284,43 @@ TEST(LogCorrelator, ClassicYearAdvancesAtNewYear) {
   EXPECT_EQ(run.events[1].unix_time - run.events[0].unix_time, 2);
 }
 
+// The time a log is read at gives the year of classic timestamps: December's lines read in
+// January are last year's, and a line dated today or tomorrow (a clock running ahead) this
+// year's. The zone is the one set with set_utc_offset.
+TEST(LogCorrelator, ClassicYearIsInferredFromTheTimeTheLogIsRead) {
+  auto first_time = [](int64_t reference, int utc_offset, const std::string& stamp) {
+    std::vector<DeliveryEvent> events;
+    LogCorrelator c(RuleSet::Default(), [&](const DeliveryEvent& e) { events.push_back(e); });
+    c.set_utc_offset(utc_offset);
+    c.set_reference_time(reference);
+    c.Feed(stamp +
+           " mta postfix/smtp[1]: 09DE9A74B41: to=<a@x.example>, relay=x[1.2.3.4]:25, "
+           "delay=1, delays=1/0/0/0, dsn=2.0.0, status=sent (250 ok)");
+    return events.empty() ? std::string() : events[0].time;
+  };
+  const int64_t jan2_2027 = 1798848000;  // 2027-01-02T00:00:00Z
+  EXPECT_EQ(first_time(jan2_2027, 0, "Dec 31 23:00:00"), "2026-12-31T23:00:00+00:00");
+  EXPECT_EQ(first_time(jan2_2027, 0, "Jan  1 23:00:00"), "2027-01-01T23:00:00+00:00");
+  EXPECT_EQ(first_time(jan2_2027, 0, "Jan  3 08:00:00"), "2027-01-03T08:00:00+00:00");
+  EXPECT_EQ(first_time(jan2_2027, 0, "Jan  4 08:00:00"), "2026-01-04T08:00:00+00:00");
+  // 2027-01-02T00:00Z is still January 1st five hours west of UTC: "Dec 31" is a day back.
+  EXPECT_EQ(first_time(jan2_2027, -5 * 3600, "Dec 31 21:30:00"), "2026-12-31T21:30:00-05:00");
+  EXPECT_EQ(first_time(jan2_2027, -5 * 3600, "Jan  2 21:30:00"), "2027-01-02T21:30:00-05:00");
+  EXPECT_EQ(first_time(jan2_2027, -5 * 3600, "Jan  3 21:30:00"), "2026-01-03T21:30:00-05:00");
+  // Within a run the year still advances at Dec -> Jan.
+  std::vector<DeliveryEvent> events;
+  LogCorrelator c(RuleSet::Default(), [&](const DeliveryEvent& e) { events.push_back(e); });
+  c.set_reference_time(jan2_2027);
+  for (const char* stamp : {"Dec 30 10:00:00", "Jan  1 10:00:00"}) {
+    c.Feed(std::string(stamp) +
+           " mta postfix/smtp[1]: 09DE9A74B41: to=<a@x.example>, relay=x[1.2.3.4]:25, "
+           "delay=1, delays=1/0/0/0, dsn=2.0.0, status=sent (250 ok)");
+  }
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].time, "2026-12-30T10:00:00+00:00");
+  EXPECT_EQ(events[1].time, "2027-01-01T10:00:00+00:00");
+}
+
 TEST(LogCorrelator, RecipientDomainIsLowerCasedLocalPartKept) {
   LogRun run = Correlate(
       "Nov 29 17:00:00 mta postfix/smtp[1]: 09DE9A74B41: to=<John.Doe@GMail.COM>, "

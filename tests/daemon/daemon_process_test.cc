@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -551,6 +552,44 @@ TEST(DaemonProcess, OnceReadsTheLogToItsEndAndExits) {
   EXPECT_NE(out.find("committed 5000 events"), std::string::npos) << out;
   d.Start();
   EXPECT_EQ(d.StoredEvents(), 5000);
+}
+
+// Postfix's own log file and rsyslog's traditional format write local time without a zone or
+// year: the daemon reads them in its machine's zone (here TZ=EST5, UTC-5), as parse-log does.
+TEST(DaemonProcess, ClassicTimestampsAreReadInTheMachinesZone) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  // Yesterday at 21:30 in UTC-5, which is 02:30 UTC today: the event's day is today's.
+  const time_t now = time(nullptr);
+  const time_t local_yesterday = now - 5 * 3600 - 86400;
+  struct tm day {};
+  gmtime_r(&local_yesterday, &day);
+  day.tm_hour = 21;
+  day.tm_min = 30;
+  day.tm_sec = 0;
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%b %e %H:%M:%S", &day);
+  const time_t expected = timegm(&day) + 5 * 3600;
+  std::string line = std::string(stamp) +
+                     " mta postfix/smtp[101]: 4F1A2B3C4D: to=<tz@example.com>, "
+                     "relay=mx.example.com[192.0.2.1]:25, delay=0.05, delays=0.05/0/0/0, "
+                     "dsn=5.1.1, status=bounced (host mx.example.com[192.0.2.1] said: 550 5.1.1 "
+                     "<tz@example.com>: User unknown (in reply to RCPT TO command))\n";
+  AppendFile(d.log(), line);
+  int rc = -1;
+  std::string out =
+      Shell("TZ=EST5 " + kBounced + " --config " + d.config_path() + " --once 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  d.Start();
+  json s = json::parse(d.Ctl("--json status tz@example.com", &rc));
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(s["suppressed"].get<bool>()) << s.dump();
+  char want[32];
+  struct tm utc {};
+  gmtime_r(&expected, &utc);
+  std::strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  EXPECT_EQ(s["since"], std::string(want)) << line;
+  EXPECT_EQ(d.Stop(), 0);
 }
 
 TEST(DaemonProcess, CheckConfigRefusesUnknownKeysWithFileLineAndKey) {
