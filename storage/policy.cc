@@ -99,7 +99,10 @@ PolicyDecision ApplyPolicy(const SuppressionPolicy& p, PolicyFields& s, const Ev
   }
   if (info.action == Action::kCount && info.fault == Fault::kRecipient) {
     bool counts = IsPermanentFailure(e) || (p.count_deferrals && e.log_status == "deferred");
-    if (!counts) return d;
+    // A failure from before the operator's unsuppress (a log read late) neither counts nor
+    // suppresses: the unsuppress cleared the count, and the same events must give the same
+    // count whether they were read before it or after.
+    if (!counts || operator_lifted_later) return d;
     // Failures close to an incident already counted (a burst of retries, several messages at
     // once, or a retry replayed out of order) belong to it.
     bool same_incident =
@@ -110,7 +113,6 @@ PolicyDecision ApplyPolicy(const SuppressionPolicy& p, PolicyFields& s, const Ev
       s.last_incident = std::max(s.last_incident, t);
       s.incidents_since = s.incidents_since == 0 ? t : std::min(s.incidents_since, t);
     }
-    if (operator_lifted_later) return d;
     if (s.incidents >= p.count_threshold &&
         s.last_incident - s.incidents_since >= p.count_min_span_seconds) {
       d.suppress = true;

@@ -418,6 +418,11 @@ class StoreImpl final : public Store {
                 std::string_view detail);
   // Deletes up to kPurgeLimit expired suppressions, logged as "remove" by bounced itself.
   Status PurgeExpiredW();
+  // An automatic suppression for repeated failures that has run out gives the address a fresh
+  // start: the incidents that made it are forgotten when it goes (ForgetIncidentsW), by the
+  // purge or, when a failure finds it expired before the purge did, here (which removes it).
+  Status EndExpiredRepeatedFailureW(const HashedKey& key);
+  void ForgetIncidentsW(std::string_view address);
   // The event_kinds id of the event's classification (inserted when new); `key` and `hash`: its
   // kind key (AppendKindKey) and KindKeyHash.
   Expected<int64_t> KindW(const Event& ev, const CategoryInfo& info, std::string_view key,
@@ -1356,6 +1361,9 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
   // policy ignores (a deferral for rate limiting, a sender-fault bounce, ...) skips the row.
   PolicyDecision d;
   if (PolicyConcerns(txn_policy_, ev)) {
+    if (pe.failure && MayHaveSuppressionW(hkey)) {
+      if (Status s = EndExpiredRepeatedFailureW(hkey); !s) return s;
+    }
     auto row = policy_rows_.find(hkey);
     PolicyFields before;
     if (row != policy_rows_.end()) {
@@ -1592,9 +1600,35 @@ Status StoreImpl::PurgeExpiredW() {
   for (const Suppression& s : gone) {
     if (Status st = LogSuppressionW(s, "remove", -1); !st) return st;
     pending_->push_back(ViewChange{ViewChange::kErase, s.address, {}});
+    if (s.reason == kReasonRepeatedFailure) ForgetIncidentsW(s.address);
   }
   if (gone.size() == static_cast<size_t>(kPurgeLimit)) next_purge_ = 0;  // more are waiting
   return Status::Ok();
+}
+
+Status StoreImpl::EndExpiredRepeatedFailureW(const HashedKey& hkey) {
+  auto existing = GetSuppressionW(hkey.key);
+  if (!existing) return existing.status();
+  if (!*existing) return Status::Ok();
+  const Suppression& s = **existing;
+  if (s.expires == 0 || s.expires > txn_now_ || s.reason != kReasonRepeatedFailure)
+    return Status::Ok();
+  w_.delete_suppression.Bind(1, hkey.key);
+  if (Status r = w_.delete_suppression.Run(); !r) return r;
+  if (Status r = LogSuppressionW(s, "remove", -1); !r) return r;
+  pending_->push_back(ViewChange{ViewChange::kErase, s.address, {}});
+  ForgetIncidentsW(s.address);
+  return Status::Ok();
+}
+
+void StoreImpl::ForgetIncidentsW(std::string_view address) {
+  HashedKey key = HashedKey::Of(address);
+  auto it = policy_rows_.find(key);
+  if (it == policy_rows_.end() || it->second.incidents == 0) return;
+  PolicyRow& row = PolicyRowW(key);
+  row.incidents = 0;
+  row.incidents_since = 0;
+  row.last_incident = 0;
 }
 
 Status StoreImpl::AuditW(const Actor& who, std::string_view action, std::string_view target,

@@ -172,6 +172,20 @@ TEST(PolicyTest, EventsBeforeAManualUnsuppressDoNotResuppress) {
                   .suppress);
 }
 
+// Failures from before an unsuppress, read after it (a log caught up late), are not counted:
+// the same events give the same count whichever order they were read in.
+TEST(PolicyTest, FailuresBeforeAManualUnsuppressDoNotCount) {
+  RecipientState s;
+  s.manual_unsuppressed = kT0 + 20 * kDay;
+  SuppressionPolicy p;
+  auto full = [](int64_t t) { return MakeEvent("a@x.org", Category::kMailboxFull, "bounced", t); };
+  EXPECT_FALSE(ApplyEvent(p, s, full(kT0), kT0).suppress);
+  EXPECT_FALSE(ApplyEvent(p, s, full(kT0 + 8 * kDay), kT0 + 8 * kDay).suppress);
+  EXPECT_EQ(s.incidents, 0);
+  EXPECT_FALSE(ApplyEvent(p, s, full(kT0 + 21 * kDay), kT0 + 21 * kDay).suppress);
+  EXPECT_EQ(s.incidents, 1);
+}
+
 TEST(PolicyTest, BlockedByBouncedItselfIsIgnored) {
   RunSteps({{Category::kUserUnknown, "blocked", kT0, false}});
 }
@@ -315,6 +329,30 @@ TEST_F(StorePolicyTest, ExpiredEntryNoLongerSuppresses) {
   EXPECT_TRUE(store_->view().Lookup("t@example.com", kT0).has_value());
   EXPECT_FALSE(store_->view().Lookup("t@example.com", kT0 + 61).has_value());
   EXPECT_FALSE(store_->view().Lookup("t@example.com").has_value());  // now is after kT0
+}
+
+// A suppression for repeated failures that ran out gives the address a fresh start: the next
+// failure is its first incident again, not a fourth that suppresses at once.
+TEST_F(StorePolicyTest, AnExpiredRepeatedFailureEntryStartsTheCountAgain) {
+  SuppressionPolicy p;
+  p.count_expiry_seconds = 7 * kDay;
+  store_->SetPolicy(p);
+  auto full = [](int64_t t) {
+    return MakeEvent("g@example.com", Category::kMailboxFull, "bounced", t);
+  };
+  Write({full(kT0), full(kT0 + 4 * kDay), full(kT0 + 8 * kDay)});
+  auto st = store_->GetStatus("g@example.com");
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->suppression.has_value());
+  EXPECT_EQ(st->suppression->reason, kReasonRepeatedFailure);
+  EXPECT_EQ(st->suppression->expires, kT0 + 15 * kDay);  // in the past: kT0 is a month back
+  Write({full(kT0 + 20 * kDay)});
+  st = store_->GetStatus("g@example.com");
+  ASSERT_TRUE(st.ok());
+  EXPECT_FALSE(st->suppression.has_value());
+  EXPECT_FALSE(store_->view().Lookup("g@example.com", kT0 + 21 * kDay).has_value());
+  ASSERT_TRUE(st->state.has_value());
+  EXPECT_EQ(st->state->incidents, 1);
 }
 
 TEST(PolicyTest, EventsThePolicyIgnoresNeitherReadNorChangeItsFields) {
