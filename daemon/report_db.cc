@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <functional>
@@ -38,6 +39,22 @@ int64_t DayStart(const std::string& day) {
   struct tm tm {};
   strptime(day.c_str(), "%Y-%m-%d", &tm);
   return static_cast<int64_t>(timegm(&tm));
+}
+
+// `path` as a read-only, immutable SQLite URI ("file:/x/b.db?immutable=1"): the characters a
+// URI gives meaning to are escaped.
+std::string ImmutableUri(const std::string& path) {
+  std::string out = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "?immutable=1";
 }
 
 class Query {
@@ -156,22 +173,33 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
   if (access(req.db_path.c_str(), R_OK) != 0) {
     return Status::Error("report: cannot read " + req.db_path + ": " + strerror(errno));
   }
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(req.db_path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
-  Db db(raw);
-  if (rc != SQLITE_OK) {
-    return Status::Error("report: open " + req.db_path + ": " +
-                         (raw ? sqlite3_errmsg(raw) : "out of memory"));
-  }
-  sqlite3_busy_timeout(raw, 5000);
-  Query q(raw, req.db_path);
-
+  Db db;
   int version = -1;
-  if (Status s = q.Run("PRAGMA user_version", {},
-                       [&](sqlite3_stmt* st) { version = sqlite3_column_int(st, 0); });
-      !s) {
-    return s;
+  // A database in WAL mode is read through its -shm file, which a reader must be able to create
+  // when no writer has: a copy made with sqlite3's .backup (the README's way) in a folder the
+  // reader cannot write to fails so. With no -wal file beside it nothing is pending in a log,
+  // and the file is read as it is (immutable).
+  for (bool immutable : {false, true}) {
+    sqlite3* raw = nullptr;
+    const std::string name = immutable ? ImmutableUri(req.db_path) : req.db_path;
+    int rc = sqlite3_open_v2(name.c_str(), &raw,
+                             SQLITE_OPEN_READONLY | (immutable ? SQLITE_OPEN_URI : 0), nullptr);
+    db.reset(raw);
+    if (rc != SQLITE_OK) {
+      return Status::Error("report: open " + req.db_path + ": " +
+                           (raw ? sqlite3_errmsg(raw) : "out of memory"));
+    }
+    sqlite3_busy_timeout(raw, 5000);
+    Query probe(raw, req.db_path);
+    Status s = probe.Run("PRAGMA user_version", {},
+                         [&](sqlite3_stmt* st) { version = sqlite3_column_int(st, 0); });
+    if (s) break;
+    const bool cannot_init = (sqlite3_errcode(raw) & 0xff) == SQLITE_READONLY ||
+                             (sqlite3_errcode(raw) & 0xff) == SQLITE_CANTOPEN;
+    if (immutable || !cannot_init || access((req.db_path + "-wal").c_str(), F_OK) == 0) return s;
   }
+  sqlite3* raw = db.get();
+  Query q(raw, req.db_path);
   if (version == 0) {
     return Status::Error("report: " + req.db_path + " is not a bounced database (no schema)");
   }

@@ -171,7 +171,8 @@ std::vector<std::string> AllowCandidates(std::string_view key) {
   return out;
 }
 
-// A domain as accepted in the allowlist: lower-case letters, digits, '-', '.', '_'.
+}  // namespace
+
 std::string NormalizeDomain(std::string_view d) {
   while (!d.empty() && d.back() == '.') d.remove_suffix(1);
   if (d.empty() || d.size() > 253) return {};
@@ -185,6 +186,8 @@ std::string NormalizeDomain(std::string_view d) {
   }
   return out;
 }
+
+namespace {
 
 // What a committed job changes in the view, applied only after COMMIT succeeds.
 struct ViewChange {

@@ -63,6 +63,9 @@ inline constexpr size_t kMaxAddressBytes = 320;
 std::string NormalizeAddress(std::string_view address, std::string_view delimiters = "+");
 // The domain part of a normalised address ("" when none).
 std::string_view DomainOf(std::string_view normalized_address);
+// A domain as keys hold it: lower-case, without trailing dots; "" when it has a character other
+// than letters, digits, '-', '.' and '_' (a leading '@' is the caller's to remove).
+std::string NormalizeDomain(std::string_view domain);
 
 // ---------------------------------------------------------------------------------------------
 // Events

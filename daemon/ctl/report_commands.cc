@@ -81,7 +81,16 @@ int RunReport(const Context& ctx, const ReportOptions& o) {
   req.date = o.date;
   req.days = o.days;
   req.trend_days = o.trend_days > 0 ? o.trend_days : cfg->report.trend_days;
-  req.domain = o.domain;
+  if (!o.domain.empty()) {
+    // As stats and list take it: "@Example.COM." is example.com, the form events are kept in.
+    std::string_view d = o.domain;
+    if (d.front() == '@') d.remove_prefix(1);
+    req.domain = NormalizeDomain(d);
+    if (req.domain.empty()) {
+      std::cerr << "bouncectl report: --domain " << o.domain << " is not a domain\n";
+      return kExitUsage;
+    }
+  }
   req.alerts = cfg->alerts.enabled && !o.no_alerts;
   req.thresholds = cfg->alerts.thresholds;
   if (const char* fixed = getenv("BOUNCED_REPORT_NOW")) req.now = atoll(fixed);  // golden tests

@@ -3,8 +3,10 @@
 // and JSON renderings are compared with golden files in tests/data/reports/ (regenerate with
 // BOUNCED_UPDATE_GOLDEN=1 after a deliberate change, and read the diff).
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -206,6 +208,59 @@ TEST_F(ReportDbTest, ReadsWhileAWriterHoldsATransaction) {
   EXPECT_EQ(data->manual_changes.size(), 2u);  // the uncommitted row is not seen
   sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(writer);
+}
+
+// `bouncectl report ARGS` on the fixture, as JSON; *rc gets its exit code.
+std::string RunReport(const std::string& args, int* rc, const std::string& prefix = "") {
+  std::string cmd = prefix + "env BOUNCED_REPORT_NOW=" + std::to_string(kNow) +
+                    " BOUNCED_REPORT_HOST=mail.example.net " BOUNCED_BINARY_DIR
+                    "/bouncectl report --date 2026-11-28 --format json --no-alerts " +
+                    args + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return "popen failed";
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+// The domain is taken as stats and list take it: any case, with or without '@' and a final dot.
+TEST_F(ReportDbTest, TheCommandTakesTheDomainInAnyCase) {
+  int rc = -1;
+  std::string plain = RunReport("--db " + db_ + " --domain me.com", &rc);
+  ASSERT_EQ(rc, 0) << plain;
+  std::string odd = RunReport("--db " + db_ + " --domain @ME.Com.", &rc);
+  ASSERT_EQ(rc, 0) << odd;
+  EXPECT_EQ(odd, plain);
+  EXPECT_NE(plain.find("\"sent\": 100"), std::string::npos) << plain;
+  std::string bad = RunReport("--db " + db_ + " --domain 'me com'", &rc);
+  EXPECT_EQ(rc, 2) << bad;
+  EXPECT_NE(bad.find("is not a domain"), std::string::npos) << bad;
+}
+
+// A copy made the README's way (sqlite3 .backup, so in WAL mode) in a folder the reader cannot
+// write to: the report reads it as it is (there is no -wal file to miss).
+TEST_F(ReportDbTest, ReadsABackupInAFolderItCannotWriteTo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the report as nobody";
+  const std::string folder = dir_.path() + "/ro";
+  std::filesystem::create_directory(folder);
+  const std::string copy = folder + "/b.db";
+  Exec(db_, "VACUUM INTO '" + copy + "'");
+  Exec(copy, "PRAGMA journal_mode=WAL");
+  std::filesystem::remove(copy + "-wal");
+  std::filesystem::remove(copy + "-shm");
+  std::filesystem::permissions(dir_.path(), std::filesystem::perms(0755));
+  std::filesystem::permissions(folder, std::filesystem::perms(0755));
+  std::filesystem::permissions(copy, std::filesystem::perms(0644));
+  int rc = -1;
+  std::string out =
+      RunReport("--db " + copy, &rc, "setpriv --reuid=nobody --regid=nogroup --clear-groups ");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"bounced\": 58"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(copy + "-shm"));
 }
 
 TEST(ReportDbErrorsTest, SaysWhatIsWrongWithTheFile) {
