@@ -266,6 +266,26 @@ TEST(MilterProtocol, SuppressionAppliesOnTheVeryNextRcpt) {
   EXPECT_EQ(mta.Rcpt("<later-2@example.org>").first, SMFIR_REPLYCODE);
 }
 
+// Postfix hands the milter the recipient as the client wrote it, quotes included, while it
+// logs and looks up "john.doe"@x as john.doe@x: the suppression of the one is the other's.
+TEST(MilterProtocol, QuotedLocalPartIsTheMailboxPostfixMakesOfIt) {
+  SuppressByHand("john.doe-8@example.org");
+  SuppressByHand("\"Jane Roe-8\"@example.org");
+  Mta mta;
+  ASSERT_TRUE(mta.ok());
+  mta.Negotiate();
+  mta.Connect("[192.0.2.18]", "192.0.2.18", 40018);
+  mta.Mail("<sender@e2e.test>");
+  for (const char* rcpt : {"<\"john.doe-8\"@example.org>", "<\"John.Doe-8+x\"@example.org>",
+                           "<\"jane roe-8\"@example.org>"}) {
+    auto [cmd, text] = mta.Rcpt(rcpt);
+    ASSERT_EQ(cmd, SMFIR_REPLYCODE) << rcpt;
+    EXPECT_EQ(text.substr(0, 10), "550 5.1.1 ") << rcpt;
+  }
+  // A dot for the space is another mailbox.
+  EXPECT_EQ(mta.Rcpt("<\"jane.roe-8\"@example.org>").first, SMFIR_CONTINUE);
+}
+
 TEST(MilterProtocol, SendmailPathRemovesSuppressedRecipientAtEndOfMessage) {
   SuppressByHand("gone-3@example.org");
   Mta mta;
