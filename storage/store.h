@@ -29,6 +29,7 @@
 // - Times are seconds since the Unix epoch, UTC. 0 means "unknown" or, for expiry, "never".
 // - Addresses: keys are NormalizeAddress() forms (lower-case whole address, `+extension` dropped,
 //   quotes only where the local part needs them); the spelling first seen is kept for display.
+//   Keys an older bounced wrote with needless quotes are moved to that form at Open.
 #pragma once
 
 #include <cstdint>
