@@ -1,6 +1,6 @@
 // milter.cc: the libmilter glue. Registers the callbacks, runs libmilter's listener on a
 // background thread, keeps per-connection state (milter/session.h decides), records through the
-// daemon's dependencies on a worker thread, and keeps counters and the RCPT latency histogram.
+// daemon's dependencies on worker threads, and keeps counters and the RCPT latency histogram.
 //
 // libmilter's smfi_main() would also start a thread that sigwait()s for SIGHUP/SIGTERM/SIGINT and
 // stops the milter on any of them, stealing the daemon's reload signal. So StartMilter calls
@@ -43,8 +43,8 @@ using Clock = std::chrono::steady_clock;
 // an idle SMTP session holds its milter connection (smtpd_timeout is 300 s by default).
 constexpr time_t kMtaIoTimeoutSeconds = 900;
 constexpr int kListenBacklog = 256;
-// Jobs (records, bounce parsing) waiting for the worker; beyond this records are dropped and
-// counted, so a stuck storage never grows memory without bound.
+// Jobs waiting for one worker (enforcement records, or bounce work); beyond this they are
+// dropped and counted, so a stuck storage never grows memory without bound.
 constexpr size_t kMaxWorkerQueue = 20000;
 
 struct Counters {
@@ -110,7 +110,12 @@ struct Global {
   std::atomic<bool> in_storage_incident{false};
   std::atomic<bool> started{false};
   std::mutex lifecycle_mu;
-  Worker worker;
+  // Two queues: each enforcement record waits for its commit (up to the dependency's
+  // commit_wait), so on a busy or locked database a few of them would hold a single worker for
+  // seconds, and the bounce work that end of message waits for (bounded by callback_timeout)
+  // would time out behind them.
+  Worker record_worker;  // enforcement records (RecordEnforcementAsync)
+  Worker bounce_worker;  // end-of-message bounce work (ProcessBounce)
   std::thread listener;
   std::atomic<bool> listener_done{false};
   std::string conn;
@@ -145,7 +150,7 @@ void NoteStorage(const Status& s, std::string_view what) {
 
 void RecordEnforcementAsync(Enforcement e) {
   Global& g = G();
-  bool posted = g.worker.Post([e = std::move(e)] {
+  bool posted = g.record_worker.Post([e = std::move(e)] {
     Global& g = G();
     std::shared_lock l(g.mu);
     if (!g.active) return;
@@ -420,6 +425,9 @@ sfsistat OnEom(SMFICTX* ctx) {
   Global& g = G();
   std::string queue_id = Macro(ctx, "i");
   sfsistat verdict = SMFIS_CONTINUE;
+  // Only a message the parser read as a bounce keeps its suppressed recipients (a bounce is never
+  // refused). A timeout or a full queue leaves it unknown: removals (which exist only for a
+  // non-null sender) still apply, as they would to any message of that sender.
   bool is_bounce = false;
   if (s->buffer) {
     auto task = std::make_shared<std::packaged_task<BounceOutcome()>>(
@@ -427,17 +435,19 @@ sfsistat OnEom(SMFICTX* ctx) {
           return ProcessBounce(raw, truncated, queue_id);
         });
     auto done = task->get_future();
-    if (g.worker.Post([task] { (*task)(); })) {
+    if (g.bounce_worker.Post([task] { (*task)(); })) {
       if (done.wait_for(g.config.callback_timeout) == std::future_status::ready) {
         BounceOutcome out = done.get();
         is_bounce = out.is_bounce;
         if (out.discard) verdict = SMFIS_DISCARD;
       } else {
-        // Keep the message; the worker still records it when it gets there.
+        // Not discarded or quarantined as a bounce; the worker still records it when it gets
+        // there.
         g.counters.callback_timeouts.fetch_add(1, std::memory_order_relaxed);
-        spdlog::warn("milter: bounce processing of {} exceeded {} ms; message kept", queue_id,
-                     g.config.callback_timeout.count());
-        is_bounce = true;
+        spdlog::warn(
+            "milter: bounce processing of {} exceeded {} ms; handled as no bounce (recorded "
+            "later if it is one)",
+            queue_id, g.config.callback_timeout.count());
       }
     } else {
       g.counters.dropped_records.fetch_add(1, std::memory_order_relaxed);
@@ -591,7 +601,8 @@ Status StartMilter(const MilterConfig& config, MilterDependencies deps) {
     g.deps = std::move(deps);
     g.active = true;
   }
-  g.worker.Start();
+  g.record_worker.Start();
+  g.bounce_worker.Start();
   g.listener = std::thread([] {
     sigset_t set;
     sigemptyset(&set);
@@ -640,7 +651,8 @@ void StopMilter() {
   }
   g.listener.join();
   stopper.join();
-  g.worker.Stop();
+  g.bounce_worker.Stop();
+  g.record_worker.Stop();
   std::unique_lock l(g.mu);
   g.deps = MilterDependencies{};
   spdlog::info("milter: stopped");

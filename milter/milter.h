@@ -22,7 +22,9 @@
 // milter socket (created by libmilter; unix sockets get socket_mode).
 //
 // Fail-safe: the lookup is an in-memory read; recording is an enqueue. End-of-message bounce
-// work runs on a worker bounded by callback_timeout; on timeout the message is kept. A storage
+// work runs on a worker of its own (enforcement records, which wait for their commit, have
+// another), bounded by callback_timeout; on timeout the message is kept and, not being known as a
+// bounce, still has its suppressed recipients removed (sendmail(1) path). A storage
 // error answers per on_storage_error (accept by default) and is logged once per incident (the
 // first failure after a success), not per message. Pair with Postfix
 // `milter_default_action = accept` so mail also flows while bounced itself is down.

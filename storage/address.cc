@@ -2,11 +2,63 @@
 //
 // Postfix compares table keys case-insensitively (it lower-cases lookup keys), so the whole
 // address is lower-cased; recipient_delimiter extensions map to the base address.
+//
+// Quoting: Postfix holds an address internally with its local part unquoted ("john.doe"@x is
+// john.doe@x) and quotes it again only where RFC 5322 needs it (quote_822_local): what it logs,
+// and what its table lookups (socketmap) ask for, is that form. A milter sees the recipient as
+// the client wrote it. So the key is built the same way: a quoted local part is unquoted, and
+// quoted again only when it is no dot-atom, so `"john.doe"@x`, `john.doe@x` and
+// `"John.Doe+x"@x` are one key, and `"jane roe"@x` keeps its quotes.
 #include "storage/address.h"
+
+#include <array>
 
 #include "storage/store.h"
 
 namespace bounced {
+namespace {
+
+// Bytes an atom cannot hold ('.' only separates atoms): space, controls and the RFC 822
+// specials. A table: this runs on every lookup (RCPT, socketmap).
+constexpr std::array<bool, 256> kNotAtom = [] {
+  std::array<bool, 256> t{};
+  for (size_t c = 0; c <= 0x20; ++c) t[c] = true;
+  t[0x7f] = true;
+  for (char c : std::string_view("()<>@,;:\\\"[]")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+
+// Whether `local` may stand unquoted, as Postfix's quote_822_local decides (8-bit clean): not
+// empty, no leading, trailing or doubled dot, no space, control or special character.
+bool IsDotAtom(std::string_view local) {
+  if (local.empty() || local.front() == '.' || local.back() == '.') return false;
+  char previous = 0;
+  for (char c : local) {
+    if (kNotAtom[static_cast<unsigned char>(c)] || (c == '.' && previous == '.')) return false;
+    previous = c;
+  }
+  return true;
+}
+
+// `local` with each quoted string replaced by its text: the quotes go, and so does the backslash
+// of a quoted pair inside them. A quote left open runs to the end of the local part.
+void AppendUnquoted(std::string_view local, std::string& out) {
+  bool quoted = false;
+  for (size_t i = 0; i < local.size(); ++i) {
+    char c = local[i];
+    if (c == '"') {
+      quoted = !quoted;
+      continue;
+    }
+    if (quoted && c == '\\' && i + 1 < local.size()) c = local[++i];
+    out.push_back(c);
+  }
+}
+
+// ASCII only, as Postfix's lowercase(): no locale, and UTF-8 bytes pass unchanged.
+char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+
+}  // namespace
 
 std::string NormalizeAddress(std::string_view a, std::string_view delimiters) {
   std::string out;
@@ -30,19 +82,41 @@ bool NormalizeAddressInto(std::string_view a, std::string_view delimiters, std::
     auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f) return false;
   }
+  // Quoted addresses are rare: only they pay for a copy.
+  thread_local std::string unquoted;
+  if (local.find('"') != std::string_view::npos) {
+    unquoted.clear();
+    AppendUnquoted(local, unquoted);
+    local = unquoted;
+  }
   if (!delimiters.empty()) {
     // One delimiter (the usual "+"): one memchr instead of one per character of the local part.
     size_t cut =
         delimiters.size() == 1 ? local.find(delimiters.front()) : local.find_first_of(delimiters);
     if (cut != std::string_view::npos && cut > 0) local = local.substr(0, cut);
   }
-  // ASCII only, as Postfix's lowercase(): no locale, and UTF-8 bytes pass unchanged.
-  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-  out.resize(local.size() + 1 + domain.size());
-  char* p = out.data();
-  for (char c : local) *p++ = lower(c);
-  *p++ = '@';
-  for (char c : domain) *p++ = lower(c);
+  if (IsDotAtom(local)) {
+    out.resize(local.size() + 1 + domain.size());
+    char* p = out.data();
+    for (char c : local) *p++ = Lower(c);
+    *p++ = '@';
+    for (char c : domain) *p++ = Lower(c);
+    return true;
+  }
+  out.reserve(local.size() + 4 + domain.size());
+  out.push_back('"');
+  for (char c : local) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(Lower(c));
+  }
+  out.push_back('"');
+  out.push_back('@');
+  for (char c : domain) out.push_back(Lower(c));
+  // Quoting can lengthen a key past the limit; such a key could not be normalised again.
+  if (out.size() > kMaxAddressBytes) {
+    out.clear();
+    return false;
+  }
   return true;
 }
 

@@ -12,6 +12,7 @@
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -389,6 +390,7 @@ class StoreImpl final : public Store {
  private:
   // Open, migrate, load.
   Status Migrate();
+  Status RekeyQuotedAddresses();
   Status PrepareWriter();
   // Sets bounces_from_log_ / bounces_from_dsn_ from the kinds already stored and loads
   // dsn_bounces_ from the events of the last days.
@@ -662,6 +664,7 @@ Status StoreImpl::OpenAll() {
   ckpt_cap_frames_ = std::max<int64_t>(ckpt_every_frames_, options_.wal_cap_bytes / page_size);
   sqlite3_wal_hook(wdb_.get(), &StoreImpl::WalHook, this);
   if (Status s = Migrate(); !s) return s;
+  if (Status s = RekeyQuotedAddresses(); !s) return s;
   // Opened after the migration: the file is a bounced database in WAL mode by now. A read makes
   // the connection open the WAL (a checkpoint on a connection that never read does nothing).
   if (Status s = cdb_.Open(options_.path, false, options_.busy_timeout_ms); !s) return s;
@@ -711,6 +714,193 @@ Status StoreImpl::Migrate() {
       return Status::Error(options_.path + ": migration to schema version " + std::to_string(v) +
                            " failed: " + s.message());
     }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// SQL condition: `column` holds a key whose local part starts with a quote (they sort from '"'
+// up to '#', so an index on the column finds them in one probe).
+std::string QuotedKey(std::string_view column) {
+  std::string c(column);
+  return c + " >= '\"' AND " + c + " < '#'";
+}
+
+// (stored key, key NormalizeAddress makes of it now) for each key `sql` returns that changed.
+Expected<std::vector<std::pair<std::string, std::string>>> ChangedKeys(sql::Db& db,
+                                                                       std::string_view sql) {
+  std::vector<std::pair<std::string, std::string>> out;
+  sql::Stmt st;
+  if (Status s = st.Prepare(db, sql); !s) return s;
+  Status walked = st.ForEachRow([&] {
+    // No delimiters: a stored key keeps the extension cut it was written with.
+    std::string now = NormalizeAddress(st.TextView(0), "");
+    if (!now.empty() && now != st.TextView(0)) out.emplace_back(st.Text(0), std::move(now));
+  });
+  if (!walked) return walked;
+  return out;
+}
+
+// How strongly a suppression row holds at `now`: one in force over an expired one, then manual
+// and imported entries over automatic ones, then the one that never expires, then the later
+// expiry.
+std::tuple<bool, bool, bool, int64_t> SuppressionStrength(std::string_view source, int64_t expires,
+                                                          int64_t now) {
+  return {expires == 0 || expires > now, source == "manual" || source == "import", expires == 0,
+          expires};
+}
+
+}  // namespace
+
+// Keys written before NormalizeAddress unquoted quoted local parts: `"john.doe"@x` (now
+// john.doe@x, as Postfix itself spells it), or `"john.doe@x` (an extension cut inside the
+// quotes). Lookups no longer reach them, so they move to their present key, in one transaction,
+// at every open: without such keys it costs one index probe per table, and a file written by an
+// older bounced in between is put right the same way (which a schema version, run once, would
+// not do; nor would an older bounced refuse the file afterwards). Where the present key already
+// has a row, one row stays: for suppressions the one that holds more strongly
+// (SuppressionStrength; a tie keeps the present key's), for the allowlist the present key's, for
+// the policy rows the present key's with the later manual unsuppress of the two. Events only
+// change their key (a NULL display, meaning "the key", becomes the old key). suppression_log and
+// audit keep what they recorded.
+Status StoreImpl::RekeyQuotedAddresses() {
+  const std::string changed_suppressions =
+      "SELECT address FROM suppressions WHERE " + QuotedKey("address");
+  const std::string changed_allowed =
+      "SELECT entry FROM allowlist WHERE kind = 'address' AND " + QuotedKey("entry");
+  const std::string changed_policy =
+      "SELECT address FROM recipient_policy WHERE " + QuotedKey("address");
+  const std::string changed_events =
+      "SELECT DISTINCT recipient_key FROM event_rows WHERE " + QuotedKey("recipient_key");
+  // Read first, outside a transaction: usually there is nothing to move (keys that need their
+  // quotes, "jane roe"@x, stay as they are), and then nothing is written.
+  bool any = false;
+  for (const std::string* sql :
+       {&changed_suppressions, &changed_allowed, &changed_policy, &changed_events}) {
+    auto changed = ChangedKeys(wdb_, *sql);
+    if (!changed) return changed.status();
+    any = any || !changed->empty();
+  }
+  if (!any) return Status::Ok();
+  size_t moved = 0;
+  auto rekey = [&]() -> Status {
+    // Every statement below names the old key ?1 and the present key ?2.
+    auto run = [&](std::string_view sql, std::string_view a, std::string_view b) -> Status {
+      sql::Stmt st;
+      if (Status s = st.Prepare(wdb_, sql); !s) return s;
+      st.Bind(1, a).Bind(2, b);
+      return st.Run();
+    };
+    auto suppressions = ChangedKeys(wdb_, changed_suppressions);
+    if (!suppressions) return suppressions.status();
+    for (const auto& [old_key, new_key] : *suppressions) {
+      sql::Stmt both;
+      if (Status s = both.Prepare(wdb_,
+                                  "SELECT o.source, o.expires, n.source, n.expires FROM "
+                                  "suppressions o JOIN suppressions n ON n.address = ?2 "
+                                  "WHERE o.address = ?1");
+          !s) {
+        return s;
+      }
+      both.Bind(1, old_key).Bind(2, new_key);
+      auto collision = both.Step();
+      if (!collision) return collision.status();
+      const bool old_wins =
+          *collision && SuppressionStrength(both.TextView(0), both.Int(1), Now()) >
+                            SuppressionStrength(both.TextView(2), both.Int(3), Now());
+      both = sql::Stmt();
+      if (*collision) {
+        if (!old_wins) {
+          if (Status s = run("DELETE FROM suppressions WHERE address = ?1 AND EXISTS (SELECT 1 "
+                             "FROM suppressions WHERE address = ?2)",
+                             old_key, new_key);
+              !s) {
+            return s;
+          }
+          ++moved;
+          continue;
+        }
+        if (Status s = run("DELETE FROM suppressions WHERE address = ?2 AND EXISTS (SELECT 1 "
+                           "FROM suppressions WHERE address = ?1)",
+                           old_key, new_key);
+            !s) {
+          return s;
+        }
+      }
+      if (Status s =
+              run("UPDATE suppressions SET address = ?2 WHERE address = ?1", old_key, new_key);
+          !s) {
+        return s;
+      }
+      ++moved;
+    }
+    auto allowed = ChangedKeys(wdb_, changed_allowed);
+    if (!allowed) return allowed.status();
+    for (const auto& [old_key, new_key] : *allowed) {
+      if (Status s = run("DELETE FROM allowlist WHERE entry = ?1 AND EXISTS (SELECT 1 FROM "
+                         "allowlist WHERE entry = ?2)",
+                         old_key, new_key);
+          !s) {
+        return s;
+      }
+      if (Status s = run("UPDATE allowlist SET entry = ?2 WHERE entry = ?1", old_key, new_key);
+          !s) {
+        return s;
+      }
+      ++moved;
+    }
+    auto policy = ChangedKeys(wdb_, changed_policy);
+    if (!policy) return policy.status();
+    for (const auto& [old_key, new_key] : *policy) {
+      if (Status s =
+              run("UPDATE recipient_policy SET manual_unsuppressed = max(manual_unsuppressed, "
+                  "(SELECT manual_unsuppressed FROM recipient_policy WHERE address = ?1)) "
+                  "WHERE address = ?2",
+                  old_key, new_key);
+          !s) {
+        return s;
+      }
+      if (Status s = run("DELETE FROM recipient_policy WHERE address = ?1 AND EXISTS (SELECT 1 "
+                         "FROM recipient_policy WHERE address = ?2)",
+                         old_key, new_key);
+          !s) {
+        return s;
+      }
+      if (Status s =
+              run("UPDATE recipient_policy SET address = ?2 WHERE address = ?1", old_key, new_key);
+          !s) {
+        return s;
+      }
+      ++moved;
+    }
+    auto events = ChangedKeys(wdb_, changed_events);
+    if (!events) return events.status();
+    for (const auto& [old_key, new_key] : *events) {
+      if (Status s = run("UPDATE event_rows SET recipient = coalesce(recipient, recipient_key), "
+                         "recipient_key = ?2 WHERE recipient_key = ?1",
+                         old_key, new_key);
+          !s) {
+        return s;
+      }
+      ++moved;
+    }
+    return Status::Ok();
+  };
+  if (Status s = wdb_.Exec("BEGIN IMMEDIATE"); !s) return s;
+  Status s = rekey();
+  if (s) s = wdb_.Exec("COMMIT");
+  if (!s) {
+    wdb_.Exec("ROLLBACK");
+    return Status::Error(
+        options_.path +
+        ": moving quoted address keys to their unquoted form failed: " + s.message());
+  }
+  if (moved != 0) {
+    spdlog::info(
+        "storage: {}: {} address key(s) written in quoted form moved to the form "
+        "lookups use now",
+        options_.path, moved);
   }
   return Status::Ok();
 }

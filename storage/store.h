@@ -27,8 +27,9 @@
 //   lock-light and never touch SQLite (milter threads, socketmap). The Store owns its threads and
 //   connections; destroying it commits what is queued, then closes.
 // - Times are seconds since the Unix epoch, UTC. 0 means "unknown" or, for expiry, "never".
-// - Addresses: keys are NormalizeAddress() forms (lower-case whole address, `+extension` dropped);
-//   the spelling first seen is kept for display.
+// - Addresses: keys are NormalizeAddress() forms (lower-case whole address, `+extension` dropped,
+//   quotes only where the local part needs them); the spelling first seen is kept for display.
+//   Keys an older bounced wrote with needless quotes are moved to that form at Open.
 #pragma once
 
 #include <cstdint>
@@ -57,8 +58,11 @@ inline constexpr int kSchemaVersion = 2;
 // The lookup key of an address: surrounding <> and whitespace removed, lower-cased whole (as
 // Postfix table lookups are case-insensitive), and the local part cut at the first character of
 // `delimiters` ("+" by default; "" disables, as Postfix's recipient_delimiter). A local part that
-// would become empty ("+foo@x") is kept whole. Returns "" for something that is not an address
-// (no '@', empty local part or domain, control characters, longer than kMaxAddressBytes).
+// would become empty ("+foo@x") is kept whole. A quoted local part is read as Postfix reads it
+// (quotes and backslash escapes removed) before the cut, and quoted again only when it is no
+// dot-atom (Postfix's quote_822_local): `"John.Doe+x"@x` -> john.doe@x, `"Jane Roe"@x` ->
+// "jane roe"@x. Returns "" for something that is not an address (no '@', empty local part or
+// domain, control characters, input or key longer than kMaxAddressBytes).
 inline constexpr size_t kMaxAddressBytes = 320;
 std::string NormalizeAddress(std::string_view address, std::string_view delimiters = "+");
 // The domain part of a normalised address ("" when none).

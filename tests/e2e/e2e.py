@@ -17,7 +17,10 @@ Postfix itself:
   3. one suppressed + one good recipient: the good one is delivered;
   4. with bounced stopped, mail still flows (milter_default_action = accept) and what Postfix
      logged meanwhile is recorded once bounced is back (log catch-up);
-  5. `bouncectl unsuppress` lifts the block on the next message.
+  5. `bouncectl unsuppress` lifts the block on the next message;
+  6. a quoted local part is the mailbox Postfix makes of it: with john.doe@example.org suppressed,
+     RCPT TO:<"john.doe"@example.org> and <"John.Doe+x"@example.org> are refused by the milter
+     as by socketmap, and so is <"jane roe"@example.org> (whose quotes are needed).
 Exit 0 on success, 1 on a failed check, 77 (skipped) when not root. Everything started is
 stopped by PID at the end.
 """
@@ -226,6 +229,20 @@ def scenario_5(tb):
         check(not st.get("suppressed"), "%s no longer suppressed" % rcpt)
 
 
+def scenario_6(tb):
+    log("--- 6. quoted local parts are the mailboxes Postfix makes of them")
+    tb.bouncectl("suppress", "john.doe@example.org", "--reason", "e2e quoted")
+    tb.bouncectl("suppress", '"jane roe"@example.org', "--reason", "e2e quoted, quotes needed")
+    rcpts = ['"john.doe"@example.org', '"John.Doe+x"@example.org', '"jane roe"@example.org']
+    for port, who, text in ((A, "milter", "recipient suppressed since"),
+                            (B, "socketmap", "Recipient address rejected")):
+        r = tb.smtp_send(port, SENDER, rcpts)
+        for rcpt in rcpts:
+            refusal = r["refused"].get(rcpt)
+            check(refusal and refusal[0] == 550 and text in refusal[1],
+                  "%s refuses RCPT TO:<%s>: %s" % (who, rcpt, refusal))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
@@ -253,7 +270,7 @@ def main():
         tb.start_fake_mx()
         tb.start_bounced()
         tb.start_postfix()
-        for scenario in (scenario_1, scenario_2, scenario_3, scenario_4, scenario_5):
+        for scenario in (scenario_1, scenario_2, scenario_3, scenario_4, scenario_5, scenario_6):
             scenario(tb)
     except (Check, testbed.TestbedError) as e:
         failed = str(e)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <libmilter/mfdef.h>
 #include <poll.h>
+#include <sqlite3.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -26,6 +27,9 @@
 namespace bounced {
 namespace {
 
+// Longer than any test holds the database locked: a record waits for its commit until then.
+constexpr std::chrono::milliseconds kCommitWait{120000};
+
 std::filesystem::path g_dir;
 std::unique_ptr<Store> g_store;
 std::string g_socket;
@@ -38,6 +42,10 @@ class MilterEnvironment : public ::testing::Environment {
     std::filesystem::create_directories(g_dir);
     StoreOptions so;
     so.path = (g_dir / "bounced.db").string();
+    // Writes wait as long as a test holds the database locked (WriteLock below), and so do the
+    // milter's records (commit wait): what is stuck behind the lock stays stuck until it is
+    // released, whatever the machine's speed.
+    so.busy_timeout_ms = 120000;
     auto store = Store::Open(so);
     ASSERT_TRUE(store.ok()) << store.error();
     g_store = std::move(*store);
@@ -46,7 +54,7 @@ class MilterEnvironment : public ::testing::Environment {
     c.socket = "unix:" + g_socket;
     auto rules = RuleSet::Default();
     Status s = StartMilter(c, MilterDependenciesForStore(
-                                  *g_store, [rules] { return rules; }, c.callback_timeout));
+                                  *g_store, [rules] { return rules; }, kCommitWait));
     ASSERT_TRUE(s.ok()) << s.message();
   }
   void TearDown() override {
@@ -170,6 +178,57 @@ class Mta {
   uint32_t protocol_ = 0;
 };
 
+// Another process's write transaction on the store's database (as a `sqlite3` shell doing
+// BEGIN IMMEDIATE): the store's writer cannot commit until it ends. Ended by the destructor.
+class WriteLock {
+ public:
+  WriteLock() {
+    ok_ = sqlite3_open_v2(g_store->path().c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr) ==
+              SQLITE_OK &&
+          sqlite3_busy_timeout(db_, 10000) == SQLITE_OK &&
+          sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+  ~WriteLock() {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  bool ok_ = false;
+};
+
+// tests/data/milter/remote_dsn.eml: a DSN as a remote MTA sends it back over SMTP (CRLF lines).
+std::string RemoteDsn() {
+  std::ifstream in(std::string(BOUNCED_TEST_DATA) + "/milter/remote_dsn.eml", std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The headers (folded ones whole), end of headers and the body of a CRLF message, as Postfix
+// sends them to a milter that wants the body (a possible bounce).
+void SendMessage(Mta& mta, const std::string& msg) {
+  const size_t split = msg.find("\r\n\r\n");
+  ASSERT_NE(split, std::string::npos);
+  const std::string head = msg.substr(0, split + 2);
+  for (size_t pos = 0; pos < head.size();) {
+    size_t eol = head.find("\r\n", pos);
+    std::string line = head.substr(pos, eol - pos);
+    pos = eol + 2;
+    while (pos < head.size() && (head[pos] == ' ' || head[pos] == '\t')) {  // folded
+      size_t next = head.find("\r\n", pos);
+      line += "\r\n" + head.substr(pos, next - pos);
+      pos = next + 2;
+    }
+    size_t colon = line.find(':');
+    mta.Header(line.substr(0, colon), line.substr(colon + 2));
+  }
+  EXPECT_EQ(mta.Eoh(), SMFIR_CONTINUE);
+  EXPECT_EQ(mta.Body(msg.substr(split + 4)), SMFIR_CONTINUE);
+}
+
 void SuppressByHand(const std::string& address) {
   ManualSuppression m;
   m.address = address;
@@ -207,6 +266,26 @@ TEST(MilterProtocol, SuppressionAppliesOnTheVeryNextRcpt) {
   EXPECT_EQ(mta.Rcpt("<later-2@example.org>").first, SMFIR_REPLYCODE);
 }
 
+// Postfix hands the milter the recipient as the client wrote it, quotes included, while it
+// logs and looks up "john.doe"@x as john.doe@x: the suppression of the one is the other's.
+TEST(MilterProtocol, QuotedLocalPartIsTheMailboxPostfixMakesOfIt) {
+  SuppressByHand("john.doe-8@example.org");
+  SuppressByHand("\"Jane Roe-8\"@example.org");
+  Mta mta;
+  ASSERT_TRUE(mta.ok());
+  mta.Negotiate();
+  mta.Connect("[192.0.2.18]", "192.0.2.18", 40018);
+  mta.Mail("<sender@e2e.test>");
+  for (const char* rcpt : {"<\"john.doe-8\"@example.org>", "<\"John.Doe-8+x\"@example.org>",
+                           "<\"jane roe-8\"@example.org>"}) {
+    auto [cmd, text] = mta.Rcpt(rcpt);
+    ASSERT_EQ(cmd, SMFIR_REPLYCODE) << rcpt;
+    EXPECT_EQ(text.substr(0, 10), "550 5.1.1 ") << rcpt;
+  }
+  // A dot for the space is another mailbox.
+  EXPECT_EQ(mta.Rcpt("<\"jane.roe-8\"@example.org>").first, SMFIR_CONTINUE);
+}
+
 TEST(MilterProtocol, SendmailPathRemovesSuppressedRecipientAtEndOfMessage) {
   SuppressByHand("gone-3@example.org");
   Mta mta;
@@ -242,14 +321,101 @@ TEST(MilterProtocol, SendmailMailWithOnlySuppressedRecipientsIsDiscarded) {
   EXPECT_EQ(eom.back().first, SMFIR_DISCARD);
 }
 
+// The sendmail(1) message of the two tests below: from an application, auto-generated (so the
+// milter captures it as a possible bounce, and parses it at end of message), to a suppressed
+// recipient and a good one.
+std::vector<std::pair<char, std::string>> SendAutoGeneratedMail(const std::string& gone,
+                                                                const std::string& fine,
+                                                                const std::string& queue_id) {
+  Mta mta;
+  EXPECT_TRUE(mta.ok());
+  mta.Negotiate();
+  mta.Connect("localhost", "127.0.0.1", 0);
+  mta.Mail("app@example.com");
+  EXPECT_EQ(mta.Rcpt(gone).first, SMFIR_CONTINUE);
+  EXPECT_EQ(mta.Rcpt(fine).first, SMFIR_CONTINUE);
+  mta.Header("Subject", "your report");
+  mta.Header("Auto-Submitted", "auto-generated");
+  EXPECT_EQ(mta.Eoh(), SMFIR_CONTINUE);
+  EXPECT_EQ(mta.Body("The report is ready.\r\n"), SMFIR_CONTINUE);
+  return mta.Eom(queue_id);
+}
+
+void ExpectRemoved(const std::vector<std::pair<char, std::string>>& eom, const std::string& gone) {
+  ASSERT_EQ(eom.size(), 3u);
+  EXPECT_EQ(eom[0].first, SMFIR_DELRCPT);
+  EXPECT_EQ(eom[0].second, gone + '\0');
+  EXPECT_EQ(eom[1].first, SMFIR_ADDHEADER);
+  EXPECT_EQ(eom[1].second,
+            std::string("X-Bounced-Suppressed") + '\0' + gone + " (user_unknown)" + '\0');
+  EXPECT_EQ(eom[2].first, SMFIR_CONTINUE);
+}
+
+// Enforcement records wait for their commit; with the database locked, two of them wait until
+// it is released. End-of-message bounce work does not queue behind them: the message is read
+// as no bounce in time (no callback timeout) and its suppressed recipient is removed.
+TEST(MilterProtocol, RecordsStuckOnALockedDatabaseDoNotHoldUpEndOfMessage) {
+  SuppressByHand("gone-6@example.org");
+  SuppressByHand("gone-6b@example.org");
+  const uint64_t timeouts_before = GetMilterStats().callback_timeouts;
+  {
+    WriteLock lock;
+    ASSERT_TRUE(lock.ok());
+    for (const char* rcpt : {"<gone-6@example.org>", "<gone-6b@example.org>"}) {
+      Mta smtp;
+      ASSERT_TRUE(smtp.ok());
+      smtp.Negotiate();
+      smtp.Connect("[192.0.2.16]", "192.0.2.16", 40016);
+      smtp.Mail("<sender@e2e.test>");
+      EXPECT_EQ(smtp.Rcpt(rcpt).first, SMFIR_REPLYCODE);  // rejected; its record is queued
+    }
+    ExpectRemoved(SendAutoGeneratedMail("gone-6@example.org", "fine-6@example.org", "QID6"),
+                  "gone-6@example.org");
+    EXPECT_EQ(GetMilterStats().callback_timeouts, timeouts_before);
+  }
+  ASSERT_TRUE(g_store->Flush().ok());
+}
+
+// Bounce work that times out (here: behind a bounce whose recording waits for the locked
+// database) says nothing about whether the message is a bounce. The message is kept and, as
+// for any message of a non-null sender, its suppressed recipient is removed.
+TEST(MilterProtocol, ABounceCheckThatTimesOutStillRemovesSuppressedRecipients) {
+  SuppressByHand("gone-7@example.org");
+  // The remote DSN of CapturesRemoteDsnRecordsItOnceAndKeepsIt, as another bounce (its own
+  // Message-ID and recipient).
+  std::string msg = RemoteDsn();
+  for (auto [from, to] : {std::pair<std::string, std::string>{"dsn-remote-1@", "dsn-remote-7@"},
+                          {"remote-gone@", "remote-gone-7@"}}) {
+    for (size_t pos = msg.find(from); pos != std::string::npos; pos = msg.find(from, pos)) {
+      msg.replace(pos, from.size(), to);
+      pos += to.size();
+    }
+  }
+  const uint64_t timeouts_before = GetMilterStats().callback_timeouts;
+  {
+    WriteLock lock;
+    ASSERT_TRUE(lock.ok());
+    // A DSN over SMTP: its recording cannot commit, so the bounce worker stays on it until the
+    // lock is released (its own end of message times out, and it is kept).
+    Mta dsn;
+    ASSERT_TRUE(dsn.ok());
+    dsn.Negotiate();
+    dsn.Connect("[198.51.100.7]", "198.51.100.7", 41007);
+    dsn.Mail("<>");
+    EXPECT_EQ(dsn.Rcpt("<sender@e2e.test>").first, SMFIR_CONTINUE);
+    SendMessage(dsn, msg);
+    auto dsn_eom = dsn.Eom("QID7DSN");
+    ASSERT_FALSE(dsn_eom.empty());
+    EXPECT_EQ(dsn_eom.back().first, SMFIR_CONTINUE);
+    ExpectRemoved(SendAutoGeneratedMail("gone-7@example.org", "fine-7@example.org", "QID7"),
+                  "gone-7@example.org");
+    EXPECT_EQ(GetMilterStats().callback_timeouts, timeouts_before + 2);
+  }
+  ASSERT_TRUE(g_store->Flush().ok());
+}
+
 TEST(MilterProtocol, CapturesRemoteDsnRecordsItOnceAndKeepsIt) {
-  std::ifstream in(std::string(BOUNCED_TEST_DATA) + "/milter/remote_dsn.eml", std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string msg = ss.str();
-  size_t split = msg.find("\r\n\r\n");
-  ASSERT_NE(split, std::string::npos);
-  std::string head = msg.substr(0, split + 2), body = msg.substr(split + 4);
+  const std::string msg = RemoteDsn();
   for (int attempt = 0; attempt < 2; ++attempt) {  // a remote MTA retrying the same DSN
     Mta mta;
     ASSERT_TRUE(mta.ok());
@@ -257,20 +423,7 @@ TEST(MilterProtocol, CapturesRemoteDsnRecordsItOnceAndKeepsIt) {
     mta.Connect("[198.51.100.7]", "198.51.100.7", 41000 + attempt);
     mta.Mail("<>");
     EXPECT_EQ(mta.Rcpt("<sender@e2e.test>").first, SMFIR_CONTINUE);
-    for (size_t pos = 0; pos < head.size();) {
-      size_t eol = head.find("\r\n", pos);
-      std::string line = head.substr(pos, eol - pos);
-      pos = eol + 2;
-      while (pos < head.size() && (head[pos] == ' ' || head[pos] == '\t')) {  // folded
-        size_t next = head.find("\r\n", pos);
-        line += "\r\n" + head.substr(pos, next - pos);
-        pos = next + 2;
-      }
-      size_t colon = line.find(':');
-      mta.Header(line.substr(0, colon), line.substr(colon + 2));
-    }
-    EXPECT_EQ(mta.Eoh(), SMFIR_CONTINUE);
-    EXPECT_EQ(mta.Body(body), SMFIR_CONTINUE);
+    SendMessage(mta, msg);
     auto eom = mta.Eom("QID5" + std::to_string(attempt));
     ASSERT_FALSE(eom.empty());
     EXPECT_EQ(eom.back().first, SMFIR_CONTINUE);  // bounces = keep

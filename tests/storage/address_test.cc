@@ -20,6 +20,50 @@ TEST(AddressTest, DelimitersAreConfigurable) {
   EXPECT_EQ(NormalizeAddress("+only@x.org"), "+only@x.org");  // never an empty local part
 }
 
+// Postfix reads "john.doe"@x as john.doe@x (that is what it logs and what its table lookups,
+// socketmap included, ask for); a milter sees the recipient as the client wrote it. One key.
+TEST(AddressTest, QuotedLocalPartIsUnquotedWhereNoQuotesAreNeeded) {
+  EXPECT_EQ(NormalizeAddress("\"john.doe\"@example.org"), "john.doe@example.org");
+  EXPECT_EQ(NormalizeAddress("<\"John.Doe\"@Example.ORG>"), "john.doe@example.org");
+  // The extension is cut after unquoting (it used to cut inside the quotes: "john.doe@...).
+  EXPECT_EQ(NormalizeAddress("\"John.Doe+x\"@example.org"), "john.doe@example.org");
+  EXPECT_EQ(NormalizeAddress("\"john.doe+x\"@example.org", ""), "john.doe+x@example.org");
+  // Quoted pieces of an RFC 5322 obsolete local part, and escapes that need no quotes.
+  EXPECT_EQ(NormalizeAddress("\"john\".doe@example.org"), "john.doe@example.org");
+  EXPECT_EQ(NormalizeAddress("\"jo\\hn\"@example.org"), "john@example.org");
+  EXPECT_EQ(NormalizeAddress("\"+x\"@example.org"), "+x@example.org");  // never emptied
+  // A quote left open runs to the end of the local part.
+  EXPECT_EQ(NormalizeAddress("\"john.doe@example.org"), "john.doe@example.org");
+}
+
+TEST(AddressTest, QuotesStayWhereTheLocalPartNeedsThem) {
+  EXPECT_EQ(NormalizeAddress("\"jane roe\"@example.org"), "\"jane roe\"@example.org");
+  EXPECT_EQ(NormalizeAddress("\"Jane Roe+x\"@Example.org"), "\"jane roe\"@example.org");
+  EXPECT_EQ(NormalizeAddress("\"a@b\"@example.org"), "\"a@b\"@example.org");
+  EXPECT_EQ(NormalizeAddress("\".john\"@example.org"), "\".john\"@example.org");
+  EXPECT_EQ(NormalizeAddress("\"john.\"@example.org"), "\"john.\"@example.org");
+  EXPECT_EQ(NormalizeAddress("\"john..doe\"@example.org"), "\"john..doe\"@example.org");
+  EXPECT_EQ(NormalizeAddress("\"\"@example.org"), "\"\"@example.org");
+  // A quote or backslash inside is escaped again, once.
+  EXPECT_EQ(NormalizeAddress("\"a\\\"b\"@example.org"), "\"a\\\"b\"@example.org");
+  EXPECT_EQ(NormalizeAddress("\"a\\\\b\"@example.org"), "\"a\\\\b\"@example.org");
+  // The unquoted spelling of such a local part gets the quotes Postfix would give it.
+  EXPECT_EQ(NormalizeAddress("john..doe@example.org"), "\"john..doe\"@example.org");
+  // 8-bit bytes (UTF-8) need no quotes (Postfix quotes 8-bit clean).
+  EXPECT_EQ(NormalizeAddress("\"j\xc3\xbcrgen\"@example.org"), "j\xc3\xbcrgen@example.org");
+}
+
+TEST(AddressTest, NormalisingAKeyAgainKeepsIt) {
+  for (const char* a : {"\"john.doe\"@example.org", "\"jane roe\"@example.org",
+                        "\"a\\\"b\"@example.org", "\"\"@x.org", "a..b@x.org", "\"a@b\"@x.org",
+                        "John.Doe+x@Example.org", "\"john.doe@example.org"}) {
+    const std::string key = NormalizeAddress(a);
+    ASSERT_FALSE(key.empty()) << a;
+    EXPECT_EQ(NormalizeAddress(key), key) << a;
+    EXPECT_EQ(NormalizeAddress(key, ""), key) << a;
+  }
+}
+
 TEST(AddressTest, RejectsWhatIsNotAnAddress) {
   EXPECT_EQ(NormalizeAddress(""), "");
   EXPECT_EQ(NormalizeAddress("no-at-sign"), "");
@@ -27,6 +71,9 @@ TEST(AddressTest, RejectsWhatIsNotAnAddress) {
   EXPECT_EQ(NormalizeAddress("a@"), "");
   EXPECT_EQ(NormalizeAddress("a\n@x.org"), "");
   EXPECT_EQ(NormalizeAddress(std::string(400, 'a') + "@x.org"), "");
+  // Quoting would make the key longer than an address may be.
+  EXPECT_EQ(NormalizeAddress(std::string(158, '.') + "@x.org").size(), 158u + 8);
+  EXPECT_EQ(NormalizeAddress(std::string(310, '\\') + "@x.org"), "");
   EXPECT_EQ(DomainOf("a@x.org"), "x.org");
   EXPECT_EQ(DomainOf("none"), "");
 }

@@ -193,6 +193,85 @@ TEST(StoreMigrationTest, NewerVersionIsStillRefusedAfterTheMigrationExists) {
       << s.error();
 }
 
+// Keys an older bounced wrote with needless quotes (it kept a quoted local part as given, and
+// cut an extension inside the quotes) are moved at Open to the key lookups make now; where that
+// key already has a row, the stronger suppression, the present allowlist entry and the later
+// manual unsuppress stay. Keys that need their quotes stay, and a second Open changes nothing.
+TEST(StoreMigrationTest, QuotedKeysOfAnOlderBouncedMoveToTheirPresentForm) {
+  TempDir dir;
+  const std::string path = dir.File("b.db");
+  {
+    auto s = OpenStore(path);
+    ASSERT_TRUE(s);
+    // john.doe@example.org: suppressed automatically under the key Postfix's log gives.
+    ASSERT_TRUE(
+        s
+            ->Write(Batch{
+                {MakeEvent("john.doe@example.org", Category::kUserUnknown, "bounced", kT0),
+                 MakeEvent("\"John.Doe\"@example.org", Category::kUserUnknown, "bounced", kT0 + 60),
+                 MakeEvent("quoted.only@example.org", Category::kDelivered, "sent", kT0 + 120)},
+                std::nullopt})
+            .ok());
+  }
+  // What the older bounced wrote: the second bounce's key and the delivery's in quoted form (the
+  // delivery's display is the key itself, stored as NULL), a manual suppression of the quoted
+  // spelling, one whose extension was cut inside the quotes, one that needs its quotes, an
+  // allowlist entry and a manual unsuppress.
+  ExecSql(path,
+          "UPDATE event_rows SET recipient_key = '\"john.doe\"@example.org' WHERE recipient = "
+          "'\"John.Doe\"@example.org';"
+          "UPDATE event_rows SET recipient_key = '\"quoted.only\"@example.org', recipient = NULL "
+          "WHERE recipient_key = 'quoted.only@example.org';"
+          "INSERT INTO suppressions (address, display, domain, reason, source, created, expires, "
+          "updated) VALUES "
+          "('\"john.doe\"@example.org', '\"John.Doe\"@example.org', 'example.org', 'asked', "
+          "'manual', 1000, 0, 1000),"
+          "('\"cut.off@example.org', '\"cut.off+x\"@example.org', 'example.org', 'asked', "
+          "'manual', 1000, 0, 1000),"
+          "('\"jane roe\"@example.org', '\"Jane Roe\"@example.org', 'example.org', 'asked', "
+          "'manual', 1000, 0, 1000);"
+          "INSERT INTO allowlist (entry, kind, reason, created, actor_uid) VALUES "
+          "('\"vip\"@example.org', 'address', 'our boss', 1000, 0);"
+          "INSERT INTO recipient_policy (address, manual_unsuppressed) VALUES "
+          "('\"back\"@example.org', 1234);");
+  auto quoted_rows = [&] {
+    return Scalar(path,
+                  "SELECT (SELECT count(*) FROM suppressions WHERE address LIKE '\"%') + "
+                  "(SELECT count(*) FROM allowlist WHERE entry LIKE '\"%') + "
+                  "(SELECT count(*) FROM recipient_policy WHERE address LIKE '\"%') + "
+                  "(SELECT count(*) FROM event_rows WHERE recipient_key LIKE '\"%')");
+  };
+  ASSERT_EQ(quoted_rows(), 7);
+  for (int open = 0; open < 2; ++open) {
+    auto s = OpenStore(path);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(quoted_rows(), 1) << "only \"jane roe\"@example.org needs its quotes";
+    // The operator's manual entry outranks the automatic one already under the present key.
+    auto john = s->view().Lookup("\"john.doe\"@example.org");
+    ASSERT_TRUE(john.has_value());
+    EXPECT_TRUE(john->manual);
+    EXPECT_EQ(s->view().Lookup("john.doe+news@example.org")->since, 1000);
+    EXPECT_TRUE(s->view().Lookup("\"cut.off+x\"@example.org").has_value());
+    EXPECT_TRUE(s->view().Lookup("\"Jane Roe\"@example.org").has_value());
+    EXPECT_EQ(s->view().size(), 3u);
+    EXPECT_EQ(Scalar(path, "SELECT count(*) FROM allowlist WHERE entry = 'vip@example.org'"), 1);
+    EXPECT_EQ(Scalar(path,
+                     "SELECT manual_unsuppressed FROM recipient_policy "
+                     "WHERE address = 'back@example.org'"),
+              1234);
+    // Both events of john.doe are found under the one key, each with its spelling.
+    auto st = s->GetStatus("john.doe@example.org");
+    ASSERT_TRUE(st.ok()) << st.error();
+    ASSERT_EQ(st->events.size(), 2u);
+    EXPECT_EQ(st->events[0].event.result.recipient, "\"John.Doe\"@example.org");
+    EXPECT_EQ(st->events[1].event.result.recipient, "john.doe@example.org");
+    auto delivered = s->GetStatus("quoted.only@example.org");
+    ASSERT_TRUE(delivered.ok()) << delivered.error();
+    ASSERT_EQ(delivered->events.size(), 1u);
+    EXPECT_EQ(delivered->events[0].event.result.recipient, "\"quoted.only\"@example.org");
+  }
+}
+
 TEST(StoreMigrationTest, StatusStateIsTheFoldOfTheRecipientsEvents) {
   // first_seen / last_* / events are derived from the events when read; they must equal what
   // the policy's fold (storage/policy.cc) computes over the same events in commit order.
