@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <string_view>
 
+#include "classifier/text.h"
 #include "common/status.h"
 #include "daemon/base64.h"
 #include "daemon/ctl/commands.h"
@@ -442,8 +444,27 @@ constexpr size_t kImportPartBytes = 1024 * 1024;
 // Room for the rest of a part's request: {"cmd":"import","data":"","more":true,"part":N}.
 constexpr size_t kImportPartOverhead = 128;
 
+// Where the first byte of `text` that is not well-formed UTF-8 is, or npos.
+size_t FirstInvalidUtf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  for (size_t i = 0; i < text.size();) {
+    if (p[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = Utf8SequenceLength(p + i, text.size() - i);
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
 // Sends an import in parts of whole lines, each request under bounced's max_request_bytes; the
 // file is read as it is sent. bounced joins the parts and imports all or nothing at the end.
+// The file must be UTF-8: a request is JSON, which would carry other bytes only as U+FFFD, and
+// "m\xfcller@example.de" stored as "m\uFFFDller@example.de" is another address. So a byte
+// that is not UTF-8 ends the import before its part is sent (bounced drops the parts it has:
+// nothing is imported), naming its line.
 void StreamImport(Context& ctx, const std::string& file, const std::string& format,
                   const std::string& reason) {
   std::FILE* in = file == "-" ? stdin : std::fopen(file.c_str(), "rb");
@@ -485,6 +506,7 @@ void StreamImport(Context& ctx, const std::string& file, const std::string& form
 
   std::string pending;  // read from the file, not sent yet
   bool eof = false;
+  int64_t lines_sent = 0;  // line ends in the parts sent so far
   for (int64_t part = 1;; ++part) {
     // Read up to `budget` raw bytes: they never escape to less than that.
     while (!eof && pending.size() < budget) {
@@ -518,10 +540,19 @@ void StreamImport(Context& ctx, const std::string& file, const std::string& form
         if (cut == 0) cut = fit;
       }
     }
-    json part_req{{"cmd", "import"},
-                  {"part", part},
-                  {"more", !last},
-                  {"data", std::string_view(pending).substr(0, cut)}};
+    std::string_view data = std::string_view(pending).substr(0, cut);
+    if (size_t bad = FirstInvalidUtf8(data); bad != std::string_view::npos) {
+      std::string_view before = data.substr(0, bad);
+      int64_t line = lines_sent + std::count(before.begin(), before.end(), '\n') + 1;
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(data[bad]));
+      return PrintFailure(ctx, "import",
+                          file + " line " + std::to_string(line) + ": byte " + byte +
+                              " is not UTF-8 (convert the file first, e.g. iconv -f LATIN1 -t "
+                              "UTF-8); nothing imported");
+    }
+    lines_sent += std::count(data.begin(), data.end(), '\n');
+    json part_req{{"cmd", "import"}, {"part", part}, {"more", !last}, {"data", data}};
     if (!c.Send(part_req, &error) || !c.Receive(&reply, &error)) {
       return PrintFailure(ctx, "import", error + "; nothing imported");
     }

@@ -356,6 +356,27 @@ TEST(DaemonProcess, ImportIsAllOrNothingWithLineNumbersAndExportRoundTrips) {
   EXPECT_NE(out.find("2 suppressed"), std::string::npos) << out;
 }
 
+// A file that is not UTF-8 (Latin-1 here) is refused with its line, and nothing is imported:
+// the bytes would otherwise reach bounced as U+FFFD, a different address.
+TEST(DaemonProcess, ImportRefusesAFileThatIsNotUtf8) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  std::ofstream(dir / "latin1.csv") << "address,reason\nok1@example.com,list\n"
+                                       "m\xfcller@example.de,Kunde w\xfcnscht keine Post\n";
+  int rc = -1;
+  std::string out = d.Ctl("import " + dir / "latin1.csv", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("line 3: byte 0xFC is not UTF-8"), std::string::npos) << out;
+  EXPECT_EQ(d.Ctl("--json list", &rc), "[]\n");
+  std::ofstream(dir / "utf8.csv") << "address,reason\nm\xc3\xbcller@example.de,Kunde\n";
+  out = d.Ctl("import " + dir / "utf8.csv", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  json list = json::parse(d.Ctl("--json list", &rc));
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["address"], "m\xc3\xbcller@example.de");
+}
+
 // ingest-dsn over a saved mailbox and a Maildir: each bounce is recorded at its own Date (a
 // hard bounce of 1 October suppresses since 1 October), a message that is no bounce (or empty) is
 // named and counted (exit 1) and the run goes on, and feeding the same mailbox again records
