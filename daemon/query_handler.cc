@@ -9,6 +9,7 @@
 
 #include <charconv>
 #include <ctime>
+#include <limits>
 #include <vector>
 
 #include "classifier/dsn_parser.h"
@@ -71,26 +72,46 @@ bool BoolField(const json& req, const char* key) {
   return it->get<bool>();
 }
 
-// "7d", "12h", "30m", "90s" -> seconds; nullopt when not of that form.
-std::optional<int64_t> RelativeSeconds(std::string_view s) {
+// Spans ("30d") and expiry dates reach at most this far: more is a typo or a number that would
+// overflow, and an expiry that should not end is "never".
+constexpr int64_t kMaxSpanSeconds = int64_t{36525} * 86400;  // 100 years
+constexpr const char* kMaxSpanText = "100 years";
+
+// "7d", "12h", "30m", "90s", "2w" -> seconds; nullopt when not of that form. A span longer than
+// kMaxSpanSeconds is refused (checked before multiplying, so it cannot overflow).
+std::optional<int64_t> RelativeSeconds(std::string_view s, const char* key) {
   if (s.size() < 2) return std::nullopt;
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size() - 1, v);
-  if (ec != std::errc() || p != s.data() + s.size() - 1 || v < 0) return std::nullopt;
+  int64_t unit = 0;
   switch (s.back()) {
     case 's':
-      return v;
+      unit = 1;
+      break;
     case 'm':
-      return v * 60;
+      unit = 60;
+      break;
     case 'h':
-      return v * 3600;
+      unit = 3600;
+      break;
     case 'd':
-      return v * 86400;
+      unit = 86400;
+      break;
     case 'w':
-      return v * 7 * 86400;
+      unit = 7 * 86400;
+      break;
     default:
       return std::nullopt;
   }
+  const char* end = s.data() + s.size() - 1;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (p != end || (ec != std::errc() && ec != std::errc::result_out_of_range) || v < 0) {
+    return std::nullopt;
+  }
+  if (ec == std::errc::result_out_of_range || v > kMaxSpanSeconds / unit) {
+    throw RequestError{std::string("\"") + key + "\": the span " + Printable(s, 40) +
+                       " is longer than " + kMaxSpanText};
+  }
+  return v * unit;
 }
 
 // "2026-11-29" or "2026-11-29T17:09:53Z" (UTC) -> unix seconds.
@@ -112,25 +133,49 @@ int64_t SinceField(const json& req, const char* key) {
   if (it->is_number_integer()) return it->get<int64_t>();
   if (it->is_string()) {
     std::string s = it->get<std::string>();
-    if (auto rel = RelativeSeconds(s)) return static_cast<int64_t>(std::time(nullptr)) - *rel;
+    if (auto rel = RelativeSeconds(s, key)) return static_cast<int64_t>(std::time(nullptr)) - *rel;
     if (auto abs = ParseUtcTime(s)) return *abs;
   }
   throw RequestError{std::string("\"") + key +
                      "\" must be unix seconds, a date like 2026-11-01 or a span like 7d"};
 }
 
-// `expires`: unix seconds, an RFC 3339 UTC date/time, or a span from now ("30d"); 0 = never.
+// `expires`: unix seconds, an RFC 3339 UTC date/time, or a span from now ("30d"); 0 or "never" =
+// never. Anything else must lie in the future (a past expiry would store a suppression that
+// never applies) and at most kMaxSpanSeconds ahead.
 int64_t ExpiresField(const json& req) {
   auto it = req.find("expires");
   if (it == req.end() || it->is_null()) return 0;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_string()) {
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  std::optional<int64_t> expires;
+  constexpr int64_t kFarthest = std::numeric_limits<int64_t>::max();
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(kFarthest)) {
+    expires = kFarthest;  // refused below as too far ahead
+  } else if (it->is_number_integer()) {
+    expires = it->get<int64_t>();
+    if (*expires == 0) return 0;
+  } else if (it->is_string()) {
     std::string s = it->get<std::string>();
     if (s == "never") return 0;
-    if (auto rel = RelativeSeconds(s)) return static_cast<int64_t>(std::time(nullptr)) + *rel;
-    if (auto abs = ParseUtcTime(s)) return *abs;
+    if (auto rel = RelativeSeconds(s, "expires")) {
+      expires = now + *rel;
+    } else {
+      expires = ParseUtcTime(s);
+    }
   }
-  throw RequestError{"\"expires\" must be unix seconds, a date, a span like 30d, or \"never\""};
+  if (!expires) {
+    throw RequestError{"\"expires\" must be unix seconds, a date, a span like 30d, or \"never\""};
+  }
+  std::string given = Printable(it->is_string() ? it->get<std::string>() : it->dump(), 40);
+  if (*expires <= now) {
+    throw RequestError{"\"expires\": " + given + " is not in the future (now is " +
+                       FormatTime(now) + "); nothing changed"};
+  }
+  if (*expires - now > kMaxSpanSeconds) {
+    throw RequestError{"\"expires\": " + given + " is more than " + kMaxSpanText +
+                       " ahead; use \"never\" for a suppression without end"};
+  }
+  return *expires;
 }
 
 ListFilter FilterFrom(const json& req) {

@@ -28,7 +28,8 @@
 //                                                                  Message-ID + recipient)
 //   reload                                                 write  (config and rules)
 // `since` is unix seconds, an RFC 3339 date/time, or a relative "7d" / "12h"; `expires` is unix
-// seconds or a relative "30d".
+// seconds, a date, a relative "30d" or "never" (also 0): it must lie in the future and at most
+// 100 years ahead (spans too: "since" 200y is refused), else the request is refused.
 //
 // Streamed export ({"cmd":"export","stream":true,...}): the reply is several lines,
 //   {"ok": true, "more": true, "data": "lines..."}      each about 64 KiB of whole lines, as

@@ -328,6 +328,30 @@ TEST(DaemonProcess, WriteCommandsNeedRootOrTheGroupAndAreAudited) {
   EXPECT_TRUE(d.Alive());
 }
 
+TEST(DaemonProcess, SuppressRefusesAnExpiryThatOverflowsOrHasPassed) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int rc = -1;
+  std::string out = d.Ctl("suppress far@example.com --reason test --expires 999999999999999d", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("longer than 100 years"), std::string::npos) << out;
+  out = d.Ctl("suppress past@example.com --reason test --expires 2020-01-01", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("2020-01-01 is not in the future"), std::string::npos) << out;
+  for (const char* address : {"far@example.com", "past@example.com"}) {
+    json s = json::parse(d.Ctl(std::string("--json status ") + address, &rc));
+    EXPECT_FALSE(s["suppressed"]) << s;
+    EXPECT_TRUE(s["suppression"].is_null()) << s;  // nothing stored, not even expired
+  }
+  out = d.Ctl("suppress soon@example.com --reason test --expires 30d", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("soon@example.com suppressed (test), expires "), std::string::npos) << out;
+  EXPECT_EQ(
+      SocketmapAsk(d.socketmap_socket(), "recipient_access soon@example.com").rfind("OK 550", 0),
+      0u);
+}
+
 TEST(DaemonProcess, ImportIsAllOrNothingWithLineNumbersAndExportRoundTrips) {
   TempDir dir;
   BouncedProcess d(dir);
