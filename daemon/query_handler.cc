@@ -454,8 +454,9 @@ void RequireWrite(const PeerCred& peer, bool peer_may_write, const std::string& 
                      std::to_string(peer.uid)};
 }
 
-// Export data goes out in pieces of about this many bytes of lines (one reply line each).
-constexpr size_t kExportPieceBytes = 64 * 1024;
+// Streamed replies go out in pieces of about this many bytes (a streamed export: one reply
+// line per piece; a list or a whole export: pieces of one long reply line).
+constexpr size_t kStreamPieceBytes = 64 * 1024;
 
 // Streams an export: {"ok":true,"more":true,"data":"lines"} per piece as Store::Export reads
 // them, then {"ok":true,"result":{"format","count"}} (or {"ok":false,...} when the store fails
@@ -479,7 +480,7 @@ std::shared_ptr<ReplyStream> StartExport(std::shared_ptr<Store> store, ExportFor
       st = store->Export(format, filter, [&](std::string_view line) {
         piece.append(line);
         ++lines;
-        return piece.size() < kExportPieceBytes || send();
+        return piece.size() < kStreamPieceBytes || send();
       });
     } catch (const std::exception& e) {
       st = Status::Error(std::string("internal error: ") + e.what());
@@ -494,6 +495,106 @@ std::shared_ptr<ReplyStream> StartExport(std::shared_ptr<Store> store, ExportFor
     return ReplyLine(
         Ok(json{{"format", format == ExportFormat::kCsv ? "csv" : "jsonl"}, {"count", count}}));
   });
+}
+
+// One reply line written in pieces as a producer makes it (a list or an export of any size,
+// in bounded memory). The result comes first and "ok" last: a store that fails midway still
+// ends the line as valid JSON, {"result": <what was read>, "ok": false, "error": "..."}; one that
+// fails before the first piece left gets the usual {"ok": false, "error"} line.
+class PiecewiseReply {
+ public:
+  explicit PiecewiseReply(const WorkerStream::Emit& emit) : emit_(emit), piece_("{\"result\":") {}
+
+  // Adds reply text; false once the client is gone (the producer should stop).
+  bool Append(std::string_view text) {
+    if (gone_) return false;
+    piece_.append(text);
+    if (piece_.size() < kStreamPieceBytes) return true;
+    started_ = true;
+    gone_ = !emit_(std::move(piece_));
+    piece_.clear();
+    return !gone_;
+  }
+  bool gone() const { return gone_; }
+
+  // The last piece: `close` ends the result, then "ok" (and why not).
+  std::string Finish(std::string_view close, const Status& status, std::string_view what) {
+    if (!status.ok()) {
+      spdlog::warn("query: {} failed{}: {}", what, started_ ? " midway" : "", status.message());
+      if (!started_) return ReplyLine(Fail(status.message()));
+    }
+    piece_.append(close);
+    if (status.ok()) {
+      piece_.append(",\"ok\":true}\n");
+    } else {
+      piece_.append(",\"ok\":false,\"error\":");
+      piece_.append(
+          json(std::string(what) + " failed midway, the result is incomplete: " + status.message())
+              .dump(-1, ' ', false, json::error_handler_t::replace));
+      piece_.append("}\n");
+    }
+    return std::move(piece_);
+  }
+
+ private:
+  const WorkerStream::Emit& emit_;
+  std::string piece_;
+  bool started_ = false;  // a piece has gone to the client
+  bool gone_ = false;
+};
+
+// Runs `produce` (which fills a PiecewiseReply and returns the store's status), turning an
+// exception into an error status.
+Status ProduceSafely(const std::function<Status()>& produce) {
+  try {
+    return produce();
+  } catch (const std::exception& e) {
+    return Status::Error(std::string("internal error: ") + e.what());
+  }
+}
+
+// `list` as one reply line, {"result":[suppression, ...],"ok":true}, written as SQLite reads it.
+std::shared_ptr<ReplyStream> StartList(std::shared_ptr<Store> store, ListFilter filter) {
+  return std::make_shared<WorkerStream>(
+      [store = std::move(store), filter = std::move(filter)](const WorkerStream::Emit& emit) {
+        PiecewiseReply reply(emit);
+        reply.Append("[");
+        bool first = true;
+        Status st = ProduceSafely([&] {
+          return store->List(filter, [&](const Suppression& s) {
+            if (!first) reply.Append(",");
+            first = false;
+            return reply.Append(ToJson(s).dump(-1, ' ', false, json::error_handler_t::replace));
+          });
+        });
+        if (reply.gone()) return std::string();
+        return reply.Finish("]", st, "list");
+      });
+}
+
+// `export` without "stream" as one reply line, {"result":{"format","data","count"},"ok":true},
+// written as SQLite reads it (the data's lines are escaped one by one).
+std::shared_ptr<ReplyStream> StartWholeExport(std::shared_ptr<Store> store, ExportFormat format,
+                                              ListFilter filter) {
+  return std::make_shared<WorkerStream>(
+      [store = std::move(store), format,
+       filter = std::move(filter)](const WorkerStream::Emit& emit) {
+        PiecewiseReply reply(emit);
+        reply.Append(format == ExportFormat::kCsv ? "{\"format\":\"csv\",\"data\":\""
+                                                  : "{\"format\":\"jsonl\",\"data\":\"");
+        size_t lines = 0;
+        Status st = ProduceSafely([&] {
+          return store->Export(format, filter, [&](std::string_view line) {
+            ++lines;
+            std::string quoted =
+                json(std::string(line)).dump(-1, ' ', false, json::error_handler_t::replace);
+            return reply.Append(std::string_view(quoted).substr(1, quoted.size() - 2));
+          });
+        });
+        if (reply.gone()) return std::string();
+        size_t count = format == ExportFormat::kCsv && lines > 0 ? lines - 1 : lines;
+        return reply.Finish("\",\"count\":" + std::to_string(count) + "}", st, "export");
+      });
 }
 
 // An import sent in parts, held until its last part (then committed all or nothing).
@@ -521,12 +622,13 @@ class QuerySession : public Session {
     }
   }
 
-  // Answers each complete line in `buffer_`; stops after a request answered by a stream (the
-  // connection writes it, then calls again with no bytes for the requests after it).
+  // Answers the complete lines in `buffer_`; stops after a request answered by a stream, or once
+  // the reply holds kMaxPendingReplyBytes (the connection writes it, then calls again with no
+  // bytes for the requests after it, see HasPendingRequests).
   bool OnData(std::string_view bytes, std::string* reply) override {
     buffer_.append(bytes);
     size_t start = 0;
-    while (!stream_) {
+    while (!stream_ && reply->size() < kMaxPendingReplyBytes) {
       size_t nl = buffer_.find('\n', scanned_);
       size_t end = nl == std::string::npos ? buffer_.size() : nl;
       if (end - start > max_request_bytes_) {
@@ -553,6 +655,10 @@ class QuerySession : public Session {
 
   std::shared_ptr<ReplyStream> TakeStream() override { return std::move(stream_); }
 
+  bool HasPendingRequests() const override {
+    return buffer_.find('\n', scanned_) != std::string::npos;
+  }
+
  private:
   void Handle(std::string_view line, std::string* reply) {
     json request;
@@ -574,10 +680,18 @@ class QuerySession : public Session {
         if (json r = ImportPart(request); !r.is_null()) reply->append(ReplyLine(r));
         return;
       }
-      if (cmd == "export" && BoolField(request, "stream")) {
+      // Replies as large as the list: written as they are read, never held whole.
+      if (cmd == "list") {
+        ListFilter f = FilterFrom(request);
+        stream_ = StartList(RequireStore(services_), std::move(f));
+        return;
+      }
+      if (cmd == "export") {
         ListFilter f = FilterFrom(request);
         ExportFormat format = FormatFrom(request);
-        stream_ = StartExport(RequireStore(services_), format, std::move(f));
+        stream_ = BoolField(request, "stream")
+                      ? StartExport(RequireStore(services_), format, std::move(f))
+                      : StartWholeExport(RequireStore(services_), format, std::move(f));
         return;
       }
     } catch (const RequestError& e) {

@@ -92,6 +92,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
             self->timer_.cancel();
             return;
           }
+          // A large reply's memory goes back once written: a connection that stays open for
+          // small requests keeps little.
+          if (self->reply_.capacity() > kReadChunkBytes) std::string().swap(self->reply_);
           self->AfterWrite(keep);
         });
   }
@@ -99,9 +102,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AfterWrite(bool keep) {
     if (!keep) return Close();
     stream_ = session_->TakeStream();
-    if (!stream_) return Read();
-    streams_->Add(stream_);
-    NextPiece();
+    if (stream_) {
+      streams_->Add(stream_);
+      return NextPiece();
+    }
+    if (session_->HasPendingRequests()) return AnswerPending();
+    Read();
+  }
+
+  // Requests the session received earlier but has not answered yet, before reading more. The
+  // client took the previous reply: it is not idle.
+  void AnswerPending() {
+    ArmTimer();
+    reply_.clear();
+    bool keep = session_->OnData({}, &reply_);
+    WriteThen(keep);
   }
 
   // Waits for the producer: that is not the client idling, so the idle timer rests meanwhile.
@@ -132,10 +147,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           }
           if (!last) return self->NextPiece();
           self->EndStream();
-          // Requests the client sent while the stream was written.
-          self->reply_.clear();
-          bool keep = self->session_->OnData({}, &self->reply_);
-          self->WriteThen(keep);
+          self->AfterWrite(true);
         });
   }
 

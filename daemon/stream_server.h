@@ -14,8 +14,8 @@
 //
 // Thread safety: handlers of one connection run one at a time (a strand each); several
 // connections may be served at once when the io_context runs on several threads. A reply that
-// takes long (a ReplyStream: an export, an import's commit) is produced on its own thread and
-// written piece by piece, the next piece only once the client has taken the previous one.
+// takes long (a ReplyStream: a list, an export, an import's commit) is produced on its own thread
+// and written piece by piece, the next piece only once the client has taken the previous one.
 #pragma once
 
 #include <sys/types.h>
@@ -96,14 +96,18 @@ class WorkerStream : public ReplyStream {
 
 // The conversation on one connection. OnData gets the bytes as they arrive and appends what to
 // send back to *reply; returning false closes the connection once the reply is written.
-// After the reply is written the connection calls TakeStream: a stream it gets is written out
-// (no requests are read meanwhile), then OnData is called with no new bytes, so the session
-// goes on with requests it had already received and kept.
+// After the reply is written the connection calls TakeStream: a stream it gets is written out.
+// Then, while HasPendingRequests says the session still holds requests it has not answered
+// (it stopped at a stream, or because its reply had grown large), OnData is called with no new
+// bytes; only then are more bytes read. Nothing is read while a reply or a stream is being
+// written, so a client that sends requests but does not read the replies stops being read from
+// once the socket buffers are full, and the replies it is owed wait as requests, not as memory.
 class Session {
  public:
   virtual ~Session() = default;
   virtual bool OnData(std::string_view bytes, std::string* reply) = 0;
   virtual std::shared_ptr<ReplyStream> TakeStream() { return nullptr; }
+  virtual bool HasPendingRequests() const { return false; }
 };
 
 struct StreamServerOptions {

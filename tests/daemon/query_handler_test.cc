@@ -1,6 +1,8 @@
-// query_handler_test.cc: the query socket's requests answered in process (HandleQuery) over a
-// real Store (SQLite in a temp directory): `expires` and `since` values that would overflow, lie
-// in the past or too far ahead are refused with a clear error and change nothing.
+// query_handler_test.cc: the query socket's requests answered in process (HandleQuery and the
+// query session) over a real Store (SQLite in a temp directory): `expires` and `since` values
+// that would overflow, lie in the past or too far ahead are refused with a clear error and
+// change nothing; a session given many pipelined requests answers them in order in rounds of
+// about kMaxPendingReplyBytes, holding the rest as requests.
 #include "daemon/query_handler.h"
 
 #include <ctime>
@@ -107,6 +109,55 @@ TEST_F(QueryHandlerTest, RefusesASinceSpanThatWouldOverflow) {
   EXPECT_EQ(Error(r), "\"since\": the span 999999999999999d is longer than 100 years") << r;
   r = Ask({{"cmd", "list"}, {"since", "7d"}});
   EXPECT_TRUE(r["ok"]) << r;
+}
+
+TEST_F(QueryHandlerTest, SessionStopsAnsweringOnceItsPendingReplyReachesTheBound) {
+  // An allowlist reply of about 40 KiB for a request of 20 bytes.
+  std::shared_ptr<Store> store = services_.store();
+  for (int i = 0; i < 200; ++i) {
+    auto a = store->Allow(
+        "allowed" + std::to_string(i) + "@example.com",
+        Actor{0, "a reason long enough to make each entry weigh " + std::string(100, 'x')});
+    ASSERT_TRUE(a.ok()) << a.error();
+  }
+  const size_t one_reply = ReplyLine(Ask({{"cmd", "allowlist"}})).size();
+  ASSERT_GT(one_reply, 30u * 1024);
+  const int n = 100;  // about four times the bound in replies
+  std::string requests;
+  for (int i = 0; i < n; ++i) requests += "{\"cmd\":\"allowlist\"}\n";
+  requests += json{{"cmd", "lookup"}, {"address", "last@example.com"}}.dump() + "\n";
+
+  std::unique_ptr<Session> session = MakeQuerySession(services_, root_, 1 << 20, "");
+  std::string reply;
+  ASSERT_TRUE(session->OnData(requests, &reply));
+  EXPECT_GE(reply.size(), kMaxPendingReplyBytes);
+  EXPECT_LT(reply.size(), kMaxPendingReplyBytes + one_reply);
+  EXPECT_TRUE(session->HasPendingRequests());
+  // The connection writes that, then asks for the rest: every request answered, in order.
+  std::string all = reply;
+  int rounds = 1;
+  while (session->HasPendingRequests()) {
+    reply.clear();
+    ASSERT_TRUE(session->OnData({}, &reply));
+    ASSERT_FALSE(reply.empty());
+    EXPECT_LT(reply.size(), kMaxPendingReplyBytes + one_reply);
+    all += reply;
+    ASSERT_LT(++rounds, 10);
+  }
+  EXPECT_GE(rounds, 4);
+  std::istringstream lines(all);
+  std::string line;
+  int answered = 0;
+  while (std::getline(lines, line)) {
+    json r = json::parse(line);
+    ASSERT_TRUE(r["ok"]) << line.substr(0, 200);
+    if (++answered <= n) {
+      EXPECT_EQ(r["result"].size(), 200u);
+    } else {
+      EXPECT_EQ(r["result"]["address"], "last@example.com");
+    }
+  }
+  EXPECT_EQ(answered, n + 1);
 }
 
 }  // namespace
