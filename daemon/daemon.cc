@@ -79,6 +79,8 @@ struct Daemon::Impl {
     services.health_details = [this] { return HealthDetails(); };
   }
 
+  ~Impl() { StopSocketmap(); }
+
   bool OpenStore() {
     StoreOptions so;
     so.path = config.storage.path;
@@ -171,12 +173,13 @@ struct Daemon::Impl {
       m.max_connections = config.socketmap.max_connections;
       m.idle_timeout = config.socketmap.idle_timeout;
       m.busy_reply = EncodeNetstring("TEMP too many connections");
-      auto ms = StreamServer::Listen(io, m, [this](const PeerCred&) {
+      auto ms = StreamServer::Listen(socketmap_io, m, [this](const PeerCred&) {
         return MakeSocketmapSession(services, services.config().socketmap, socketmap_stats);
       });
       if (!ms) return ms.status();
       socketmap = std::move(*ms);
       socketmap->Start();
+      socketmap_thread = std::thread([this] { socketmap_io.run(); });
       spdlog::info("socketmap: listening on {} (maps recipient_access, transport)",
                    config.socketmap.socket);
     }
@@ -284,12 +287,19 @@ struct Daemon::Impl {
     sd_notify(0, "STOPPING=1");
     input->Stop();
     if (query) query->Stop();
-    if (socketmap) socketmap->Stop();
+    StopSocketmap();
     store_retry.cancel();
     watchdog.cancel();
     alert_tick.cancel();
     if (signals) signals->cancel();
     io.stop();
+  }
+
+  // Stops the socketmap's thread, then its server (the acceptor is its thread's to use).
+  void StopSocketmap() {
+    socketmap_io.stop();
+    if (socketmap_thread.joinable()) socketmap_thread.join();
+    if (socketmap) socketmap->Stop();
   }
 
   void ArmWatchdog(std::chrono::microseconds interval) {
@@ -350,6 +360,7 @@ struct Daemon::Impl {
     for (int i = 1; i < options.io_threads; ++i) extra.emplace_back([this] { io.run(); });
     io.run();
     for (auto& t : extra) t.join();
+    StopSocketmap();  // when io.run() ended otherwise than by Shutdown
     // Shutdown: the input commits what it read, then the milter detaches, then the writer drains.
     input->Stop();
     if (input_thread.joinable()) input_thread.join();
@@ -367,6 +378,11 @@ struct Daemon::Impl {
   DaemonOptions options;
   Services services;
   boost::asio::io_context io;
+  // The socketmap's own (see daemon.h); kept running while it has no connection.
+  boost::asio::io_context socketmap_io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> socketmap_work =
+      boost::asio::make_work_guard(socketmap_io);
+  std::thread socketmap_thread;
   boost::asio::steady_timer store_retry;
   boost::asio::steady_timer watchdog;
   boost::asio::steady_timer alert_tick;

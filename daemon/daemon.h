@@ -10,6 +10,12 @@
 // Storage that cannot be opened is retried every few seconds while the sockets answer
 // "unavailable" (socketmap: TEMP), so a full or locked disk never takes Postfix's lookups down
 // with an error the admin cannot see.
+//
+// Threads: the Postfix socketmap has an io_context and a thread of its own. Its lookups read
+// the in-memory view only, while query commands wait for SQLite and the writer (a database
+// locked by another process, a long list): on shared threads a few query clients could hold up
+// every Postfix lookup. The query socket, timers and signals share io_threads threads; the log
+// input, the storage writer and the milter have their own.
 #pragma once
 
 #include <memory>
@@ -24,7 +30,7 @@ struct DaemonOptions {
   std::string config_path = kDefaultConfigPath;
   // Read the input to its end, commit, exit (no sockets, no milter).
   bool once = false;
-  // Threads serving the query socket and the socketmap.
+  // Threads serving the query socket (the socketmap has one of its own).
   int io_threads = 2;
 };
 

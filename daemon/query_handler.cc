@@ -9,6 +9,7 @@
 
 #include <charconv>
 #include <ctime>
+#include <limits>
 #include <vector>
 
 #include "classifier/dsn_parser.h"
@@ -71,26 +72,46 @@ bool BoolField(const json& req, const char* key) {
   return it->get<bool>();
 }
 
-// "7d", "12h", "30m", "90s" -> seconds; nullopt when not of that form.
-std::optional<int64_t> RelativeSeconds(std::string_view s) {
+// Spans ("30d") and expiry dates reach at most this far: more is a typo or a number that would
+// overflow, and an expiry that should not end is "never".
+constexpr int64_t kMaxSpanSeconds = int64_t{36525} * 86400;  // 100 years
+constexpr const char* kMaxSpanText = "100 years";
+
+// "7d", "12h", "30m", "90s", "2w" -> seconds; nullopt when not of that form. A span longer than
+// kMaxSpanSeconds is refused (checked before multiplying, so it cannot overflow).
+std::optional<int64_t> RelativeSeconds(std::string_view s, const char* key) {
   if (s.size() < 2) return std::nullopt;
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size() - 1, v);
-  if (ec != std::errc() || p != s.data() + s.size() - 1 || v < 0) return std::nullopt;
+  int64_t unit = 0;
   switch (s.back()) {
     case 's':
-      return v;
+      unit = 1;
+      break;
     case 'm':
-      return v * 60;
+      unit = 60;
+      break;
     case 'h':
-      return v * 3600;
+      unit = 3600;
+      break;
     case 'd':
-      return v * 86400;
+      unit = 86400;
+      break;
     case 'w':
-      return v * 7 * 86400;
+      unit = 7 * 86400;
+      break;
     default:
       return std::nullopt;
   }
+  const char* end = s.data() + s.size() - 1;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (p != end || (ec != std::errc() && ec != std::errc::result_out_of_range) || v < 0) {
+    return std::nullopt;
+  }
+  if (ec == std::errc::result_out_of_range || v > kMaxSpanSeconds / unit) {
+    throw RequestError{std::string("\"") + key + "\": the span " + Printable(s, 40) +
+                       " is longer than " + kMaxSpanText};
+  }
+  return v * unit;
 }
 
 // "2026-11-29" or "2026-11-29T17:09:53Z" (UTC) -> unix seconds.
@@ -112,25 +133,49 @@ int64_t SinceField(const json& req, const char* key) {
   if (it->is_number_integer()) return it->get<int64_t>();
   if (it->is_string()) {
     std::string s = it->get<std::string>();
-    if (auto rel = RelativeSeconds(s)) return static_cast<int64_t>(std::time(nullptr)) - *rel;
+    if (auto rel = RelativeSeconds(s, key)) return static_cast<int64_t>(std::time(nullptr)) - *rel;
     if (auto abs = ParseUtcTime(s)) return *abs;
   }
   throw RequestError{std::string("\"") + key +
                      "\" must be unix seconds, a date like 2026-11-01 or a span like 7d"};
 }
 
-// `expires`: unix seconds, an RFC 3339 UTC date/time, or a span from now ("30d"); 0 = never.
+// `expires`: unix seconds, an RFC 3339 UTC date/time, or a span from now ("30d"); 0 or "never" =
+// never. Anything else must lie in the future (a past expiry would store a suppression that
+// never applies) and at most kMaxSpanSeconds ahead.
 int64_t ExpiresField(const json& req) {
   auto it = req.find("expires");
   if (it == req.end() || it->is_null()) return 0;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_string()) {
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  std::optional<int64_t> expires;
+  constexpr int64_t kFarthest = std::numeric_limits<int64_t>::max();
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(kFarthest)) {
+    expires = kFarthest;  // refused below as too far ahead
+  } else if (it->is_number_integer()) {
+    expires = it->get<int64_t>();
+    if (*expires == 0) return 0;
+  } else if (it->is_string()) {
     std::string s = it->get<std::string>();
     if (s == "never") return 0;
-    if (auto rel = RelativeSeconds(s)) return static_cast<int64_t>(std::time(nullptr)) + *rel;
-    if (auto abs = ParseUtcTime(s)) return *abs;
+    if (auto rel = RelativeSeconds(s, "expires")) {
+      expires = now + *rel;
+    } else {
+      expires = ParseUtcTime(s);
+    }
   }
-  throw RequestError{"\"expires\" must be unix seconds, a date, a span like 30d, or \"never\""};
+  if (!expires) {
+    throw RequestError{"\"expires\" must be unix seconds, a date, a span like 30d, or \"never\""};
+  }
+  std::string given = Printable(it->is_string() ? it->get<std::string>() : it->dump(), 40);
+  if (*expires <= now) {
+    throw RequestError{"\"expires\": " + given + " is not in the future (now is " +
+                       FormatTime(now) + "); nothing changed"};
+  }
+  if (*expires - now > kMaxSpanSeconds) {
+    throw RequestError{"\"expires\": " + given + " is more than " + kMaxSpanText +
+                       " ahead; use \"never\" for a suppression without end"};
+  }
+  return *expires;
 }
 
 ListFilter FilterFrom(const json& req) {
@@ -409,8 +454,9 @@ void RequireWrite(const PeerCred& peer, bool peer_may_write, const std::string& 
                      std::to_string(peer.uid)};
 }
 
-// Export data goes out in pieces of about this many bytes of lines (one reply line each).
-constexpr size_t kExportPieceBytes = 64 * 1024;
+// Streamed replies go out in pieces of about this many bytes (a streamed export: one reply
+// line per piece; a list or a whole export: pieces of one long reply line).
+constexpr size_t kStreamPieceBytes = 64 * 1024;
 
 // Streams an export: {"ok":true,"more":true,"data":"lines"} per piece as Store::Export reads
 // them, then {"ok":true,"result":{"format","count"}} (or {"ok":false,...} when the store fails
@@ -434,7 +480,7 @@ std::shared_ptr<ReplyStream> StartExport(std::shared_ptr<Store> store, ExportFor
       st = store->Export(format, filter, [&](std::string_view line) {
         piece.append(line);
         ++lines;
-        return piece.size() < kExportPieceBytes || send();
+        return piece.size() < kStreamPieceBytes || send();
       });
     } catch (const std::exception& e) {
       st = Status::Error(std::string("internal error: ") + e.what());
@@ -449,6 +495,106 @@ std::shared_ptr<ReplyStream> StartExport(std::shared_ptr<Store> store, ExportFor
     return ReplyLine(
         Ok(json{{"format", format == ExportFormat::kCsv ? "csv" : "jsonl"}, {"count", count}}));
   });
+}
+
+// One reply line written in pieces as a producer makes it (a list or an export of any size,
+// in bounded memory). The result comes first and "ok" last: a store that fails midway still
+// ends the line as valid JSON, {"result": <what was read>, "ok": false, "error": "..."}; one that
+// fails before the first piece left gets the usual {"ok": false, "error"} line.
+class PiecewiseReply {
+ public:
+  explicit PiecewiseReply(const WorkerStream::Emit& emit) : emit_(emit), piece_("{\"result\":") {}
+
+  // Adds reply text; false once the client is gone (the producer should stop).
+  bool Append(std::string_view text) {
+    if (gone_) return false;
+    piece_.append(text);
+    if (piece_.size() < kStreamPieceBytes) return true;
+    started_ = true;
+    gone_ = !emit_(std::move(piece_));
+    piece_.clear();
+    return !gone_;
+  }
+  bool gone() const { return gone_; }
+
+  // The last piece: `close` ends the result, then "ok" (and why not).
+  std::string Finish(std::string_view close, const Status& status, std::string_view what) {
+    if (!status.ok()) {
+      spdlog::warn("query: {} failed{}: {}", what, started_ ? " midway" : "", status.message());
+      if (!started_) return ReplyLine(Fail(status.message()));
+    }
+    piece_.append(close);
+    if (status.ok()) {
+      piece_.append(",\"ok\":true}\n");
+    } else {
+      piece_.append(",\"ok\":false,\"error\":");
+      piece_.append(
+          json(std::string(what) + " failed midway, the result is incomplete: " + status.message())
+              .dump(-1, ' ', false, json::error_handler_t::replace));
+      piece_.append("}\n");
+    }
+    return std::move(piece_);
+  }
+
+ private:
+  const WorkerStream::Emit& emit_;
+  std::string piece_;
+  bool started_ = false;  // a piece has gone to the client
+  bool gone_ = false;
+};
+
+// Runs `produce` (which fills a PiecewiseReply and returns the store's status), turning an
+// exception into an error status.
+Status ProduceSafely(const std::function<Status()>& produce) {
+  try {
+    return produce();
+  } catch (const std::exception& e) {
+    return Status::Error(std::string("internal error: ") + e.what());
+  }
+}
+
+// `list` as one reply line, {"result":[suppression, ...],"ok":true}, written as SQLite reads it.
+std::shared_ptr<ReplyStream> StartList(std::shared_ptr<Store> store, ListFilter filter) {
+  return std::make_shared<WorkerStream>(
+      [store = std::move(store), filter = std::move(filter)](const WorkerStream::Emit& emit) {
+        PiecewiseReply reply(emit);
+        reply.Append("[");
+        bool first = true;
+        Status st = ProduceSafely([&] {
+          return store->List(filter, [&](const Suppression& s) {
+            if (!first) reply.Append(",");
+            first = false;
+            return reply.Append(ToJson(s).dump(-1, ' ', false, json::error_handler_t::replace));
+          });
+        });
+        if (reply.gone()) return std::string();
+        return reply.Finish("]", st, "list");
+      });
+}
+
+// `export` without "stream" as one reply line, {"result":{"format","data","count"},"ok":true},
+// written as SQLite reads it (the data's lines are escaped one by one).
+std::shared_ptr<ReplyStream> StartWholeExport(std::shared_ptr<Store> store, ExportFormat format,
+                                              ListFilter filter) {
+  return std::make_shared<WorkerStream>(
+      [store = std::move(store), format,
+       filter = std::move(filter)](const WorkerStream::Emit& emit) {
+        PiecewiseReply reply(emit);
+        reply.Append(format == ExportFormat::kCsv ? "{\"format\":\"csv\",\"data\":\""
+                                                  : "{\"format\":\"jsonl\",\"data\":\"");
+        size_t lines = 0;
+        Status st = ProduceSafely([&] {
+          return store->Export(format, filter, [&](std::string_view line) {
+            ++lines;
+            std::string quoted =
+                json(std::string(line)).dump(-1, ' ', false, json::error_handler_t::replace);
+            return reply.Append(std::string_view(quoted).substr(1, quoted.size() - 2));
+          });
+        });
+        if (reply.gone()) return std::string();
+        size_t count = format == ExportFormat::kCsv && lines > 0 ? lines - 1 : lines;
+        return reply.Finish("\",\"count\":" + std::to_string(count) + "}", st, "export");
+      });
 }
 
 // An import sent in parts, held until its last part (then committed all or nothing).
@@ -476,12 +622,13 @@ class QuerySession : public Session {
     }
   }
 
-  // Answers each complete line in `buffer_`; stops after a request answered by a stream (the
-  // connection writes it, then calls again with no bytes for the requests after it).
+  // Answers the complete lines in `buffer_`; stops after a request answered by a stream, or once
+  // the reply holds kMaxPendingReplyBytes (the connection writes it, then calls again with no
+  // bytes for the requests after it, see HasPendingRequests).
   bool OnData(std::string_view bytes, std::string* reply) override {
     buffer_.append(bytes);
     size_t start = 0;
-    while (!stream_) {
+    while (!stream_ && reply->size() < kMaxPendingReplyBytes) {
       size_t nl = buffer_.find('\n', scanned_);
       size_t end = nl == std::string::npos ? buffer_.size() : nl;
       if (end - start > max_request_bytes_) {
@@ -508,6 +655,10 @@ class QuerySession : public Session {
 
   std::shared_ptr<ReplyStream> TakeStream() override { return std::move(stream_); }
 
+  bool HasPendingRequests() const override {
+    return buffer_.find('\n', scanned_) != std::string::npos;
+  }
+
  private:
   void Handle(std::string_view line, std::string* reply) {
     json request;
@@ -529,10 +680,18 @@ class QuerySession : public Session {
         if (json r = ImportPart(request); !r.is_null()) reply->append(ReplyLine(r));
         return;
       }
-      if (cmd == "export" && BoolField(request, "stream")) {
+      // Replies as large as the list: written as they are read, never held whole.
+      if (cmd == "list") {
+        ListFilter f = FilterFrom(request);
+        stream_ = StartList(RequireStore(services_), std::move(f));
+        return;
+      }
+      if (cmd == "export") {
         ListFilter f = FilterFrom(request);
         ExportFormat format = FormatFrom(request);
-        stream_ = StartExport(RequireStore(services_), format, std::move(f));
+        stream_ = BoolField(request, "stream")
+                      ? StartExport(RequireStore(services_), format, std::move(f))
+                      : StartWholeExport(RequireStore(services_), format, std::move(f));
         return;
       }
     } catch (const RequestError& e) {

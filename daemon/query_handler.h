@@ -28,7 +28,8 @@
 //                                                                  Message-ID + recipient)
 //   reload                                                 write  (config and rules)
 // `since` is unix seconds, an RFC 3339 date/time, or a relative "7d" / "12h"; `expires` is unix
-// seconds or a relative "30d".
+// seconds, a date, a relative "30d" or "never" (also 0): it must lie in the future and at most
+// 100 years ahead (spans too: "since" 200y is refused), else the request is refused.
 //
 // Streamed export ({"cmd":"export","stream":true,...}): the reply is several lines,
 //   {"ok": true, "more": true, "data": "lines..."}      each about 64 KiB of whole lines, as
@@ -37,6 +38,17 @@
 //                                                       the store failed midway (data incomplete)
 // The daemon makes the next piece only while the client reads the previous one (memory stays
 // bounded whatever the list's size). Requests sent meanwhile are answered after the last line.
+//
+// `list` and `export` without "stream" are one reply line each, however large, written the
+// same way as SQLite reads the rows: {"result": ..., "ok": true} with "ok" after the result, so
+// that a store failing midway still ends the line as JSON: {"result": <incomplete>, "ok":
+// false, "error": "... failed midway ..."} (a failure before any of it was sent is the usual
+// {"ok": false, "error"}).
+//
+// Pipelined requests are answered in order. Once a connection's unwritten replies reach
+// kMaxPendingReplyBytes, the daemon writes them before it answers the next request, and reads
+// nothing more from a client while its replies wait to be written: a client that sends without
+// reading is left with full socket buffers, not the daemon with its replies.
 //
 // Import in parts: {"cmd":"import","part":N,"more":true,"data":"..."} for N = 0, 1, 2, ... and
 // "more": false (or absent) on the last part; "format", "reason" and, when known, "size" (all
@@ -67,7 +79,11 @@ namespace bounced {
 // 2: streamed export and import in parts (both added; version 1 requests are unchanged).
 inline constexpr int kQueryProtocolVersion = 2;
 
-// Handles one request from `peer`; never throws.
+// Replies a connection holds before they are written (see above); one reply may pass it.
+inline constexpr size_t kMaxPendingReplyBytes = 1024 * 1024;
+
+// Handles one request from `peer`; never throws. A `list` or `export` reply is built whole here
+// (for callers in the process); the query session writes those in pieces instead.
 nlohmann::json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
                            const nlohmann::json& request);
 

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -91,6 +92,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
             self->timer_.cancel();
             return;
           }
+          // A large reply's memory goes back once written: a connection that stays open for
+          // small requests keeps little.
+          if (self->reply_.capacity() > kReadChunkBytes) std::string().swap(self->reply_);
           self->AfterWrite(keep);
         });
   }
@@ -98,9 +102,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AfterWrite(bool keep) {
     if (!keep) return Close();
     stream_ = session_->TakeStream();
-    if (!stream_) return Read();
-    streams_->Add(stream_);
-    NextPiece();
+    if (stream_) {
+      streams_->Add(stream_);
+      return NextPiece();
+    }
+    if (session_->HasPendingRequests()) return AnswerPending();
+    Read();
+  }
+
+  // Requests the session received earlier but has not answered yet, before reading more. The
+  // client took the previous reply: it is not idle.
+  void AnswerPending() {
+    ArmTimer();
+    reply_.clear();
+    bool keep = session_->OnData({}, &reply_);
+    WriteThen(keep);
   }
 
   // Waits for the producer: that is not the client idling, so the idle timer rests meanwhile.
@@ -131,10 +147,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           }
           if (!last) return self->NextPiece();
           self->EndStream();
-          // Requests the client sent while the stream was written.
-          self->reply_.clear();
-          bool keep = self->session_->OnData({}, &self->reply_);
-          self->WriteThen(keep);
+          self->AfterWrite(true);
         });
   }
 
@@ -291,7 +304,8 @@ StreamServer::StreamServer(boost::asio::io_context& io, StreamServerOptions opti
       factory_(std::move(factory)),
       acceptor_(std::move(acceptor)),
       stats_(std::make_shared<StreamServerStats>()),
-      streams_(std::make_shared<StreamRegistry>()) {}
+      streams_(std::make_shared<StreamRegistry>()),
+      accept_retry_(io) {}
 
 StreamServer::~StreamServer() { Stop(); }
 
@@ -301,6 +315,7 @@ void StreamServer::Stop() {
   if (stopped_.exchange(true)) return;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
+  accept_retry_.cancel();
   ::unlink(options_.path.c_str());
   streams_->CancelAll();
 }
@@ -311,9 +326,13 @@ void StreamServer::Accept() {
     if (stopped_) return;
     if (ec) {
       if (ec == boost::asio::error::operation_aborted) return;
-      // EMFILE and friends: log and keep accepting rather than stop serving.
-      spdlog::warn("{} socket: accept failed: {}", options_.name, ec.message());
-      return Accept();
+      return AcceptFailed(ec);
+    }
+    if (accept_backoff_.count() != 0) {
+      spdlog::info("{} socket: accepting again ({} more failed accepts since the last warning)",
+                   options_.name, accept_failures_unlogged_);
+      accept_backoff_ = std::chrono::milliseconds(0);
+      accept_failures_unlogged_ = 0;
     }
     ++stats_->accepted;
     if (stats_->active >= options_.max_connections) {
@@ -334,6 +353,32 @@ void StreamServer::Accept() {
     std::make_shared<Connection>(std::move(socket), factory_(cred), options_.idle_timeout, stats_,
                                  streams_)
         ->Start();
+    Accept();
+  });
+}
+
+void StreamServer::AcceptFailed(const boost::system::error_code& ec) {
+  // A client that went away before it was accepted is that connection's failure: the next one
+  // is taken at once. Anything else (EMFILE and friends) would fail again right away.
+  const bool that_connection_only =
+      ec == boost::asio::error::connection_aborted || ec.value() == EPROTO;
+  if (!that_connection_only) {
+    accept_backoff_ = accept_backoff_.count() == 0 ? kAcceptRetryFirst
+                                                   : std::min(2 * accept_backoff_, kAcceptRetryMax);
+  }
+  ++accept_failures_unlogged_;
+  const auto now = std::chrono::steady_clock::now();
+  if (!last_accept_warning_ || now - *last_accept_warning_ >= kAcceptWarningInterval) {
+    spdlog::warn(
+        "{} socket: accept failed: {} ({} time(s) since the last warning); retrying in {} ms",
+        options_.name, ec.message(), accept_failures_unlogged_, accept_backoff_.count());
+    last_accept_warning_ = now;
+    accept_failures_unlogged_ = 0;
+  }
+  if (that_connection_only) return Accept();
+  accept_retry_.expires_after(accept_backoff_);
+  accept_retry_.async_wait([this](const boost::system::error_code& wait_ec) {
+    if (wait_ec || stopped_) return;
     Accept();
   });
 }

@@ -6,10 +6,16 @@
 // is replaced, a live one (another bounced answering) is refused). The socket gets `mode` and,
 // when `group` names an existing group, that group.
 //
+// Accepting: a failed accept that would fail again at once (out of descriptors: EMFILE, ENFILE;
+// out of memory: ENOBUFS, ENOMEM; anything but a client that left before it was accepted) is
+// retried after kAcceptRetryFirst, doubling up to kAcceptRetryMax while it keeps failing, so a
+// full descriptor table neither spins a core nor floods the log; the warning is logged at most
+// once per kAcceptWarningInterval, with a count.
+//
 // Thread safety: handlers of one connection run one at a time (a strand each); several
 // connections may be served at once when the io_context runs on several threads. A reply that
-// takes long (a ReplyStream: an export, an import's commit) is produced on its own thread and
-// written piece by piece, the next piece only once the client has taken the previous one.
+// takes long (a ReplyStream: a list, an export, an import's commit) is produced on its own thread
+// and written piece by piece, the next piece only once the client has taken the previous one.
 #pragma once
 
 #include <sys/types.h>
@@ -21,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -32,6 +39,10 @@
 #include "common/status.h"
 
 namespace bounced {
+
+inline constexpr std::chrono::milliseconds kAcceptRetryFirst{100};
+inline constexpr std::chrono::milliseconds kAcceptRetryMax{1000};
+inline constexpr std::chrono::seconds kAcceptWarningInterval{10};
 
 // Who is on the other end of a connection (SO_PEERCRED).
 struct PeerCred {
@@ -85,14 +96,18 @@ class WorkerStream : public ReplyStream {
 
 // The conversation on one connection. OnData gets the bytes as they arrive and appends what to
 // send back to *reply; returning false closes the connection once the reply is written.
-// After the reply is written the connection calls TakeStream: a stream it gets is written out
-// (no requests are read meanwhile), then OnData is called with no new bytes, so the session
-// goes on with requests it had already received and kept.
+// After the reply is written the connection calls TakeStream: a stream it gets is written out.
+// Then, while HasPendingRequests says the session still holds requests it has not answered
+// (it stopped at a stream, or because its reply had grown large), OnData is called with no new
+// bytes; only then are more bytes read. Nothing is read while a reply or a stream is being
+// written, so a client that sends requests but does not read the replies stops being read from
+// once the socket buffers are full, and the replies it is owed wait as requests, not as memory.
 class Session {
  public:
   virtual ~Session() = default;
   virtual bool OnData(std::string_view bytes, std::string* reply) = 0;
   virtual std::shared_ptr<ReplyStream> TakeStream() { return nullptr; }
+  virtual bool HasPendingRequests() const { return false; }
 };
 
 struct StreamServerOptions {
@@ -145,6 +160,9 @@ class StreamServer {
   StreamServer(boost::asio::io_context& io, StreamServerOptions options, SessionFactory factory,
                boost::asio::local::stream_protocol::acceptor acceptor);
   void Accept();
+  // Logs (rate-limited) and accepts again: at once after a failure of that one connection,
+  // later after one that would repeat (see the header comment).
+  void AcceptFailed(const boost::system::error_code& ec);
 
   boost::asio::io_context& io_;
   StreamServerOptions options_;
@@ -153,6 +171,11 @@ class StreamServer {
   std::shared_ptr<StreamServerStats> stats_;
   std::shared_ptr<StreamRegistry> streams_;
   std::atomic<bool> stopped_{false};
+  // Accepting again after a failure. Used by the accept handler only (one accept at a time).
+  boost::asio::steady_timer accept_retry_;
+  std::chrono::milliseconds accept_backoff_{0};  // 0: the last accept worked
+  uint64_t accept_failures_unlogged_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> last_accept_warning_;
 };
 
 }  // namespace bounced

@@ -116,6 +116,24 @@ inline std::string RecvUntil(int fd, const std::function<bool(const std::string&
   return in;
 }
 
+// One socketmap request ("NAME KEY", sent as a netstring) on a new connection: the reply's
+// payload, or what went wrong. `limit` bounds the wait for the reply.
+inline std::string SocketmapAsk(const std::string& socket, const std::string& request,
+                                std::chrono::seconds limit = std::chrono::seconds(30)) {
+  int fd = ConnectUnix(socket);
+  if (fd < 0) return "connect failed";
+  timeval tv{static_cast<time_t>(limit.count()), 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  SendAll(fd, std::to_string(request.size()) + ":" + request + ",");
+  std::string reply =
+      RecvUntil(fd, [](const std::string& s) { return !s.empty() && s.back() == ','; });
+  ::close(fd);
+  if (reply.empty()) return "no reply within " + std::to_string(limit.count()) + " s";
+  size_t colon = reply.find(':');
+  if (colon == std::string::npos || reply.back() != ',') return "bad reply: " + reply;
+  return reply.substr(colon + 1, reply.size() - colon - 2);
+}
+
 inline bool WaitUntil(const std::function<bool()>& pred,
                       std::chrono::milliseconds limit = kWaitLimit) {
   auto end = std::chrono::steady_clock::now() + limit;

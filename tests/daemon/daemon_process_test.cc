@@ -3,6 +3,8 @@
 // rotation both ways, hostile input (garbage, a 10 MB line, broken netstrings, invalid JSON,
 // oversized requests, unauthorised writes), SIGHUP with broken rules, journald input, DSNs fed
 // with bouncectl ingest-dsn, --once and --check-config.
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -41,19 +43,6 @@ std::string Lines(int from, int to, bool bounce_every_tenth = true) {
     out += StatusLine(i, "user" + std::to_string(i) + "@example.com", bounce);
   }
   return out;
-}
-
-std::string SocketmapAsk(const std::string& socket, const std::string& request) {
-  int fd = ConnectUnix(socket);
-  if (fd < 0) return "connect failed";
-  std::string ns = std::to_string(request.size()) + ":" + request + ",";
-  SendAll(fd, ns);
-  std::string reply =
-      RecvUntil(fd, [](const std::string& s) { return !s.empty() && s.back() == ','; });
-  ::close(fd);
-  size_t colon = reply.find(':');
-  if (colon == std::string::npos || reply.back() != ',') return "bad reply: " + reply;
-  return reply.substr(colon + 1, reply.size() - colon - 2);
 }
 
 uint64_t FileSize(const std::string& path) {
@@ -258,6 +247,52 @@ TEST(DaemonProcess, BrokenNetstringClosesTheConnectionAndTheDaemonKeepsServing) 
   EXPECT_EQ(both, "9:NOTFOUND ,9:NOTFOUND ,");
 }
 
+TEST(DaemonProcess, SocketmapAnswersAtOnceWhileQueryCommandsWaitForALockedDatabase) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int rc = -1;
+  std::string out = d.Ctl("suppress victim@example.com --reason test", &rc);
+  ASSERT_EQ(rc, 0) << out;
+
+  // Another process holds the write lock: the daemon's writer waits for it (busy timeout 5 s,
+  // then it gives up; each write waits in turn), and so do the query commands that write.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(d.db().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  std::vector<int> writers;
+  for (int i = 0; i < 2; ++i) {  // as many as the daemon has query threads
+    writers.push_back(ConnectUnix(d.query_socket()));
+    SendAll(writers.back(), json{{"cmd", "suppress"},
+                                 {"address", "w" + std::to_string(i) + "@example.com"},
+                                 {"reason", "test"}}
+                                    .dump() +
+                                "\n");
+  }
+  // Time for both requests to be taken up (no assertion rests on it).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  // Postfix's lookups read memory only: answered at once, well inside the writers' wait.
+  EXPECT_EQ(SocketmapAsk(d.socketmap_socket(), "recipient_access victim@example.com",
+                         std::chrono::seconds(2))
+                .rfind("OK 550", 0),
+            0u);
+  EXPECT_EQ(
+      SocketmapAsk(d.socketmap_socket(), "transport other@example.com", std::chrono::seconds(2)),
+      "NOTFOUND ");
+
+  ASSERT_EQ(sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  for (int fd : writers) {
+    std::string reply =
+        RecvUntil(fd, [](const std::string& s) { return !s.empty() && s.back() == '\n'; });
+    EXPECT_FALSE(reply.empty());  // done or "database is locked": either way answered
+    ::close(fd);
+  }
+  EXPECT_TRUE(d.Query({{"cmd", "health"}})["ok"]);
+}
+
 TEST(DaemonProcess, InvalidJsonAndUnknownCommandsGetClearErrorsOnTheSameConnection) {
   TempDir dir;
   BouncedProcess d(dir);
@@ -327,6 +362,30 @@ TEST(DaemonProcess, WriteCommandsNeedRootOrTheGroupAndAreAudited) {
   out = d.Ctl("suppress x@example.com", &rc);  // --reason is required
   EXPECT_EQ(rc, 2) << out;
   EXPECT_TRUE(d.Alive());
+}
+
+TEST(DaemonProcess, SuppressRefusesAnExpiryThatOverflowsOrHasPassed) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int rc = -1;
+  std::string out = d.Ctl("suppress far@example.com --reason test --expires 999999999999999d", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("longer than 100 years"), std::string::npos) << out;
+  out = d.Ctl("suppress past@example.com --reason test --expires 2020-01-01", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("2020-01-01 is not in the future"), std::string::npos) << out;
+  for (const char* address : {"far@example.com", "past@example.com"}) {
+    json s = json::parse(d.Ctl(std::string("--json status ") + address, &rc));
+    EXPECT_FALSE(s["suppressed"]) << s;
+    EXPECT_TRUE(s["suppression"].is_null()) << s;  // nothing stored, not even expired
+  }
+  out = d.Ctl("suppress soon@example.com --reason test --expires 30d", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("soon@example.com suppressed (test), expires "), std::string::npos) << out;
+  EXPECT_EQ(
+      SocketmapAsk(d.socketmap_socket(), "recipient_access soon@example.com").rfind("OK 550", 0),
+      0u);
 }
 
 TEST(DaemonProcess, ImportIsAllOrNothingWithLineNumbersAndExportRoundTrips) {

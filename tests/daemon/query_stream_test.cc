@@ -62,6 +62,16 @@ std::set<std::string> Column0(const std::string& csv) {
   return out;
 }
 
+// The peak resident memory (VmHWM) of `pid` so far, in KiB; -1 when unreadable.
+int64_t PeakRssKiB(pid_t pid) {
+  std::istringstream status(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
+
 int64_t Suppressions(const BouncedProcess& d) {
   json h = d.Health();
   return h.contains("storage") ? h["storage"].value("suppressions", int64_t{-1}) : -1;
@@ -373,6 +383,69 @@ TEST(QueryStream, ClientThatStopsReadingAnExportIsCutAfterTheIdleTimeout) {
   EXPECT_GT(::recv(fd, buf, sizeof(buf), 0), 0);
   ::close(fd);
   EXPECT_EQ(d.Ctl("export", &rc).size(), whole);
+  EXPECT_TRUE(d.Query({{"cmd", "health"}})["ok"]);
+}
+
+TEST(QueryStream, PipelinedListsFromClientsThatDoNotReadKeepTheDaemonsMemoryBounded) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  const int n = 20000;
+  ASSERT_NO_FATAL_FAILURE(ImportList(d, dir, n));
+  const int64_t peak_before = PeakRssKiB(d.pid());
+  ASSERT_GT(peak_before, 0);
+
+  // Two clients each pipeline 16 lists of the whole list (megabytes each) and read nothing.
+  const int lists = 16;
+  std::string requests;
+  for (int i = 0; i < lists; ++i) requests += json{{"cmd", "list"}}.dump() + "\n";
+  std::vector<int> clients;
+  for (int c = 0; c < 2; ++c) {
+    clients.push_back(ConnectUnix(d.query_socket()));
+    ASSERT_TRUE(SendAll(clients.back(), requests));
+  }
+  // Postfix's lookups and other query clients are answered meanwhile.
+  EXPECT_EQ(SocketmapAsk(d.socketmap_socket(), "recipient_access user7@example0.com",
+                         std::chrono::seconds(2))
+                .rfind("OK ", 0),
+            0u);
+  EXPECT_TRUE(d.Query({{"cmd", "lookup"}, {"address", "user7@example0.com"}})["result"].value(
+      "suppressed", false));
+
+  // Every list arrives whole and in order, one line each.
+  size_t list_bytes = 0;
+  for (int fd : clients) {
+    // Newlines counted as they come (the replies are large).
+    size_t counted = 0;
+    int newlines = 0;
+    std::string in = RecvUntil(fd, [&](const std::string& s) {
+      newlines += static_cast<int>(std::count(s.begin() + counted, s.end(), '\n'));
+      counted = s.size();
+      return newlines >= lists;
+    });
+    ::close(fd);
+    std::istringstream replies(in);
+    std::string line;
+    int complete = 0;
+    while (std::getline(replies, line)) {
+      // The same list each time: the first and the last read in full, the others by size.
+      if (complete == 0 || complete == lists - 1) {
+        json list = json::parse(line);
+        ASSERT_TRUE(list["ok"]) << line.substr(0, 300);
+        ASSERT_EQ(list["result"].size(), static_cast<size_t>(n));
+        EXPECT_EQ(list["result"][0]["address"], "user0@example0.com");
+        if (complete == 0) list_bytes = line.size();
+      }
+      EXPECT_EQ(line.size(), list_bytes);
+      ++complete;
+    }
+    EXPECT_EQ(complete, lists);
+  }
+  // The daemon never held those replies at once: its peak memory grew by a few pieces and the
+  // readers' caches (about 2 MiB), not by 16 lists of 6 MB per client.
+  ASSERT_GT(list_bytes * lists, 64u << 20);
+  const int64_t grew_kib = PeakRssKiB(d.pid()) - peak_before;
+  EXPECT_LT(grew_kib, 48 * 1024) << "peak memory grew by " << grew_kib << " KiB";
   EXPECT_TRUE(d.Query({{"cmd", "health"}})["ok"]);
 }
 
