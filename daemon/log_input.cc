@@ -34,6 +34,13 @@ class Pipeline {
   Pipeline(Services& services, std::shared_ptr<Store> store)
       : services_(services), store_(std::move(store)) {}
 
+  // Makes every batch from now on follow the one before it (Batch::follows), the first one
+  // `stored`: the input's position as loaded. Batches are pipelined, so when one fails those
+  // queued behind it are refused instead of committing past its lines; the input then resumes
+  // from the position before the failed one and reads them again. (Standard input, which
+  // cannot be read again, does not use this: what follows a failed batch still commits.)
+  void FollowFrom(InputPosition stored) { follows_ = std::move(stored); }
+
   void Add(Event e) { batch_.events.push_back(std::move(e)); }
   void SetPosition(InputPosition p) {
     batch_.position = std::move(p);
@@ -48,6 +55,10 @@ class Pipeline {
     if (services_.has_observers()) p.events = batch_.events;
     if (batch_.position) p.position = *batch_.position;
     p.count = batch_.events.size();
+    if (follows_) {
+      batch_.follows = *follows_;
+      if (batch_.position) follows_ = *batch_.position;
+    }
     p.future = store_->Submit(std::move(batch_));
     pending_.push_back(std::move(p));
     batch_ = Batch();
@@ -99,6 +110,8 @@ class Pipeline {
   Batch batch_;
   size_t lines_ = 0;
   std::deque<Pending> pending_;
+  // The position the next batch follows (the last one submitted), when batches are chained.
+  std::optional<InputPosition> follows_;
   uint64_t committed_events_ = 0;
   InputPosition committed_;
   std::string error_;
@@ -169,6 +182,7 @@ void LogInput::RunFile(bool once) {
     }
     Pipeline pipeline(services_, store);
     pipeline.SetCommitted({name, start.inode, start.offset, ""});
+    if (!is_stdin) pipeline.FollowFrom({name, start.inode, start.offset, ""});
     std::shared_ptr<const RuleSet> rules = services_.rules();
     std::string ref;
     auto make_correlator = [&] {
@@ -279,6 +293,7 @@ void LogInput::RunJournal(bool once) {
     }
     Pipeline pipeline(services_, store);
     pipeline.SetCommitted({name, 0, 0, cursor});
+    pipeline.FollowFrom({name, 0, 0, cursor});
     std::shared_ptr<const RuleSet> rules = services_.rules();
     std::string ref;
     LogCorrelator correlator(rules, [&](const DeliveryEvent& e) {

@@ -403,6 +403,8 @@ class StoreImpl final : public Store {
   Status RunTransaction(std::vector<std::unique_ptr<Job>>& group, const std::vector<size_t>& jobs,
                         size_t* failed_job);
   Status ApplyBatch(Job& job);
+  // Ok when the stored position of want.input is `want` (see Batch::follows).
+  Status CheckFollowsW(const InputPosition& want);
   Status ApplyEvent(const Event& ev, const PreparedEvent& pe, std::string_view prepared_text,
                     Counters& counters);
   Status ApplyDecision(const HashedKey& key, const Event& ev, const PolicyDecision& d, int64_t t);
@@ -550,7 +552,8 @@ class StoreImpl final : public Store {
   struct WriterStatements {
     sql::Stmt insert_event, insert_events, dsn_lookup, same_bounce, get_kind, put_kind, put_day,
         has_events, put_policy, delete_policy, get_suppression, put_suppression, delete_suppression,
-        touch_suppression, delivered_after, log_suppression, allowed, counter, position, audit;
+        touch_suppression, delivered_after, log_suppression, allowed, counter, position,
+        get_position, audit;
   } w_;
 
   std::mutex queue_mu_;
@@ -850,6 +853,7 @@ Status StoreImpl::PrepareWriter() {
       {&w_.position,
        "INSERT OR REPLACE INTO input_positions (input, inode, offset, cursor, updated) "
        "VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&w_.get_position, "SELECT inode, offset, cursor FROM input_positions WHERE input = ?1"},
       {&w_.audit,
        "INSERT INTO audit (time, actor_uid, action, target, reason, detail) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
@@ -1235,6 +1239,10 @@ Status StoreImpl::ApplyBatch(Job& job) {
     PrepareEvents(job, txn_policy_.recipient_delimiters);
   }
   pending_rows_.clear();
+  if (const auto& f = job.batch.follows) {
+    // Checked first, so a refused batch costs one lookup and writes nothing.
+    if (Status s = CheckFollowsW(*f); !s) return s;
+  }
   for (size_t i = 0; i < job.batch.events.size(); ++i) {
     if (Status s =
             ApplyEvent(job.batch.events[i], job.prepared[i], job.prepared_text, txn_counters_);
@@ -1253,6 +1261,31 @@ Status StoreImpl::ApplyBatch(Job& job) {
     if (Status s = w_.position.Run(); !s) return s;
   }
   return Status::Ok();
+}
+
+Status StoreImpl::CheckFollowsW(const InputPosition& want) {
+  InputPosition stored;
+  sql::Stmt& st = w_.get_position;
+  st.Bind(1, want.input);
+  auto row = st.Step();
+  if (row && *row) {
+    stored.inode = static_cast<uint64_t>(st.Int(0));
+    stored.offset = static_cast<uint64_t>(st.Int(1));
+    stored.cursor = st.Text(2);
+  }
+  st.Reset();
+  if (!row) return row.status();
+  if (stored.inode == want.inode && stored.offset == want.offset && stored.cursor == want.cursor) {
+    return Status::Ok();
+  }
+  auto text = [](const InputPosition& p) {
+    return p.cursor.empty()
+               ? "inode " + std::to_string(p.inode) + " offset " + std::to_string(p.offset)
+               : "cursor " + p.cursor;
+  };
+  return Status::Error("storage: batch of input " + want.input + " refused: it follows " +
+                       text(want) + " but the stored position is " + text(stored) +
+                       " (a batch before it was not committed)");
 }
 
 Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,

@@ -18,7 +18,8 @@
 //   and its input position commit in one transaction, so after a crash (kill -9, power loss with
 //   the default synchronous=FULL) the stored position matches exactly the stored events.
 //   Batches queued together share one transaction (group commit); a batch that fails is
-//   rolled back alone (the group is retried one batch per transaction) and the others commit.
+//   rolled back alone (the group is retried one batch per transaction) and the others commit,
+//   except those that say they follow its position (Batch::follows): they are refused.
 // - Policy runs inside the writer: events change recipient state and may add a suppression.
 //   SuppressionPolicy below says how; the allowlist and manual decisions always win.
 // - The view (view()) is updated by the writer right after each commit, before the futures
@@ -115,6 +116,13 @@ struct InputPosition {
 struct Batch {
   std::vector<Event> events;
   std::optional<InputPosition> position;
+  // The stored position this batch follows (its input's, compared by inode, offset and cursor;
+  // an input with no stored position is at 0, 0, ""). When set, the writer refuses the batch
+  // whole (nothing of it is stored, the future gets the error) unless the stored position is
+  // this one. An input pipelines its batches, so a batch may be queued behind one that fails:
+  // committing it would move the position past the lines of the failed batch, which the input
+  // would then never read again.
+  std::optional<InputPosition> follows = std::nullopt;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -335,7 +343,8 @@ class Store {
   // --- writes (all go through the writer thread) ---
   // Queues a batch. The future: ok once committed and visible in view(); else the error, and
   // nothing of the batch was stored (the stored position is still the previous one, so an
-  // input can re-read from LoadPosition()).
+  // input can re-read from LoadPosition()). A batch whose `follows` is not the stored position
+  // is refused (see Batch).
   virtual std::future<Status> Submit(Batch batch) = 0;
   // Submit + wait.
   virtual Status Write(Batch batch) = 0;
