@@ -381,6 +381,7 @@ class StoreImpl final : public Store {
   Expected<Health> GetHealth() override;
   Expected<std::vector<StoredEvent>> EventsFor(std::string_view address,
                                                size_t max_events) override;
+  Expected<std::vector<StoredEvent>> QueueEvents(const QueueEventsQuery& q) override;
   const std::string& path() const override { return options_.path; }
 
  private:
@@ -2041,6 +2042,58 @@ Expected<std::vector<StoredEvent>> StoreImpl::EventsFor(std::string_view address
   auto db = AcquireReader();
   if (!db) return db.status();
   return ReadEvents(**db, key, max_events);
+}
+
+Expected<std::vector<StoredEvent>> StoreImpl::QueueEvents(const QueueEventsQuery& q) {
+  std::vector<StoredEvent> out;
+  if (q.queue_id.empty()) return out;
+  // Not before 1970: days of those times may not sort as text.
+  const int64_t since = std::max<int64_t>(0, q.since);
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  ReadTxn txn(**db);  // the first id and the rows: one snapshot
+  if (!txn.status()) return txn.status();
+  std::string key;
+  int64_t first_id = -1;
+  std::string rows;
+  if (!q.recipient.empty()) {
+    key = NormalizeAddress(q.recipient, Delimiters());
+    if (key.empty()) key = q.recipient;  // stored under its own text (see ApplyEvent)
+    rows = "SELECT id FROM event_rows WHERE recipient_key = ?1 AND time >= ?2 AND queue_id = ?3";
+  } else {
+    // The ids of the days from `since` on are a range (event_days), read in one pass without
+    // an index on time, as LoadDsnBounceIndex does.
+    sql::Stmt first;
+    if (Status s = first.Prepare(**db,
+                                 "SELECT coalesce(min(first_id), -1) FROM event_days "
+                                 "WHERE day >= ?1 AND length(day) = 10");
+        !s) {
+      return s;
+    }
+    first.Bind(1, DayOf(since));
+    auto r = first.Step();
+    if (!r) return r.status();
+    first_id = *r ? first.Int(0) : -1;
+    if (first_id < 0) return out;  // no events on those days
+    rows = "SELECT id FROM event_rows WHERE id >= ?1 AND queue_id = ?3 AND time >= ?2";
+  }
+  sql::Stmt st;
+  if (Status s =
+          st.Prepare(**db, "SELECT " + std::string(kEventColumns) + " FROM events WHERE id IN (" +
+                               rows + ") AND source IN ('log', 'journal') ORDER BY id");
+      !s) {
+    return s;
+  }
+  if (key.empty()) {
+    st.Bind(1, first_id);
+  } else {
+    st.Bind(1, key);
+  }
+  st.Bind(2, since).Bind(3, q.queue_id);
+  if (Status walked = st.ForEachRow([&] { out.push_back(ReadEvent(st)); }); !walked) {
+    return walked;
+  }
+  return out;
 }
 
 Expected<AddressStatus> StoreImpl::GetStatus(std::string_view address, size_t max_events) {

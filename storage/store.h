@@ -259,6 +259,13 @@ struct ImportResult {
   std::vector<std::string> errors;  // "line 12: invalid address 'foo'"; non-empty = nothing done
 };
 
+// What an input stored about one Postfix queue id (Store::QueueEvents).
+struct QueueEventsQuery {
+  std::string queue_id;
+  int64_t since = 0;      // events that happened at or after this time
+  std::string recipient;  // "" = every recipient; else only this one's (through its index)
+};
+
 struct StatsQuery {
   enum class By { kDomain, kProvider } by = By::kDomain;
   std::string only;  // "" = all domains / providers, else just this one
@@ -387,6 +394,11 @@ class Store {
   virtual Expected<Health> GetHealth() = 0;
   virtual Expected<std::vector<StoredEvent>> EventsFor(std::string_view address,
                                                        size_t max_events) = 0;
+  // The log and journal events of a Postfix queue id, oldest first: what an input read of a
+  // message before its correlator started (a restart), which that correlator does not know.
+  // Without a recipient the events of the days from `since` on are scanned (queue ids have no
+  // index): keep `since` recent.
+  virtual Expected<std::vector<StoredEvent>> QueueEvents(const QueueEventsQuery& q) = 0;
 
   virtual const std::string& path() const = 0;
 };

@@ -522,6 +522,44 @@ TEST(StoreLockTest, BatchQueuedBehindOneThatFoundTheDatabaseLockedIsRefused) {
   EXPECT_EQ(Scalar(path, "SELECT offset FROM input_positions WHERE input = 'log:x'"), 10);
 }
 
+TEST_F(StoreTest, QueueEventsReadsWhatTheLogSaidOfAQueueIdOldestFirst) {
+  auto event = [](const std::string& rcpt, const std::string& qid, const std::string& status,
+                  int64_t t, EventSource source) {
+    Event e = MakeEvent(rcpt, status == "sent" ? Category::kDelivered : Category::kExpired, status,
+                        t, source);
+    e.queue_id = qid;
+    return e;
+  };
+  ASSERT_TRUE(
+      store_
+          ->Write(Batch{{event("a@example.com", "Q1", "deferred", kT0, EventSource::kLog),
+                         event("b@example.com", "Q1", "deferred", kT0 + 10, EventSource::kJournal),
+                         event("a@example.com", "Q2", "sent", kT0 + 5, EventSource::kLog),
+                         // A DSN's event is not what the log said.
+                         event("a@example.com", "Q1", "expired", kT0 + 20, EventSource::kDsn),
+                         // Written last, three days older.
+                         event("c@example.com", "Q1", "sent", kT0 - 3 * kDay, EventSource::kLog)},
+                        std::nullopt})
+          .ok());
+  auto text = [](const Expected<std::vector<StoredEvent>>& got) {
+    std::string out;
+    if (!got.ok()) return "error: " + got.error();
+    for (const StoredEvent& se : *got) {
+      out += se.event.result.recipient + " " + se.event.log_status + ";";
+    }
+    return out;
+  };
+  EXPECT_EQ(text(store_->QueueEvents({"Q1", kT0 - kDay, ""})),
+            "a@example.com deferred;b@example.com deferred;");
+  EXPECT_EQ(text(store_->QueueEvents({"Q1", kT0 - 5 * kDay, ""})),
+            "a@example.com deferred;b@example.com deferred;c@example.com sent;");
+  EXPECT_EQ(text(store_->QueueEvents({"Q1", kT0 - 5 * kDay, "A+x@Example.com"})),
+            "a@example.com deferred;");
+  EXPECT_EQ(text(store_->QueueEvents({"Q1", kT0 + 11, ""})), "");
+  EXPECT_EQ(text(store_->QueueEvents({"Q3", 0, ""})), "");
+  EXPECT_EQ(text(store_->QueueEvents({"", 0, ""})), "");
+}
+
 TEST_F(StoreTest, RecipientStateCarriesAcrossBatchesOfOneGroupAndSurvivesARerun) {
   // Batches submitted back to back usually share one transaction, where the writer keeps the
   // recipient's state in memory and writes its row once, before COMMIT. A bad batch among them
