@@ -12,6 +12,10 @@
 // Each batch follows the one before it (Batch::follows): the writer refuses the batches queued
 // behind a failed one, so none of them moves the stored position past the lines it lacks.
 //
+// The correlator's memory of a queue id (pending recipients, message-id) starts with each run
+// (a restart, a re-sync): an expiry whose recipients' deferrals or message-id it did not see is
+// finished from the stored events (expiry_completion.h), once the lines before it are committed.
+//
 // Thread safety: Run() on one thread; Stop() and Health() from any thread.
 #pragma once
 
