@@ -615,7 +615,9 @@ void LogCorrelator::Impl::OnExpired(const ParsedLogLine& p) {
   pending.clear();
   if (st != nullptr) pending.swap(st->pending);
   if (pending.empty()) {
-    // The recipients' deferrals were before this log began: report the expiry itself.
+    // The recipients' deferrals were before this log began, or before this correlator started
+    // (a reader that stored them finishes the event: ExpiredResultAfter): report the expiry
+    // itself.
     ++stats.expired_without_recipients;
     event.recipient.clear();
     event.orig_recipient.clear();
@@ -643,6 +645,31 @@ void LogCorrelator::Impl::OnExpired(const ParsedLogLine& p) {
     Classify(pd.recipient, pd.orig_recipient, pd.relay, pd.dsn, pd.reason, EventStatus::kExpired);
     Emit();
   }
+}
+
+Result ExpiredResultAfter(const RuleSet& rules, const Result& deferral) {
+  // Classify's input for the deferral was the reply's parts; its result holds them normalised
+  // (status, stage, cleaned reply and host), and normalising them again changes nothing, so
+  // the rules see what they saw then, with the Action of an expiry. The reply code is left to
+  // the rules, as Classify leaves it. Fields are then filled as Classify fills them.
+  ReplyInput in;
+  in.diagnostic = deferral.diagnostic;
+  in.status = deferral.status;
+  in.stage = deferral.stage;
+  in.recipient = deferral.recipient;
+  in.remote_mta = deferral.remote_mta;
+  in.dsn_action = "expired";
+  Result fresh = rules.Classify(in);
+  Result r = deferral;
+  r.category = fresh.category;
+  r.provider = std::move(fresh.provider);
+  if (!fresh.status.empty()) r.status = std::move(fresh.status);
+  r.provider_code = std::move(fresh.provider_code);
+  r.reply_code = std::move(fresh.reply_code);
+  if (!fresh.stage.empty()) r.stage = std::move(fresh.stage);
+  r.rule = std::move(fresh.rule);
+  r.dsn_action = "expired";
+  return r;
 }
 
 void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {

@@ -192,6 +192,13 @@ class LogCorrelator {
   std::unique_ptr<Impl> impl_;
 };
 
+// The result LogCorrelator gives the `expired` event of a recipient whose last deferral had
+// `deferral` as its result (the correlator's, as stored): the deferral's reply classified as
+// given up on. For a reader that lost the correlator holding the deferral (a restart): the
+// correlator then reports the expiry without recipients, and the reader, which stored the
+// deferral, builds the recipient's event with this. Pure, like the correlator.
+Result ExpiredResultAfter(const RuleSet& rules, const Result& deferral);
+
 // Splits a byte stream into lines for LogCorrelator::Feed (or anything else), without copying
 // complete lines: only a line that spans two chunks is carried over, and at most
 // kLogLineCarryBytes of it (enough for Feed to see it is too long, "\r" removed or not).

@@ -9,6 +9,7 @@
 #include <future>
 
 #include "classifier/log_parser.h"
+#include "daemon/expiry_completion.h"
 #include "daemon/journal_reader.h"
 #include "daemon/log_follower.h"
 
@@ -34,30 +35,64 @@ class Pipeline {
   Pipeline(Services& services, std::shared_ptr<Store> store)
       : services_(services), store_(std::move(store)) {}
 
+  // Makes every batch from now on follow the one before it (Batch::follows), the first one
+  // `stored`: the input's position as loaded. Batches are pipelined, so when one fails those
+  // queued behind it are refused instead of committing past its lines; the input then resumes
+  // from the position before the failed one and reads them again. (Standard input, which
+  // cannot be read again, does not use this: what follows a failed batch still commits.)
+  void FollowFrom(InputPosition stored) { follows_ = std::move(stored); }
+
   void Add(Event e) { batch_.events.push_back(std::move(e)); }
+  // After each line, with the position after it.
   void SetPosition(InputPosition p) {
     batch_.position = std::move(p);
     ++lines_;
+    line_starts_at_ = batch_.events.size();
   }
   bool Full() const { return batch_.events.size() >= kBatchEvents || lines_ >= kBatchLines; }
 
-  // Submits what is pending (events or just a newer position).
+  // Submits what is pending (events or just a newer position). Nothing after a failure: the
+  // input reads it again.
   void Submit() {
-    if (batch_.events.empty() && !batch_.position) return;
+    if (failed_ || (batch_.events.empty() && !batch_.position)) return;
     Pending p;
     if (services_.has_observers()) p.events = batch_.events;
     if (batch_.position) p.position = *batch_.position;
     p.count = batch_.events.size();
+    if (follows_) {
+      batch_.follows = *follows_;
+      if (batch_.position) follows_ = *batch_.position;
+    }
     p.future = store_->Submit(std::move(batch_));
     pending_.push_back(std::move(p));
     batch_ = Batch();
     lines_ = 0;
+    line_starts_at_ = 0;
   }
 
-  // Collects finished commits (all of them when wait). False when one failed: the caller must
-  // resume from the stored position. error() says why.
+  // Submits the lines before the one being read (the events it gave so far wait for its
+  // position) and waits for every commit: a lookup in the store then sees all of them. False
+  // when a commit failed.
+  bool CommitEarlierLines() {
+    std::vector<Event> current(std::make_move_iterator(batch_.events.begin() + line_starts_at_),
+                               std::make_move_iterator(batch_.events.end()));
+    batch_.events.resize(line_starts_at_);
+    Submit();
+    for (Event& e : current) batch_.events.push_back(std::move(e));
+    return Reap(true);
+  }
+  // Makes the input resume from the stored position, as a failed commit does.
+  void Fail(std::string error) {
+    if (failed_) return;
+    failed_ = true;
+    error_ = std::move(error);
+  }
+
+  // Collects finished commits (all of them when wait). False when one failed (this time or
+  // before): the caller must resume from the stored position. error() says why.
   bool Reap(bool wait) {
-    bool ok = true;
+    bool ok = !failed_;
+    if (!ok) wait = true;
     while (!pending_.empty()) {
       Pending& p = pending_.front();
       if (!wait && p.future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) break;
@@ -68,7 +103,7 @@ class Pipeline {
         services_.NotifyCommitted(p.events);
       } else if (ok) {
         ok = false;
-        error_ = s.message();
+        Fail(s.message());
         wait = true;  // drain the rest: they were built on top of the failed batch
       }
       pending_.pop_front();
@@ -79,6 +114,7 @@ class Pipeline {
   void Discard() {
     batch_ = Batch();
     lines_ = 0;
+    line_starts_at_ = 0;
   }
   uint64_t committed_events() const { return committed_events_; }
   // The input position of the last committed batch.
@@ -98,11 +134,33 @@ class Pipeline {
   std::shared_ptr<Store> store_;
   Batch batch_;
   size_t lines_ = 0;
+  size_t line_starts_at_ = 0;  // the first event of batch_ that the line being read gave
+  bool failed_ = false;
   std::deque<Pending> pending_;
+  // The position the next batch follows (the last one submitted), when batches are chained.
+  std::optional<InputPosition> follows_;
   uint64_t committed_events_ = 0;
   InputPosition committed_;
   std::string error_;
 };
+
+// Adds an event of the input's correlator. An expiry the correlator could not finish (the
+// recipients' deferrals or the message-id were read before it started: a restart, a re-sync)
+// is finished from the store (expiry_completion.h) once every line before it is committed.
+void AddLogEvent(Pipeline& pipeline, Store& store, const RuleSet& rules, Event e) {
+  if (!ExpiryNeedsStore(e)) {
+    pipeline.Add(std::move(e));
+    return;
+  }
+  // On failure nothing more is submitted, and the input reads this line again once resumed.
+  if (!pipeline.CommitEarlierLines()) return;
+  auto events = CompleteExpiry(store, rules, std::move(e));
+  if (!events) {
+    pipeline.Fail("finishing an expiry from the stored events: " + events.error());
+    return;
+  }
+  for (Event& done : *events) pipeline.Add(std::move(done));
+}
 
 std::string PositionText(const LogPosition& p) {
   return "ino=" + std::to_string(p.inode) + " off=" + std::to_string(p.offset);
@@ -169,11 +227,12 @@ void LogInput::RunFile(bool once) {
     }
     Pipeline pipeline(services_, store);
     pipeline.SetCommitted({name, start.inode, start.offset, ""});
+    if (!is_stdin) pipeline.FollowFrom({name, start.inode, start.offset, ""});
     std::shared_ptr<const RuleSet> rules = services_.rules();
     std::string ref;
     auto make_correlator = [&] {
       return std::make_unique<LogCorrelator>(rules, [&](const DeliveryEvent& e) {
-        pipeline.Add(EventFromLog(e, EventSource::kLog, ref));
+        AddLogEvent(pipeline, *store, *rules, EventFromLog(e, EventSource::kLog, ref));
       });
     };
     std::unique_ptr<LogCorrelator> correlator = make_correlator();
@@ -279,10 +338,11 @@ void LogInput::RunJournal(bool once) {
     }
     Pipeline pipeline(services_, store);
     pipeline.SetCommitted({name, 0, 0, cursor});
+    pipeline.FollowFrom({name, 0, 0, cursor});
     std::shared_ptr<const RuleSet> rules = services_.rules();
     std::string ref;
     LogCorrelator correlator(rules, [&](const DeliveryEvent& e) {
-      pipeline.Add(EventFromLog(e, EventSource::kJournal, ref));
+      AddLogEvent(pipeline, *store, *rules, EventFromLog(e, EventSource::kJournal, ref));
     });
     uint64_t lines = 0;
     bool failed = false;

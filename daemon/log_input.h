@@ -9,6 +9,12 @@
 // Batching: a batch is submitted every kBatchLines lines or kBatchEvents events and whenever
 // the input reaches its end; commits are pipelined (the writer group-commits queued batches).
 // A failed commit makes the input wait, reload its committed position and read again from there.
+// Each batch follows the one before it (Batch::follows): the writer refuses the batches queued
+// behind a failed one, so none of them moves the stored position past the lines it lacks.
+//
+// The correlator's memory of a queue id (pending recipients, message-id) starts with each run
+// (a restart, a re-sync): an expiry whose recipients' deferrals or message-id it did not see is
+// finished from the stored events (expiry_completion.h), once the lines before it are committed.
 //
 // Thread safety: Run() on one thread; Stop() and Health() from any thread.
 #pragma once

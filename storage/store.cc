@@ -385,6 +385,7 @@ class StoreImpl final : public Store {
   Expected<Health> GetHealth() override;
   Expected<std::vector<StoredEvent>> EventsFor(std::string_view address,
                                                size_t max_events) override;
+  Expected<std::vector<StoredEvent>> QueueEvents(const QueueEventsQuery& q) override;
   const std::string& path() const override { return options_.path; }
 
  private:
@@ -408,6 +409,8 @@ class StoreImpl final : public Store {
   Status RunTransaction(std::vector<std::unique_ptr<Job>>& group, const std::vector<size_t>& jobs,
                         size_t* failed_job);
   Status ApplyBatch(Job& job);
+  // Ok when the stored position of want.input is `want` (see Batch::follows).
+  Status CheckFollowsW(const InputPosition& want);
   Status ApplyEvent(const Event& ev, const PreparedEvent& pe, std::string_view prepared_text,
                     Counters& counters);
   Status ApplyDecision(const HashedKey& key, const Event& ev, const PolicyDecision& d, int64_t t);
@@ -560,7 +563,8 @@ class StoreImpl final : public Store {
   struct WriterStatements {
     sql::Stmt insert_event, insert_events, dsn_lookup, same_bounce, get_kind, put_kind, put_day,
         has_events, put_policy, delete_policy, get_suppression, put_suppression, delete_suppression,
-        touch_suppression, delivered_after, log_suppression, allowed, counter, position, audit;
+        touch_suppression, delivered_after, log_suppression, allowed, counter, position,
+        get_position, audit;
   } w_;
 
   std::mutex queue_mu_;
@@ -1048,6 +1052,7 @@ Status StoreImpl::PrepareWriter() {
       {&w_.position,
        "INSERT OR REPLACE INTO input_positions (input, inode, offset, cursor, updated) "
        "VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&w_.get_position, "SELECT inode, offset, cursor FROM input_positions WHERE input = ?1"},
       {&w_.audit,
        "INSERT INTO audit (time, actor_uid, action, target, reason, detail) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
@@ -1433,6 +1438,10 @@ Status StoreImpl::ApplyBatch(Job& job) {
     PrepareEvents(job, txn_policy_.recipient_delimiters);
   }
   pending_rows_.clear();
+  if (const auto& f = job.batch.follows) {
+    // Checked first, so a refused batch costs one lookup and writes nothing.
+    if (Status s = CheckFollowsW(*f); !s) return s;
+  }
   for (size_t i = 0; i < job.batch.events.size(); ++i) {
     if (Status s =
             ApplyEvent(job.batch.events[i], job.prepared[i], job.prepared_text, txn_counters_);
@@ -1451,6 +1460,31 @@ Status StoreImpl::ApplyBatch(Job& job) {
     if (Status s = w_.position.Run(); !s) return s;
   }
   return Status::Ok();
+}
+
+Status StoreImpl::CheckFollowsW(const InputPosition& want) {
+  InputPosition stored;
+  sql::Stmt& st = w_.get_position;
+  st.Bind(1, want.input);
+  auto row = st.Step();
+  if (row && *row) {
+    stored.inode = static_cast<uint64_t>(st.Int(0));
+    stored.offset = static_cast<uint64_t>(st.Int(1));
+    stored.cursor = st.Text(2);
+  }
+  st.Reset();
+  if (!row) return row.status();
+  if (stored.inode == want.inode && stored.offset == want.offset && stored.cursor == want.cursor) {
+    return Status::Ok();
+  }
+  auto text = [](const InputPosition& p) {
+    return p.cursor.empty()
+               ? "inode " + std::to_string(p.inode) + " offset " + std::to_string(p.offset)
+               : "cursor " + p.cursor;
+  };
+  return Status::Error("storage: batch of input " + want.input + " refused: it follows " +
+                       text(want) + " but the stored position is " + text(stored) +
+                       " (a batch before it was not committed)");
 }
 
 Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
@@ -2235,6 +2269,58 @@ Expected<std::vector<StoredEvent>> StoreImpl::EventsFor(std::string_view address
   auto db = AcquireReader();
   if (!db) return db.status();
   return ReadEvents(**db, key, max_events);
+}
+
+Expected<std::vector<StoredEvent>> StoreImpl::QueueEvents(const QueueEventsQuery& q) {
+  std::vector<StoredEvent> out;
+  if (q.queue_id.empty()) return out;
+  // Not before 1970: days of those times may not sort as text.
+  const int64_t since = std::max<int64_t>(0, q.since);
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  ReadTxn txn(**db);  // the first id and the rows: one snapshot
+  if (!txn.status()) return txn.status();
+  std::string key;
+  int64_t first_id = -1;
+  std::string rows;
+  if (!q.recipient.empty()) {
+    key = NormalizeAddress(q.recipient, Delimiters());
+    if (key.empty()) key = q.recipient;  // stored under its own text (see ApplyEvent)
+    rows = "SELECT id FROM event_rows WHERE recipient_key = ?1 AND time >= ?2 AND queue_id = ?3";
+  } else {
+    // The ids of the days from `since` on are a range (event_days), read in one pass without
+    // an index on time, as LoadDsnBounceIndex does.
+    sql::Stmt first;
+    if (Status s = first.Prepare(**db,
+                                 "SELECT coalesce(min(first_id), -1) FROM event_days "
+                                 "WHERE day >= ?1 AND length(day) = 10");
+        !s) {
+      return s;
+    }
+    first.Bind(1, DayOf(since));
+    auto r = first.Step();
+    if (!r) return r.status();
+    first_id = *r ? first.Int(0) : -1;
+    if (first_id < 0) return out;  // no events on those days
+    rows = "SELECT id FROM event_rows WHERE id >= ?1 AND queue_id = ?3 AND time >= ?2";
+  }
+  sql::Stmt st;
+  if (Status s =
+          st.Prepare(**db, "SELECT " + std::string(kEventColumns) + " FROM events WHERE id IN (" +
+                               rows + ") AND source IN ('log', 'journal') ORDER BY id");
+      !s) {
+    return s;
+  }
+  if (key.empty()) {
+    st.Bind(1, first_id);
+  } else {
+    st.Bind(1, key);
+  }
+  st.Bind(2, since).Bind(3, q.queue_id);
+  if (Status walked = st.ForEachRow([&] { out.push_back(ReadEvent(st)); }); !walked) {
+    return walked;
+  }
+  return out;
 }
 
 Expected<AddressStatus> StoreImpl::GetStatus(std::string_view address, size_t max_events) {

@@ -18,7 +18,8 @@
 //   and its input position commit in one transaction, so after a crash (kill -9, power loss with
 //   the default synchronous=FULL) the stored position matches exactly the stored events.
 //   Batches queued together share one transaction (group commit); a batch that fails is
-//   rolled back alone (the group is retried one batch per transaction) and the others commit.
+//   rolled back alone (the group is retried one batch per transaction) and the others commit,
+//   except those that say they follow its position (Batch::follows): they are refused.
 // - Policy runs inside the writer: events change recipient state and may add a suppression.
 //   SuppressionPolicy below says how; the allowlist and manual decisions always win.
 // - The view (view()) is updated by the writer right after each commit, before the futures
@@ -122,6 +123,13 @@ struct InputPosition {
 struct Batch {
   std::vector<Event> events;
   std::optional<InputPosition> position;
+  // The stored position this batch follows (its input's, compared by inode, offset and cursor;
+  // an input with no stored position is at 0, 0, ""). When set, the writer refuses the batch
+  // whole (nothing of it is stored, the future gets the error) unless the stored position is
+  // this one. An input pipelines its batches, so a batch may be queued behind one that fails:
+  // committing it would move the position past the lines of the failed batch, which the input
+  // would then never read again.
+  std::optional<InputPosition> follows = std::nullopt;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -258,6 +266,13 @@ struct ImportResult {
   std::vector<std::string> errors;  // "line 12: invalid address 'foo'"; non-empty = nothing done
 };
 
+// What an input stored about one Postfix queue id (Store::QueueEvents).
+struct QueueEventsQuery {
+  std::string queue_id;
+  int64_t since = 0;      // events that happened at or after this time
+  std::string recipient;  // "" = every recipient; else only this one's (through its index)
+};
+
 struct StatsQuery {
   enum class By { kDomain, kProvider } by = By::kDomain;
   std::string only;  // "" = all domains / providers, else just this one
@@ -342,7 +357,8 @@ class Store {
   // --- writes (all go through the writer thread) ---
   // Queues a batch. The future: ok once committed and visible in view(); else the error, and
   // nothing of the batch was stored (the stored position is still the previous one, so an
-  // input can re-read from LoadPosition()).
+  // input can re-read from LoadPosition()). A batch whose `follows` is not the stored position
+  // is refused (see Batch).
   virtual std::future<Status> Submit(Batch batch) = 0;
   // Submit + wait.
   virtual Status Write(Batch batch) = 0;
@@ -385,6 +401,11 @@ class Store {
   virtual Expected<Health> GetHealth() = 0;
   virtual Expected<std::vector<StoredEvent>> EventsFor(std::string_view address,
                                                        size_t max_events) = 0;
+  // The log and journal events of a Postfix queue id, oldest first: what an input read of a
+  // message before its correlator started (a restart), which that correlator does not know.
+  // Without a recipient the events of the days from `since` on are scanned (queue ids have no
+  // index): keep `since` recent.
+  virtual Expected<std::vector<StoredEvent>> QueueEvents(const QueueEventsQuery& q) = 0;
 
   virtual const std::string& path() const = 0;
 };

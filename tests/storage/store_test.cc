@@ -433,6 +433,133 @@ TEST_F(StoreTest, BadBatchFailsAloneAndLeavesPositionUntouched) {
   EXPECT_EQ((*store_->LoadPosition("log:x"))->offset, 10u);
 }
 
+// An input pipelines its batches; each says which stored position it follows. When one fails,
+// those queued behind it must not commit: their position would skip the failed batch's lines.
+TEST_F(StoreTest, BatchesFollowingAFailedOneAreRefusedWhole) {
+  auto batch = [](const std::string& rcpt, InputPosition follows, InputPosition position) {
+    Batch b{{MakeEvent(rcpt, Category::kDelivered, "sent", kT0)}, std::move(position)};
+    b.follows = std::move(follows);
+    return b;
+  };
+  // No stored position yet: the input is at 0, 0, "".
+  ASSERT_TRUE(
+      store_->Write(batch("a@example.com", {"log:x", 0, 0, ""}, {"log:x", 1, 10, ""})).ok());
+  // Submitted back to back (one group or several): the first fails on its own (a position
+  // without an input name), the two behind it follow it and are refused.
+  auto bad = store_->Submit(batch("b@example.com", {"log:x", 1, 10, ""}, {"", 1, 20, ""}));
+  auto next = store_->Submit(batch("c@example.com", {"log:x", 1, 20, ""}, {"log:x", 1, 30, ""}));
+  auto last = store_->Submit(batch("d@example.com", {"log:x", 1, 30, ""}, {"log:x", 1, 40, ""}));
+  EXPECT_FALSE(bad.get().ok());
+  Status refused = next.get();
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("refused"), std::string::npos) << refused.message();
+  EXPECT_FALSE(last.get().ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), 1);
+  EXPECT_EQ((*store_->LoadPosition("log:x"))->offset, 10u);
+  // Read again from the stored position, the same lines commit.
+  ASSERT_TRUE(
+      store_->Write(batch("b@example.com", {"log:x", 1, 10, ""}, {"log:x", 1, 20, ""})).ok());
+  ASSERT_TRUE(
+      store_->Write(batch("c@example.com", {"log:x", 1, 20, ""}, {"log:x", 1, 30, ""})).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM events"), 3);
+  // The inode counts (a rotated file), and so does a journald cursor; other inputs do not.
+  EXPECT_FALSE(
+      store_->Write(batch("e@example.com", {"log:x", 2, 30, ""}, {"log:x", 2, 40, ""})).ok());
+  ASSERT_TRUE(
+      store_->Write(batch("f@example.com", {"journal", 0, 0, ""}, {"journal", 0, 0, "c1"})).ok());
+  EXPECT_FALSE(
+      store_->Write(batch("g@example.com", {"journal", 0, 0, "c0"}, {"journal", 0, 0, "c2"})).ok());
+  ASSERT_TRUE(
+      store_->Write(batch("h@example.com", {"journal", 0, 0, "c1"}, {"journal", 0, 0, "c2"})).ok());
+  EXPECT_EQ((*store_->LoadPosition("journal"))->cursor, "c2");
+  EXPECT_EQ((*store_->LoadPosition("log:x"))->offset, 30u);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE recipient_key IN ('e@example.com', "
+                  "'g@example.com')"),
+            0);
+}
+
+// The same with the failure the reviewer saw: another process holds the write lock longer than
+// the busy timeout, so the first batch fails; the one queued behind it gets the lock once it is
+// released and must still not commit.
+TEST(StoreLockTest, BatchQueuedBehindOneThatFoundTheDatabaseLockedIsRefused) {
+  TempDir dir;
+  std::string path = dir.File("s.db");
+  StoreOptions o;
+  o.path = path;
+  o.busy_timeout_ms = 1500;
+  auto opened = Store::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.error();
+  std::unique_ptr<Store> store = std::move(*opened);
+  auto batch = [](const std::string& rcpt, uint64_t from, uint64_t to) {
+    Batch b{{MakeEvent(rcpt, Category::kDelivered, "sent", kT0)},
+            InputPosition{"log:x", 1, to, ""}};
+    // (No stored position is inode 0, offset 0.)
+    b.follows = InputPosition{"log:x", from == 0 ? 0u : 1u, from, ""};
+    return b;
+  };
+  ASSERT_TRUE(store->Write(batch("a@example.com", 0, 10)).ok());
+
+  sqlite3* lock = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &lock), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(lock, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto first = store->Submit(batch("b@example.com", 10, 20));
+  // The writer has taken the first batch (and waits for the lock) before the second is queued,
+  // so they are not in one transaction: BEGIN failing would fail both.
+  for (;;) {
+    auto h = store->GetHealth();
+    ASSERT_TRUE(h.ok()) << h.error();
+    if (h->queued_batches == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto second = store->Submit(batch("c@example.com", 20, 30));
+  Status s = first.get();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("locked"), std::string::npos) << s.message();
+  ASSERT_EQ(sqlite3_exec(lock, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(lock);
+  EXPECT_FALSE(second.get().ok());
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events"), 1);
+  EXPECT_EQ(Scalar(path, "SELECT offset FROM input_positions WHERE input = 'log:x'"), 10);
+}
+
+TEST_F(StoreTest, QueueEventsReadsWhatTheLogSaidOfAQueueIdOldestFirst) {
+  auto event = [](const std::string& rcpt, const std::string& qid, const std::string& status,
+                  int64_t t, EventSource source) {
+    Event e = MakeEvent(rcpt, status == "sent" ? Category::kDelivered : Category::kExpired, status,
+                        t, source);
+    e.queue_id = qid;
+    return e;
+  };
+  ASSERT_TRUE(
+      store_
+          ->Write(Batch{{event("a@example.com", "Q1", "deferred", kT0, EventSource::kLog),
+                         event("b@example.com", "Q1", "deferred", kT0 + 10, EventSource::kJournal),
+                         event("a@example.com", "Q2", "sent", kT0 + 5, EventSource::kLog),
+                         // A DSN's event is not what the log said.
+                         event("a@example.com", "Q1", "expired", kT0 + 20, EventSource::kDsn),
+                         // Written last, three days older.
+                         event("c@example.com", "Q1", "sent", kT0 - 3 * kDay, EventSource::kLog)},
+                        std::nullopt})
+          .ok());
+  auto text = [](const Expected<std::vector<StoredEvent>>& got) {
+    std::string out;
+    if (!got.ok()) return "error: " + got.error();
+    for (const StoredEvent& se : *got) {
+      out += se.event.result.recipient + " " + se.event.log_status + ";";
+    }
+    return out;
+  };
+  EXPECT_EQ(text(store_->QueueEvents({"Q1", kT0 - kDay, ""})),
+            "a@example.com deferred;b@example.com deferred;");
+  EXPECT_EQ(text(store_->QueueEvents({"Q1", kT0 - 5 * kDay, ""})),
+            "a@example.com deferred;b@example.com deferred;c@example.com sent;");
+  EXPECT_EQ(text(store_->QueueEvents({"Q1", kT0 - 5 * kDay, "A+x@Example.com"})),
+            "a@example.com deferred;");
+  EXPECT_EQ(text(store_->QueueEvents({"Q1", kT0 + 11, ""})), "");
+  EXPECT_EQ(text(store_->QueueEvents({"Q3", 0, ""})), "");
+  EXPECT_EQ(text(store_->QueueEvents({"", 0, ""})), "");
+}
+
 TEST_F(StoreTest, RecipientStateCarriesAcrossBatchesOfOneGroupAndSurvivesARerun) {
   // Batches submitted back to back usually share one transaction, where the writer keeps the
   // recipient's state in memory and writes its row once, before COMMIT. A bad batch among them
