@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "classifier/log_parser.h"
 #include "common/read_buffer.h"
 
 namespace bounced {
@@ -159,10 +160,10 @@ void LogFollower::Consume(const char* data, size_t n, uint64_t inode, uint64_t s
       position_ = {inode, start_offset + end + 1};
       ++stats_.lines;
       if (partial_.empty()) {
-        sink_(std::string_view(data + i, seg), position_);
+        sink_(LogLineSplitter::Chomp(std::string_view(data + i, seg)), position_);
       } else {
         partial_.append(data + i, seg);
-        sink_(partial_, position_);
+        sink_(LogLineSplitter::Chomp(partial_), position_);
         partial_.clear();
       }
     } else {
@@ -181,7 +182,7 @@ void LogFollower::EmitPartial(uint64_t inode, uint64_t offset) {
   if (partial_.empty()) return;
   position_ = {inode, offset};
   ++stats_.lines;
-  sink_(partial_, position_);
+  sink_(LogLineSplitter::Chomp(partial_), position_);
   partial_.clear();
 }
 

@@ -12,8 +12,9 @@
 //
 // Rotation: rename + new file (the old file is read to its end, including a last line without
 // newline, then the new one from its start) and copytruncate (the file shrinks below the
-// current offset: start again at 0). A line longer than max_line_bytes is skipped and counted,
-// and never buffered whole: memory stays bounded by max_line_bytes.
+// current offset: start again at 0). A "\r\n" line end loses its "\r" (as parse-log's
+// LogLineSplitter). A line longer than max_line_bytes is skipped and counted, and never buffered
+// whole: memory stays bounded by max_line_bytes.
 //
 // Thread safety: one thread uses a LogFollower.
 #pragma once

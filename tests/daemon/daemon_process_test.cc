@@ -212,6 +212,24 @@ TEST(DaemonProcess, TwoRotationsWhileStoppedReadTheNextRotatedFileWhole) {
   EXPECT_EQ(d.StoredEvents(), 300 + 150 + 50);
 }
 
+// "\r\n" line ends: the "\r" is not stored with the diagnostic.
+TEST(DaemonProcess, StripsCarriageReturnsOfCrlfLogLines) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  std::string text = Lines(1, 2);  // a delivery: "... status=sent (250 2.0.0 Ok: queued as ...)"
+  text.insert(text.size() - 1, "\r");
+  AppendFile(d.log(), text);
+  d.Start();
+  ASSERT_TRUE(d.WaitForEvents(1));
+  int rc = -1;
+  std::string out = d.Ctl("--json status user1@example.com", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  json s = json::parse(out);
+  ASSERT_EQ(s["events"].size(), 1u) << out;
+  // With the "\r" left on, the reply's closing parenthesis was not taken off either.
+  EXPECT_EQ(s["events"][0]["diagnostic"], "250 2.0.0 Ok: queued as 4AB12C") << out;
+}
+
 TEST(DaemonProcess, WaitsForAMissingLogAndSkipsGarbageAndTenMegabyteLines) {
   TempDir dir;
   BouncedProcess d(dir);

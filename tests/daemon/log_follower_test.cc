@@ -190,5 +190,19 @@ TEST(LogFollower, SkipsLinesLongerThanTheCapWithoutBufferingThem) {
   EXPECT_EQ(c.lines.size(), 3u);
 }
 
+// "\r\n" line ends lose their "\r", as in parse-log.
+TEST(LogFollower, StripsTheCarriageReturnOfCrlfLineEnds) {
+  TempDir dir;
+  std::string log = dir / "mail.log";
+  AppendFile(log, "one\r\ntwo\r\r\nthree\r");
+  Collected c;
+  LogFollower f = Make(log, {}, c);
+  Drain(f);
+  AppendFile(log, "\n");
+  Drain(f);
+  EXPECT_EQ(c.lines, (std::vector<std::string>{"one", "two\r", "three"}));
+  EXPECT_EQ(c.last.offset, 18u);
+}
+
 }  // namespace
 }  // namespace bounced
