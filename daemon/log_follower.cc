@@ -2,6 +2,7 @@
 #include "daemon/log_follower.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -192,18 +193,34 @@ bool LogFollower::ReadAvailable(int fd, uint64_t inode, uint64_t* offset,
   // Page-aligned, and each read lands at its file offset's place within a page, so the kernel's
   // copy out of the page cache runs page onto page (common/read_buffer.h).
   static thread_local PageBuffer buf(kReadChunkBytes + kPageBytes);
+  const bool is_stdin = options_.path == "-";
   bool progress = false;
   uint64_t budget = kMaxBytesPerPoll;
   while (budget > 0) {
+    if (is_stdin) {
+      // A pipe's writer may stay silent for as long as it likes: never wait in read(), so what
+      // came is committed and Stop() is seen.
+      struct pollfd p {
+        fd, POLLIN, 0
+      };
+      int ready = ::poll(&p, 1, 0);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {
+        at_eof_ = true;  // as far as this poll goes
+        return progress;
+      }
+    }
     char* at = buf.data() + ReadAlignment(*offset);
     ssize_t n = ::read(fd, at, kReadChunkBytes);
     if (n < 0) {
       if (errno == EINTR) continue;
       SetProblem("read error on " + options_.path + ": " + std::strerror(errno));
-      at_eof_ = true;  // as far as this poll goes
+      if (is_stdin) ended_ = true;  // cannot be opened again
+      at_eof_ = true;               // as far as this poll goes
       return progress;
     }
     if (n == 0) {
+      ended_ = true;
       if (flush_partial_at_eof) EmitPartial(inode, *offset);
       at_eof_ = true;
       return progress;
@@ -265,7 +282,7 @@ bool LogFollower::Poll() {
   progress |= ReadAvailable(fd_, inode_, &read_offset_, is_stdin);
   if (!at_eof_) return true;
   if (is_stdin) {
-    finished_ = true;
+    if (ended_) finished_ = true;
     return progress;
   }
   return CheckRotation() || progress;

@@ -16,6 +16,9 @@
 // LogLineSplitter). A line longer than max_line_bytes is skipped and counted, and never buffered
 // whole: memory stays bounded by max_line_bytes.
 //
+// Standard input is waited on with poll(), never in read(): every Poll() returns what has come so
+// far, so the caller commits it and can stop while the writer stays silent.
+//
 // Thread safety: one thread uses a LogFollower.
 #pragma once
 
@@ -93,6 +96,7 @@ class LogFollower {
   bool skipping_ = false;     // inside a line that is too long: drop bytes until '\n'
   bool finished_ = false;
   bool at_eof_ = false;  // the last ReadAvailable reached the end of its file
+  bool ended_ = false;   // read() returned 0 (standard input: its writer closed it)
   std::string problem_;
   LogFollowerStats stats_;
 };

@@ -655,6 +655,45 @@ TEST(DaemonProcess, ReadsStandardInputOnce) {
   EXPECT_NE(out.find("committed 300 events"), std::string::npos) << out;
 }
 
+// Standard input from a pipe whose writer stays open: what came is committed at once, and
+// SIGTERM stops bounced without waiting for the writer.
+TEST(DaemonProcess, StandardInputFromASilentPipeIsCommittedAndStops) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  std::string cfg = d.BaseConfig();
+  size_t p = cfg.find("path = \"" + d.log() + "\"");
+  cfg.replace(p, ("path = \"" + d.log() + "\"").size(), "path = \"-\"");
+  std::ofstream(d.config_path()) << cfg;
+  const std::string fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  int writer = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // does not wait for a reader
+  int reader = ::open(fifo.c_str(), O_RDONLY);
+  ASSERT_GE(writer, 0);
+  ASSERT_GE(reader, 0);
+  int saved = ::dup(0);
+  ::dup2(reader, 0);  // bounced's standard input
+  d.Start();
+  ::dup2(saved, 0);
+  ::close(saved);
+  ::close(reader);
+  ASSERT_GT(d.pid(), 0) << ReadFile(d.stderr_path());  // never kill(-1, ...)
+  std::string line = Lines(0, 1);
+  ASSERT_EQ(::write(writer, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  EXPECT_TRUE(d.WaitForEvents(1)) << d.Health().dump();
+  ::kill(d.pid(), SIGTERM);
+  const bool stopped = WaitUntil([&] {
+    int status = 0;
+    return ::waitpid(d.pid(), &status, WNOHANG) == d.pid();
+  });
+  EXPECT_TRUE(stopped) << "SIGTERM did not stop bounced while its standard input was silent";
+  if (stopped) {
+    d.Stop();  // reaped already: only forgets the pid
+  } else {
+    d.Kill9();
+  }
+  ::close(writer);
+}
+
 TEST(DaemonProcess, RefusesToStartOnASocketAnotherBouncedServes) {
   TempDir dir;
   BouncedProcess a(dir);
