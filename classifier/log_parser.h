@@ -212,13 +212,14 @@ class LogLineSplitter {
   // Hands out a last line that had no newline.
   template <typename OnLine>
   void Finish(OnLine&& on_line);
-
- private:
-  void Carry(std::string_view part);
+  // `line` without the "\r" of a "\r\n" end (the daemon's log follower strips it the same way).
   static std::string_view Chomp(std::string_view line) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     return line;
   }
+
+ private:
+  void Carry(std::string_view part);
   std::string carry_;
   bool carrying_ = false;
 };

@@ -221,7 +221,7 @@ void LogInput::RunFile(bool once) {
         continue;
       }
       if (*stored) {
-        start = {(*stored)->inode, (*stored)->offset};
+        start = {(*stored)->inode, (*stored)->offset, FingerprintFromText((*stored)->cursor)};
         committed_at = (*stored)->updated;
       }
     }
@@ -240,13 +240,17 @@ void LogInput::RunFile(bool once) {
     int utc_offset = LocalUtcOffset(started);
     correlator->set_utc_offset(utc_offset);
     correlator->set_reference_time(started);
-    LogFollower follower({config_.path, config_.max_line_bytes, committed_at}, start,
-                         [&](std::string_view line, const LogPosition& after) {
-                           ref = PositionText(after);
-                           correlator->Feed(line);
-                           pipeline.SetPosition({name, after.inode, after.offset, ""});
-                           if (pipeline.Full()) pipeline.Submit();
-                         });
+    LogFollower::Options follow{config_.path, config_.max_line_bytes, committed_at};
+    if (once) follow.rotation_grace = std::chrono::milliseconds(0);  // read what is there, stop
+    // A file's fingerprint is stored in the position's cursor (the journal's is its cursor).
+    LogFollower follower(
+        std::move(follow), start, [&](std::string_view line, const LogPosition& after) {
+          ref = PositionText(after);
+          correlator->Feed(line);
+          pipeline.SetPosition(
+              {name, after.inode, after.offset, FingerprintText(after.fingerprint)});
+          if (pipeline.Full()) pipeline.Submit();
+        });
     bool failed = false;
     auto update_health = [&] {
       std::lock_guard lock(health_mu_);
@@ -263,6 +267,7 @@ void LogInput::RunFile(bool once) {
                  {"skipped_garbage", ls.skipped_garbage + ls.skipped_truncated},
                  {"rotations", fs.rotations},
                  {"truncations", fs.truncations},
+                 {"unread_rotated", fs.unread_rotated},
                  {"events_committed", pipeline.committed_events()},
                  {"problem", follower.problem()}};
     };

@@ -115,7 +115,7 @@ struct InputPosition {
   std::string input;
   uint64_t inode = 0;   // file inputs
   uint64_t offset = 0;  // bytes consumed (after the last complete line)
-  std::string cursor;   // journald cursor
+  std::string cursor;   // journald cursor; a file input's fingerprint (daemon/log_follower.h)
   int64_t updated = 0;  // when it was committed (unix seconds); LoadPosition fills it
 };
 

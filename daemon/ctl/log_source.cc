@@ -9,6 +9,8 @@
 #include <iostream>
 #include <utility>
 
+#include "daemon/log_rotation.h"
+
 namespace bounced::ctl {
 
 LogSource::LogSource(std::vector<std::string> files) : files_(std::move(files)) {
@@ -82,52 +84,6 @@ size_t LogSource::Read(char* buf, size_t n) {
   }
 }
 
-namespace {
-
-bool AllDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// Where a file stands in its rotated log: the log's name, and a key that sorts oldest first.
-struct Rotation {
-  std::string log;
-  int kind = 2;         // 0 numbered (log.N), 1 dated (log-YYYYMMDD), 2 the log itself
-  uint64_t number = 0;  // N
-  std::string date;
-};
-
-Rotation RotationOf(std::string_view name) {
-  for (std::string_view z : {".gz", ".bz2", ".xz", ".zst"}) {
-    if (name.size() > z.size() && name.ends_with(z)) {
-      name.remove_suffix(z.size());
-      break;
-    }
-  }
-  Rotation r;
-  r.log = std::string(name);
-  // The suffix after the file name's last '.' or '-' (not a folder's).
-  const size_t slash = name.rfind('/');
-  const size_t start = slash == std::string_view::npos ? 0 : slash + 1;
-  auto suffix_after = [&](char sep) -> std::string_view {
-    const size_t at = name.rfind(sep);
-    if (at == std::string_view::npos || at <= start) return {};
-    return name.substr(at + 1);
-  };
-  if (std::string_view n = suffix_after('.'); AllDigits(n) && n.size() <= 9) {
-    r.log = std::string(name.substr(0, name.size() - n.size() - 1));
-    r.kind = 0;
-    r.number = std::stoull(std::string(n));
-  } else if (std::string_view d = suffix_after('-');
-             AllDigits(d) && (d.size() == 8 || d.size() == 10)) {
-    r.log = std::string(name.substr(0, name.size() - d.size() - 1));
-    r.kind = 1;
-    r.date = std::string(d);
-  }
-  return r;
-}
-
-}  // namespace
-
 std::vector<std::string> OldestFirst(std::vector<std::string> files) {
   struct Item {
     size_t log_order;  // when its log first appears
@@ -149,9 +105,7 @@ std::vector<std::string> OldestFirst(std::vector<std::string> files) {
   }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     if (a.log_order != b.log_order) return a.log_order < b.log_order;
-    if (a.rotation.kind != b.rotation.kind) return a.rotation.kind < b.rotation.kind;
-    if (a.rotation.kind == 0) return a.rotation.number > b.rotation.number;  // .2 before .1
-    return a.rotation.date < b.rotation.date;
+    return RotatedBefore(a.rotation, b.rotation);
   });
   std::vector<std::string> out;
   out.reserve(items.size());

@@ -51,6 +51,11 @@ uint64_t FileSize(const std::string& path) {
   return ec ? 0 : n;
 }
 
+uint64_t Inode(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
 // Waits until the input has committed everything up to `offset` of the current file.
 bool WaitForInputAt(const BouncedProcess& d, uint64_t offset) {
   return WaitUntil([&] {
@@ -181,9 +186,10 @@ TEST(DaemonProcess, RotationWhileStoppedFinishesTheRotatedFileFirst) {
   EXPECT_EQ(d.StoredEvents(), 450);
 }
 
-// Two rotations while bounced was down (logrotate's "delaycompress": the file it was reading is
-// now mail.log.2.gz): what it had not read of that file is out of reach, but mail.log.1, all
-// written since, is read whole before mail.log, and nothing is read twice.
+// Two rotations while bounced was down (logrotate without "delaycompress": the file it was
+// reading is now mail.log.2.gz): what it had not read of that file is out of reach (counted in
+// health), but mail.log.1, all written since, is read whole before mail.log, and nothing is
+// read twice.
 TEST(DaemonProcess, TwoRotationsWhileStoppedReadTheNextRotatedFileWhole) {
   TempDir dir;
   BouncedProcess d(dir);
@@ -194,11 +200,117 @@ TEST(DaemonProcess, TwoRotationsWhileStoppedReadTheNextRotatedFileWhole) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // mtimes after the commit
   AppendFile(d.log(), Lines(300, 350));  // lost: rotated on, then compressed
   fs::rename(d.log(), d.log() + ".2");
+  int rc = -1;
+  Shell("gzip " + Quote(d.log() + ".2"), &rc);
+  ASSERT_EQ(rc, 0);
   AppendFile(d.log() + ".1", Lines(350, 500));
   AppendFile(d.log(), Lines(500, 550));
   d.Start();
   ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log())));
   EXPECT_EQ(d.StoredEvents(), 300 + 150 + 50);
+  EXPECT_EQ(d.Health()["input"].value("unread_rotated", 0), 1);
+}
+
+// syslog writes the renamed file until logrotate's postrotate HUP: lines written to it after
+// bounced saw the new mail.log are read too, in order; a kill -9 meanwhile resumes in the
+// renamed file (the committed position stays there until it is finished), nothing twice.
+TEST(DaemonProcess, ReadsTheRenamedLogOnWhileSyslogStillWritesItAcrossAKill) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), Lines(0, 3));
+  ASSERT_TRUE(d.WaitForEvents(3));
+  fs::rename(d.log(), d.log() + ".1");
+  AppendFile(d.log(), "");  // logrotate's create
+  ASSERT_TRUE(WaitUntil([&] { return d.Health()["input"].value("rotations", 0) >= 1; }));
+  AppendFile(d.log() + ".1", Lines(3, 5));
+  ASSERT_TRUE(d.WaitForEvents(5)) << d.Health().dump();
+  d.Kill9();
+  AppendFile(d.log() + ".1", Lines(5, 6));
+  AppendFile(d.log(), Lines(6, 8));
+  d.Start();
+  ASSERT_TRUE(d.WaitForEvents(8)) << d.Health().dump() << ReadFile(d.stderr_path());
+  ASSERT_TRUE(WaitUntil([&] {
+    json h = d.Health();
+    return h["input"]["committed"]["inode"].get<uint64_t>() == Inode(d.log()) &&
+           h["input"]["committed"]["offset"].get<uint64_t>() == FileSize(d.log());
+  }));
+  EXPECT_EQ(d.StoredEvents(), 8);
+}
+
+// copytruncate right after Postfix wrote lines bounced had not read yet (bounced is stopped with
+// SIGSTOP so it cannot read them first): they are read from the copy, then the emptied log.
+TEST(DaemonProcess, CopytruncateReadsTheCopyFromWhereBouncedWas) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), Lines(0, 3));
+  ASSERT_TRUE(d.WaitForEvents(3));
+  ASSERT_GT(d.pid(), 0);  // never kill(-1, ...)
+  ::kill(d.pid(), SIGSTOP);
+  AppendFile(d.log(), Lines(3, 5));
+  fs::copy_file(d.log(), d.log() + ".1");
+  fs::resize_file(d.log(), 0);
+  AppendFile(d.log(), Lines(5, 6));
+  ::kill(d.pid(), SIGCONT);
+  ASSERT_TRUE(d.WaitForEvents(6)) << d.Health().dump();
+  ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log())));
+  EXPECT_EQ(d.StoredEvents(), 6);
+  EXPECT_EQ(d.Health()["input"].value("truncations", 0), 1);
+}
+
+// copytruncate while bounced was down, the log then written past the stored offset again: the
+// copy is found by the bytes before the stored offset and finished first, then the new log from
+// its start (no line of it lost, none taken for garbage).
+TEST(DaemonProcess, CopytruncateWhileStoppedFinishesTheCopyFirst) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), Lines(0, 3));
+  ASSERT_TRUE(d.WaitForEvents(3));
+  EXPECT_EQ(d.Stop(), 0);
+  AppendFile(d.log(), Lines(3, 5));
+  fs::copy_file(d.log(), d.log() + ".1");
+  fs::resize_file(d.log(), 0);
+  AppendFile(d.log(), Lines(5, 20));
+  d.Start();
+  ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log()))) << d.Health().dump();
+  EXPECT_EQ(d.StoredEvents(), 20);
+  EXPECT_EQ(d.Health()["input"].value("skipped_garbage", -1), 0);
+}
+
+// logrotate's dateext while bounced was down: the stored file is found as mail.log-YYYYMMDD.
+TEST(DaemonProcess, DatedRotationWhileStoppedFinishesTheRotatedFileFirst) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), Lines(0, 3));
+  ASSERT_TRUE(d.WaitForEvents(3));
+  EXPECT_EQ(d.Stop(), 0);
+  AppendFile(d.log(), Lines(3, 5));
+  fs::rename(d.log(), d.log() + "-20261201");
+  AppendFile(d.log(), Lines(5, 6));
+  d.Start();
+  ASSERT_TRUE(WaitForInputAt(d, FileSize(d.log()))) << d.Health().dump();
+  EXPECT_EQ(d.StoredEvents(), 6);
+}
+
+// "\r\n" line ends: the "\r" is not stored with the diagnostic.
+TEST(DaemonProcess, StripsCarriageReturnsOfCrlfLogLines) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  std::string text = Lines(1, 2);  // a delivery: "... status=sent (250 2.0.0 Ok: queued as ...)"
+  text.insert(text.size() - 1, "\r");
+  AppendFile(d.log(), text);
+  d.Start();
+  ASSERT_TRUE(d.WaitForEvents(1));
+  int rc = -1;
+  std::string out = d.Ctl("--json status user1@example.com", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  json s = json::parse(out);
+  ASSERT_EQ(s["events"].size(), 1u) << out;
+  // With the "\r" left on, the reply's closing parenthesis was not taken off either.
+  EXPECT_EQ(s["events"][0]["diagnostic"], "250 2.0.0 Ok: queued as 4AB12C") << out;
 }
 
 TEST(DaemonProcess, WaitsForAMissingLogAndSkipsGarbageAndTenMegabyteLines) {
@@ -715,6 +827,45 @@ TEST(DaemonProcess, ReadsStandardInputOnce) {
       Shell(kBounced + " --config " + dir / "stdin.toml" + " --once < " + d.log() + " 2>&1", &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("committed 300 events"), std::string::npos) << out;
+}
+
+// Standard input from a pipe whose writer stays open: what came is committed at once, and
+// SIGTERM stops bounced without waiting for the writer.
+TEST(DaemonProcess, StandardInputFromASilentPipeIsCommittedAndStops) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  std::string cfg = d.BaseConfig();
+  size_t p = cfg.find("path = \"" + d.log() + "\"");
+  cfg.replace(p, ("path = \"" + d.log() + "\"").size(), "path = \"-\"");
+  std::ofstream(d.config_path()) << cfg;
+  const std::string fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  int writer = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // does not wait for a reader
+  int reader = ::open(fifo.c_str(), O_RDONLY);
+  ASSERT_GE(writer, 0);
+  ASSERT_GE(reader, 0);
+  int saved = ::dup(0);
+  ::dup2(reader, 0);  // bounced's standard input
+  d.Start();
+  ::dup2(saved, 0);
+  ::close(saved);
+  ::close(reader);
+  ASSERT_GT(d.pid(), 0) << ReadFile(d.stderr_path());  // never kill(-1, ...)
+  std::string line = Lines(0, 1);
+  ASSERT_EQ(::write(writer, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  EXPECT_TRUE(d.WaitForEvents(1)) << d.Health().dump();
+  ::kill(d.pid(), SIGTERM);
+  const bool stopped = WaitUntil([&] {
+    int status = 0;
+    return ::waitpid(d.pid(), &status, WNOHANG) == d.pid();
+  });
+  EXPECT_TRUE(stopped) << "SIGTERM did not stop bounced while its standard input was silent";
+  if (stopped) {
+    d.Stop();  // reaped already: only forgets the pid
+  } else {
+    d.Kill9();
+  }
+  ::close(writer);
 }
 
 TEST(DaemonProcess, RefusesToStartOnASocketAnotherBouncedServes) {
