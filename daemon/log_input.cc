@@ -213,6 +213,7 @@ void LogInput::RunFile(bool once) {
     if (!store) return;
     LogPosition start;
     int64_t committed_at = 0;
+    std::string stored_cursor;  // the stored position's cursor text (a file's fingerprint)
     if (!is_stdin) {
       auto stored = store->LoadPosition(name);
       if (!stored) {
@@ -223,11 +224,13 @@ void LogInput::RunFile(bool once) {
       if (*stored) {
         start = {(*stored)->inode, (*stored)->offset, FingerprintFromText((*stored)->cursor)};
         committed_at = (*stored)->updated;
+        stored_cursor = (*stored)->cursor;
       }
     }
     Pipeline pipeline(services_, store);
-    pipeline.SetCommitted({name, start.inode, start.offset, ""});
-    if (!is_stdin) pipeline.FollowFrom({name, start.inode, start.offset, ""});
+    pipeline.SetCommitted({name, start.inode, start.offset, stored_cursor});
+    // The first batch follows the position exactly as stored, fingerprint included.
+    if (!is_stdin) pipeline.FollowFrom({name, start.inode, start.offset, stored_cursor});
     std::shared_ptr<const RuleSet> rules = services_.rules();
     std::string ref;
     auto make_correlator = [&] {
