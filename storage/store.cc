@@ -562,9 +562,9 @@ class StoreImpl final : public Store {
   Status FlushRowsW();
   struct WriterStatements {
     sql::Stmt insert_event, insert_events, dsn_lookup, same_bounce, get_kind, put_kind, put_day,
-        has_events, put_policy, delete_policy, get_suppression, put_suppression, delete_suppression,
-        touch_suppression, delivered_after, log_suppression, allowed, counter, position,
-        get_position, audit;
+        has_events, delivered_since, put_policy, delete_policy, get_suppression, put_suppression,
+        delete_suppression, touch_suppression, delivered_after, log_suppression, allowed, counter,
+        position, get_position, audit;
   } w_;
 
   std::mutex queue_mu_;
@@ -1023,6 +1023,10 @@ Status StoreImpl::PrepareWriter() {
        "ON CONFLICT (day) DO UPDATE SET first_id = min(first_id, excluded.first_id), "
        "last_id = max(last_id, excluded.last_id)"},
       {&w_.has_events, "SELECT 1 FROM event_rows WHERE recipient_key = ?1 AND counted = 1 LIMIT 1"},
+      {&w_.delivered_since,
+       "SELECT coalesce(max(f.time), 0) FROM event_rows f JOIN event_kinds k ON k.id = f.kind "
+       "WHERE f.recipient_key = ?1 AND f.counted = 1 AND f.time > ?2 AND k.log_status <> "
+       "'blocked' AND (k.log_status = 'sent' OR k.category = 'delivered')"},
       {&w_.put_policy,
        "INSERT OR REPLACE INTO recipient_policy (address, display, first_seen, incidents, "
        "incidents_since, last_incident, manual_unsuppressed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
@@ -1739,6 +1743,15 @@ Status StoreImpl::ApplyDecision(const HashedKey& hkey, const Event& ev, const Po
   s.created = t;
   s.expires = d.expires;
   s.detail = ev.result.diagnostic;
+  // An event read late (an older log, a DSN that took days) may suppress after a delivery to
+  // the address that is already stored: the entry notes it from the start, as it would have had
+  // the events come in order (delivered_after).
+  if (Status f = FlushRowsW(); !f) return f;
+  w_.delivered_since.Bind(1, key).Bind(2, t);
+  auto row = w_.delivered_since.Step();
+  if (row && *row) s.delivered_after = w_.delivered_since.Int(0);
+  w_.delivered_since.Reset();
+  if (!row) return row.status();
   return PutSuppressionW(s, "add", -1);
 }
 

@@ -355,6 +355,31 @@ TEST_F(StorePolicyTest, AnExpiredRepeatedFailureEntryStartsTheCountAgain) {
   EXPECT_EQ(st->state->incidents, 1);
 }
 
+// A hard bounce read after a later delivery to the same address (an old log caught up)
+// suppresses with the delivery noted, as it would have read in order.
+TEST_F(StorePolicyTest, ASuppressionFromAnEventOlderThanAStoredDeliveryNotesTheDelivery) {
+  Write({MakeEvent("h@example.com", Category::kDelivered, "sent", kT0 + 10 * kDay)});
+  Write({MakeEvent("h@example.com", Category::kUserUnknown, "bounced", kT0)});
+  auto st = store_->GetStatus("h@example.com");
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->suppression.has_value());
+  EXPECT_EQ(st->suppression->delivered_after, kT0 + 10 * kDay);
+  // In one batch too (the delivery's row is not written yet when the bounce suppresses).
+  Write({MakeEvent("i@example.com", Category::kDelivered, "sent", kT0 + 10 * kDay),
+         MakeEvent("i@example.com", Category::kUserUnknown, "bounced", kT0)});
+  st = store_->GetStatus("i@example.com");
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->suppression.has_value());
+  EXPECT_EQ(st->suppression->delivered_after, kT0 + 10 * kDay);
+  // A delivery before the bounce is no delivery after it.
+  Write({MakeEvent("j@example.com", Category::kDelivered, "sent", kT0),
+         MakeEvent("j@example.com", Category::kUserUnknown, "bounced", kT0 + kDay)});
+  st = store_->GetStatus("j@example.com");
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->suppression.has_value());
+  EXPECT_EQ(st->suppression->delivered_after, 0);
+}
+
 TEST(PolicyTest, EventsThePolicyIgnoresNeitherReadNorChangeItsFields) {
   // The writer skips the recipient's policy row when PolicyConcerns says no: for every category
   // and status, that must mean ApplyPolicy leaves any state as it was and never suppresses.
