@@ -796,6 +796,20 @@ Status StoreImpl::RekeyQuotedAddresses() {
       st.Bind(1, a).Bind(2, b);
       return st.Run();
     };
+    // `table`'s row keyed `old_key` (in `column`) takes `new_key`; when a row has that key
+    // already, the old row goes and the other stays.
+    auto move_key = [&](std::string_view table, std::string_view column, std::string_view old_key,
+                        std::string_view new_key) -> Status {
+      const std::string t(table), c(column);
+      if (Status s = run("DELETE FROM " + t + " WHERE " + c + " = ?1 AND EXISTS (SELECT 1 FROM " +
+                             t + " WHERE " + c + " = ?2)",
+                         old_key, new_key);
+          !s) {
+        return s;
+      }
+      ++moved;
+      return run("UPDATE " + t + " SET " + c + " = ?2 WHERE " + c + " = ?1", old_key, new_key);
+    };
     auto suppressions = ChangedKeys(wdb_, changed_suppressions);
     if (!suppressions) return suppressions.status();
     for (const auto& [old_key, new_key] : *suppressions) {
@@ -814,45 +828,17 @@ Status StoreImpl::RekeyQuotedAddresses() {
           *collision && SuppressionStrength(both.TextView(0), both.Int(1), Now()) >
                             SuppressionStrength(both.TextView(2), both.Int(3), Now());
       both = sql::Stmt();
-      if (*collision) {
-        if (!old_wins) {
-          if (Status s = run("DELETE FROM suppressions WHERE address = ?1 AND EXISTS (SELECT 1 "
-                             "FROM suppressions WHERE address = ?2)",
-                             old_key, new_key);
-              !s) {
-            return s;
-          }
-          ++moved;
-          continue;
-        }
-        if (Status s = run("DELETE FROM suppressions WHERE address = ?2 AND EXISTS (SELECT 1 "
-                           "FROM suppressions WHERE address = ?1)",
-                           old_key, new_key);
-            !s) {
+      // The old row winning, the present key's goes first, and the old one takes its key.
+      if (*collision && old_wins) {
+        if (Status s = run("DELETE FROM suppressions WHERE address = ?2", old_key, new_key); !s)
           return s;
-        }
       }
-      if (Status s =
-              run("UPDATE suppressions SET address = ?2 WHERE address = ?1", old_key, new_key);
-          !s) {
-        return s;
-      }
-      ++moved;
+      if (Status s = move_key("suppressions", "address", old_key, new_key); !s) return s;
     }
     auto allowed = ChangedKeys(wdb_, changed_allowed);
     if (!allowed) return allowed.status();
     for (const auto& [old_key, new_key] : *allowed) {
-      if (Status s = run("DELETE FROM allowlist WHERE entry = ?1 AND EXISTS (SELECT 1 FROM "
-                         "allowlist WHERE entry = ?2)",
-                         old_key, new_key);
-          !s) {
-        return s;
-      }
-      if (Status s = run("UPDATE allowlist SET entry = ?2 WHERE entry = ?1", old_key, new_key);
-          !s) {
-        return s;
-      }
-      ++moved;
+      if (Status s = move_key("allowlist", "entry", old_key, new_key); !s) return s;
     }
     auto policy = ChangedKeys(wdb_, changed_policy);
     if (!policy) return policy.status();
@@ -865,18 +851,7 @@ Status StoreImpl::RekeyQuotedAddresses() {
           !s) {
         return s;
       }
-      if (Status s = run("DELETE FROM recipient_policy WHERE address = ?1 AND EXISTS (SELECT 1 "
-                         "FROM recipient_policy WHERE address = ?2)",
-                         old_key, new_key);
-          !s) {
-        return s;
-      }
-      if (Status s =
-              run("UPDATE recipient_policy SET address = ?2 WHERE address = ?1", old_key, new_key);
-          !s) {
-        return s;
-      }
-      ++moved;
+      if (Status s = move_key("recipient_policy", "address", old_key, new_key); !s) return s;
     }
     auto events = ChangedKeys(wdb_, changed_events);
     if (!events) return events.status();
@@ -1592,7 +1567,9 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
   // policy ignores (a deferral for rate limiting, a sender-fault bounce, ...) skips the row.
   PolicyDecision d;
   if (PolicyConcerns(txn_policy_, ev)) {
-    if (pe.failure && MayHaveSuppressionW(hkey)) {
+    // Only a failure the count takes (a hard bounce suppresses whatever the count says) looks
+    // for an expired count entry: other failures of a suppressed address skip the SELECT.
+    if (pe.failure && info.action == Action::kCount && MayHaveSuppressionW(hkey)) {
       if (Status s = EndExpiredRepeatedFailureW(hkey); !s) return s;
     }
     auto row = policy_rows_.find(hkey);
