@@ -8,6 +8,7 @@
 #include <emmintrin.h>
 #endif
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <deque>
@@ -293,6 +294,15 @@ struct LogCorrelator::Impl {
   bool counts_only = false;
 
   QueueTable queues{kDefaultMaxTrackedQueueIds};
+  // set_track_queue_facts: ids whose facts changed, and ids of stored states removed, since
+  // the last TakeQueueFacts (both may hold an id more than once).
+  bool track_facts = false;
+  std::vector<std::string> facts_changed;
+  std::vector<std::string> facts_forgotten;
+  std::string scratch_fact;
+  void FactsChanged(sv qid) {
+    if (track_facts) facts_changed.emplace_back(qid.substr(0, QueueTable::kMaxIdBytes));
+  }
 
   // The caches map key hashes to 1-based indexes into small tables, so a lookup reads one
   // cache line and a hit copies nothing but the few short strings of the event.
@@ -699,6 +709,16 @@ void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
       ++stats.postfix_lines;
       if (counts_only) return;
       QueueState* st = FindOrCreate(p.queue_id);
+      if (track_facts) {
+        // Every retry of a deferred message logs its qmgr line again: a change only if it says
+        // something new.
+        AssignAddress(&scratch_fact, p.sender);
+        if (st->sender_known && st->size == p.size && st->nrcpt == p.nrcpt &&
+            st->sender == scratch_fact) {
+          return;
+        }
+        FactsChanged(p.queue_id);
+      }
       st->sender_known = true;
       AssignAddress(&st->sender, p.sender);
       st->size = p.size;
@@ -709,17 +729,27 @@ void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
       ++stats.postfix_lines;
       OnExpired(p);
       return;
-    case LogLineKind::kMessageId:
+    case LogLineKind::kMessageId: {
       ++stats.postfix_lines;
       if (counts_only) return;
-      AssignClean(&FindOrCreate(p.queue_id)->message_id, p.message_id, 1024);
+      QueueState* st = FindOrCreate(p.queue_id);
+      if (track_facts) {
+        AssignClean(&scratch_fact, p.message_id, 1024);
+        if (st->message_id == scratch_fact) return;
+        FactsChanged(p.queue_id);
+      }
+      AssignClean(&st->message_id, p.message_id, 1024);
       return;
+    }
     case LogLineKind::kNotification:
       ++stats.postfix_lines;
       if (counts_only) return;
       // Only the non-delivery notice is the bounce; delay and success notices are not.
       if (p.notification.find("non-delivery") != sv::npos) {
-        if (QueueState* st = Find(p.queue_id)) st->bounce_queue_id.assign(p.notification_queue_id);
+        if (QueueState* st = Find(p.queue_id)) {
+          st->bounce_queue_id.assign(p.notification_queue_id);
+          FactsChanged(p.queue_id);
+        }
       }
       return;
     case LogLineKind::kRemoved:
@@ -777,6 +807,56 @@ void LogCorrelator::set_rules(std::shared_ptr<const RuleSet> rules) {
   impl_->rules = std::move(rules);
   impl_->ClearClassCaches();
   impl_->providers.Clear();
+}
+
+void LogCorrelator::set_track_queue_facts(bool on) {
+  impl_->track_facts = on;
+  impl_->queues.set_forgotten_sink(on ? &impl_->facts_forgotten : nullptr);
+  if (!on) {
+    impl_->facts_changed.clear();
+    impl_->facts_forgotten.clear();
+  }
+}
+
+void LogCorrelator::TakeQueueFacts(std::vector<QueueFacts>* changed,
+                                   std::vector<std::string>* forgotten) {
+  auto sorted_unique = [](std::vector<std::string>& ids) {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  };
+  std::vector<std::string>& ids = impl_->facts_changed;
+  std::vector<std::string>& gone = impl_->facts_forgotten;
+  sorted_unique(ids);
+  sorted_unique(gone);
+  for (std::string& id : gone) forgotten->push_back(std::move(id));
+  for (const std::string& id : ids) {
+    QueueState* st = impl_->queues.Peek(id);
+    if (st == nullptr) continue;  // came and went since the last call
+    QueueFacts f;
+    f.queue_id = id;
+    f.sender = st->sender;
+    f.sender_known = st->sender_known;
+    f.message_id = st->message_id;
+    f.bounce_queue_id = st->bounce_queue_id;
+    f.size = st->size;
+    f.nrcpt = st->nrcpt;
+    changed->push_back(std::move(f));
+    st->stored = true;
+  }
+  ids.clear();
+  gone.clear();
+}
+
+void LogCorrelator::RestoreQueueFacts(const QueueFacts& facts) {
+  if (facts.queue_id.empty() || facts.queue_id.size() > QueueTable::kMaxIdBytes) return;
+  QueueState* st = impl_->FindOrCreate(facts.queue_id);
+  st->sender = facts.sender;
+  st->sender_known = facts.sender_known;
+  st->message_id = facts.message_id;
+  st->bounce_queue_id = facts.bounce_queue_id;
+  st->size = facts.size;
+  st->nrcpt = facts.nrcpt;
+  st->stored = true;
 }
 
 void LogLineSplitter::Carry(std::string_view part) {

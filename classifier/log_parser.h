@@ -148,6 +148,23 @@ struct EventCount {
   uint64_t count = 0;
 };
 
+// What the correlator remembers about a queue id from the lines before its deliveries: the
+// qmgr from= line (sender, size, nrcpt), cleanup's message-id= and the queue id of the
+// non-delivery notice. Lines of a message are spread over minutes or days, so a reader that
+// restarts in between keeps these (LogCorrelator::TakeQueueFacts) with its input position and
+// gives them back (RestoreQueueFacts), or the message's later events lose their sender and
+// message-id.
+struct QueueFacts {
+  std::string queue_id;
+  std::string sender;
+  bool sender_known = false;
+  std::string message_id;
+  std::string bounce_queue_id;
+  int64_t size = -1;
+  int nrcpt = -1;
+  int64_t updated = 0;  // when a store last wrote them (seconds since the epoch; set by it)
+};
+
 class LogCorrelator {
  public:
   using Sink = std::function<void(const DeliveryEvent&)>;
@@ -186,6 +203,19 @@ class LogCorrelator {
   std::vector<EventCount> counts() const;
   // Swaps in new rules (reload); clears the classification cache.
   void set_rules(std::shared_ptr<const RuleSet> rules);
+
+  // Queue facts (see QueueFacts). With tracking on, TakeQueueFacts hands out, once per call,
+  // the facts of every queue id whose facts changed since the last call (`changed`, sorted by
+  // queue id) and the ids of those that were handed out or restored before and are now
+  // forgotten (`forgotten`: Postfix removed the message, or the table evicted it): a keeper
+  // that deletes `forgotten` and then stores `changed` holds what the correlator knows. A queue
+  // id that came and went between two calls appears in neither. Off by default (parse-log
+  // needs none of it).
+  void set_track_queue_facts(bool on);
+  void TakeQueueFacts(std::vector<QueueFacts>* changed, std::vector<std::string>* forgotten);
+  // Gives back facts kept from an earlier run, before its first line (later lines about the
+  // queue id update them as usual). Counted as handed out: forgetting them is reported.
+  void RestoreQueueFacts(const QueueFacts& facts);
 
  private:
   struct Impl;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "classifier/log_reply.h"
@@ -39,6 +40,9 @@ struct QueueState {
   std::string sender;
   std::string message_id;
   std::string bounce_queue_id;
+  // The facts above were handed out by LogCorrelator::TakeQueueFacts (or restored from there):
+  // someone keeps a copy, so forgetting this queue id must be reported (set_forgotten_sink).
+  bool stored = false;
 };
 
 class QueueTable {
@@ -67,6 +71,9 @@ class QueueTable {
   }
 
   // The state of `id`, or nullptr, without marking it as seen.
+  QueueState* Peek(std::string_view id) {
+    return const_cast<QueueState*>(std::as_const(*this).Peek(id));
+  }
   const QueueState* Peek(std::string_view id) const {
     if (size_ == 0) return nullptr;
     size_t i = Home(Hash(id));
@@ -140,6 +147,9 @@ class QueueTable {
 
   size_t size() const { return size_; }
   uint64_t evicted() const { return evicted_; }
+  // From now on, the id of every removed (erased or evicted) state whose `stored` is set is
+  // appended to *sink; nullptr stops it.
+  void set_forgotten_sink(std::vector<std::string>* sink) { forgotten_sink_ = sink; }
   void set_max_entries(size_t n) {
     max_entries_ = n == 0 ? 1 : n;
     while (size_ > max_entries_) EvictOldest();
@@ -202,6 +212,9 @@ class QueueTable {
 
   // Backward-shift deletion keeps every probe chain unbroken without tombstones.
   void RemoveAt(size_t i) {
+    if (forgotten_sink_ != nullptr && states_[slots_[i].state - 1].stored) {
+      forgotten_sink_->emplace_back(slots_[i].id, slots_[i].len);
+    }
     FreeState(slots_[i].state);
     slots_[i].state = 0;
     --size_;
@@ -250,6 +263,7 @@ class QueueTable {
     st.bounce_queue_id.clear();
     st.size = -1;
     st.nrcpt = -1;
+    st.stored = false;
     for (PendingRecipient& p : st.pending) Recycle(std::move(p));
     st.pending.clear();
     free_.push_back(index);
@@ -287,6 +301,7 @@ class QueueTable {
   std::vector<PendingRecipient> spare_;  // recycled, strings keep their capacity
   uint64_t clock_ = 0;
   uint64_t evicted_ = 0;
+  std::vector<std::string>* forgotten_sink_ = nullptr;
 };
 
 }  // namespace bounced::log_internal

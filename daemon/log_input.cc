@@ -17,6 +17,10 @@ namespace bounced {
 namespace {
 
 constexpr std::chrono::milliseconds kRetryDelay{1000};
+// Queue facts older than this are not given back at start, and deleted: Postfix gave up on
+// their message long ago (maximal_queue_lifetime is 5 days by default), or its "removed" line
+// was never read.
+constexpr int64_t kQueueFactsMaxAgeSeconds = 30 * 86400;
 
 // This machine's zone now, in seconds east of UTC: classic syslog timestamps (Postfix's own
 // maillog_file, rsyslog's traditional format) are local time without a zone or year. The
@@ -41,6 +45,13 @@ class Pipeline {
   // from the position before the failed one and reads them again. (Standard input, which
   // cannot be read again, does not use this: what follows a failed batch still commits.)
   void FollowFrom(InputPosition stored) { follows_ = std::move(stored); }
+  // Puts the correlator's queue facts into every batch from now on (Batch::queue_facts), so
+  // that they are stored with the position of the lines that gave them; `forget` goes with
+  // the next batch. For inputs that resume from a stored position.
+  void KeepQueueFacts(LogCorrelator* correlator, std::vector<std::string> forget) {
+    facts_ = correlator;
+    batch_.queue_facts_forgotten = std::move(forget);
+  }
 
   void Add(Event e) { batch_.events.push_back(std::move(e)); }
   // After each line, with the position after it.
@@ -55,6 +66,9 @@ class Pipeline {
   // input reads it again.
   void Submit() {
     if (failed_ || (batch_.events.empty() && !batch_.position)) return;
+    if (facts_ != nullptr) {
+      facts_->TakeQueueFacts(&batch_.queue_facts, &batch_.queue_facts_forgotten);
+    }
     Pending p;
     if (services_.has_observers()) p.events = batch_.events;
     if (batch_.position) p.position = *batch_.position;
@@ -132,6 +146,7 @@ class Pipeline {
   };
   Services& services_;
   std::shared_ptr<Store> store_;
+  LogCorrelator* facts_ = nullptr;
   Batch batch_;
   size_t lines_ = 0;
   size_t line_starts_at_ = 0;  // the first event of batch_ that the line being read gave
@@ -160,6 +175,38 @@ void AddLogEvent(Pipeline& pipeline, Store& store, const RuleSet& rules, Event e
     return;
   }
   for (Event& done : *events) pipeline.Add(std::move(done));
+}
+
+// Gives `correlator` the queue facts the input's earlier runs stored and keeps them from now on
+// (Pipeline::KeepQueueFacts); facts too old to matter are deleted with the first batch. False
+// (and *error) when the store cannot be read.
+bool ResumeQueueFacts(Store& store, const std::string& input, int64_t now,
+                      LogCorrelator& correlator, Pipeline& pipeline, nlohmann::json* health,
+                      std::string* error) {
+  auto facts = store.LoadQueueFacts(input);
+  if (!facts) {
+    *error = facts.error();
+    return false;
+  }
+  std::vector<std::string> stale;
+  size_t restored = 0;
+  for (const QueueFacts& f : *facts) {
+    if (f.updated < now - kQueueFactsMaxAgeSeconds) {
+      stale.push_back(f.queue_id);
+    } else {
+      correlator.RestoreQueueFacts(f);
+      ++restored;
+    }
+  }
+  correlator.set_track_queue_facts(true);
+  if (restored > 0 || !stale.empty()) {
+    spdlog::info(
+        "{}: resumed with what earlier lines said about {} queue ids ({} too old, dropped)", input,
+        restored, stale.size());
+  }
+  (*health)["restored_queue_ids"] = restored;
+  pipeline.KeepQueueFacts(&correlator, std::move(stale));
+  return true;
 }
 
 std::string PositionText(const LogPosition& p) {
@@ -240,6 +287,15 @@ void LogInput::RunFile(bool once) {
     };
     std::unique_ptr<LogCorrelator> correlator = make_correlator();
     const time_t started = time(nullptr);
+    nlohmann::json resumed = nlohmann::json::object();  // ResumeQueueFacts says, for health
+    if (!is_stdin) {
+      std::string error;
+      if (!ResumeQueueFacts(*store, name, started, *correlator, pipeline, &resumed, &error)) {
+        spdlog::error("log input: cannot read the stored queue facts: {}; retrying", error);
+        SleepFor(kRetryDelay);
+        continue;
+      }
+    }
     int utc_offset = LocalUtcOffset(started);
     correlator->set_utc_offset(utc_offset);
     correlator->set_reference_time(started);
@@ -272,7 +328,9 @@ void LogInput::RunFile(bool once) {
                  {"truncations", fs.truncations},
                  {"unread_rotated", fs.unread_rotated},
                  {"events_committed", pipeline.committed_events()},
+                 {"tracked_queue_ids", ls.tracked_queue_ids},
                  {"problem", follower.problem()}};
+      health_.update(resumed);
     };
     while (!stop_) {
       if (services_.rules() != rules) {
@@ -352,6 +410,13 @@ void LogInput::RunJournal(bool once) {
     LogCorrelator correlator(rules, [&](const DeliveryEvent& e) {
       AddLogEvent(pipeline, *store, *rules, EventFromLog(e, EventSource::kJournal, ref));
     });
+    nlohmann::json resumed = nlohmann::json::object();
+    if (std::string error;
+        !ResumeQueueFacts(*store, name, time(nullptr), correlator, pipeline, &resumed, &error)) {
+      spdlog::error("journal input: cannot read the stored queue facts: {}; retrying", error);
+      SleepFor(kRetryDelay);
+      continue;
+    }
     uint64_t lines = 0;
     bool failed = false;
     while (!stop_) {
@@ -379,7 +444,9 @@ void LogInput::RunJournal(bool once) {
                    {"committed_cursor", pipeline.committed().cursor},
                    {"lines", lines},
                    {"skipped_garbage", correlator.stats().skipped_garbage},
-                   {"events_committed", pipeline.committed_events()}};
+                   {"events_committed", pipeline.committed_events()},
+                   {"tracked_queue_ids", correlator.stats().tracked_queue_ids}};
+        health_.update(resumed);
       }
       if (n == 0) {
         if (once) break;

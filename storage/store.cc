@@ -31,13 +31,14 @@ namespace bounced {
 
 extern const std::string_view kSchemaV1Sql;  // storage/schema.sql, embedded at build time
 extern const std::string_view kSchemaV2Sql;  // storage/migrate_2.sql
+extern const std::string_view kSchemaV3Sql;  // storage/migrate_3.sql
 
 namespace {
 
 // PRAGMA application_id of a bounced database ("boun"), to refuse someone else's SQLite file.
 constexpr int32_t kApplicationId = 0x626f756e;
 // Migration N turns schema N-1 into N. Index 0 is version 1 (the whole schema.sql).
-const std::string_view* const kMigrations[] = {&kSchemaV1Sql, &kSchemaV2Sql};
+const std::string_view* const kMigrations[] = {&kSchemaV1Sql, &kSchemaV2Sql, &kSchemaV3Sql};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 // A log bounce and the DSN Postfix sends for it are the same incident when their queue id and
@@ -375,6 +376,7 @@ class StoreImpl final : public Store {
 
   const SuppressionView& view() const override { return view_; }
   Expected<std::optional<InputPosition>> LoadPosition(std::string_view input) override;
+  Expected<std::vector<QueueFacts>> LoadQueueFacts(std::string_view input) override;
   Expected<AddressStatus> GetStatus(std::string_view address, size_t max_events) override;
   Status List(const ListFilter& filter,
               const std::function<bool(const Suppression&)>& sink) override;
@@ -409,6 +411,8 @@ class StoreImpl final : public Store {
   Status RunTransaction(std::vector<std::unique_ptr<Job>>& group, const std::vector<size_t>& jobs,
                         size_t* failed_job);
   Status ApplyBatch(Job& job);
+  // Deletes the batch's forgotten queue facts, then stores its changed ones.
+  Status ApplyQueueFactsW(const Batch& b);
   // Ok when the stored position of want.input is `want` (see Batch::follows).
   Status CheckFollowsW(const InputPosition& want);
   Status ApplyEvent(const Event& ev, const PreparedEvent& pe, std::string_view prepared_text,
@@ -564,7 +568,7 @@ class StoreImpl final : public Store {
     sql::Stmt insert_event, insert_events, dsn_lookup, same_bounce, get_kind, put_kind, put_day,
         has_events, delivered_since, put_policy, delete_policy, get_suppression, put_suppression,
         delete_suppression, touch_suppression, delivered_after, log_suppression, allowed, counter,
-        position, get_position, audit;
+        position, get_position, put_queue_fact, delete_queue_fact, audit;
   } w_;
 
   std::mutex queue_mu_;
@@ -1032,6 +1036,10 @@ Status StoreImpl::PrepareWriter() {
        "INSERT OR REPLACE INTO input_positions (input, inode, offset, cursor, updated) "
        "VALUES (?1, ?2, ?3, ?4, ?5)"},
       {&w_.get_position, "SELECT inode, offset, cursor FROM input_positions WHERE input = ?1"},
+      {&w_.put_queue_fact,
+       "INSERT OR REPLACE INTO queue_facts (input, queue_id, sender, sender_known, message_id, "
+       "bounce_queue_id, size, nrcpt, updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
+      {&w_.delete_queue_fact, "DELETE FROM queue_facts WHERE input = ?1 AND queue_id = ?2"},
       {&w_.audit,
        "INSERT INTO audit (time, actor_uid, action, target, reason, detail) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
@@ -1429,6 +1437,7 @@ Status StoreImpl::ApplyBatch(Job& job) {
     }
   }
   if (Status s = FlushRowsW(); !s) return s;
+  if (Status s = ApplyQueueFactsW(job.batch); !s) return s;
   if (const auto& p = job.batch.position) {
     if (p->input.empty()) return Status::Error("storage: input position without an input name");
     w_.position.Bind(1, p->input)
@@ -1437,6 +1446,31 @@ Status StoreImpl::ApplyBatch(Job& job) {
         .Bind(4, p->cursor)
         .Bind(5, txn_now_);
     if (Status s = w_.position.Run(); !s) return s;
+  }
+  return Status::Ok();
+}
+
+Status StoreImpl::ApplyQueueFactsW(const Batch& b) {
+  if (b.queue_facts.empty() && b.queue_facts_forgotten.empty()) return Status::Ok();
+  if (!b.position || b.position->input.empty()) {
+    return Status::Error("storage: queue facts without an input position");
+  }
+  const std::string& input = b.position->input;
+  for (const std::string& id : b.queue_facts_forgotten) {
+    w_.delete_queue_fact.Bind(1, input).Bind(2, id);
+    if (Status s = w_.delete_queue_fact.Run(); !s) return s;
+  }
+  for (const QueueFacts& f : b.queue_facts) {
+    w_.put_queue_fact.Bind(1, input)
+        .Bind(2, f.queue_id)
+        .Bind(3, f.sender)
+        .Bind(4, static_cast<int64_t>(f.sender_known))
+        .Bind(5, f.message_id)
+        .Bind(6, f.bounce_queue_id)
+        .Bind(7, f.size)
+        .Bind(8, static_cast<int64_t>(f.nrcpt))
+        .Bind(9, txn_now_);
+    if (Status s = w_.put_queue_fact.Run(); !s) return s;
   }
   return Status::Ok();
 }
@@ -2219,6 +2253,36 @@ Expected<std::optional<InputPosition>> StoreImpl::LoadPosition(std::string_view 
   p.cursor = st.Text(2);
   p.updated = st.Int(3);
   return std::optional<InputPosition>(std::move(p));
+}
+
+Expected<std::vector<QueueFacts>> StoreImpl::LoadQueueFacts(std::string_view input) {
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  sql::Stmt st;
+  if (Status s = st.Prepare(**db,
+                            "SELECT queue_id, sender, sender_known, message_id, bounce_queue_id, "
+                            "size, nrcpt, updated FROM queue_facts WHERE input = ?1 "
+                            "ORDER BY updated, queue_id");
+      !s) {
+    return s;
+  }
+  st.Bind(1, input);
+  std::vector<QueueFacts> out;
+  for (;;) {
+    auto r = st.Step();
+    if (!r) return r.status();
+    if (!*r) break;
+    QueueFacts& f = out.emplace_back();
+    f.queue_id = st.Text(0);
+    f.sender = st.Text(1);
+    f.sender_known = st.Int(2) != 0;
+    f.message_id = st.Text(3);
+    f.bounce_queue_id = st.Text(4);
+    f.size = st.Int(5);
+    f.nrcpt = static_cast<int>(st.Int(6));
+    f.updated = st.Int(7);
+  }
+  return out;
 }
 
 namespace {

@@ -3,9 +3,9 @@
 // Reads and writes one SQLite file (StoreOptions::path, config key [storage] path). Holds
 // delivery events, per-recipient state, per-day counters, suppressions, the allowlist, the
 // audit log of manual changes and the inputs' positions; the tables are documented in
-// storage/schema.sql and storage/migrate_2.sql (version 2: `events` and `recipient_state` are
-// views over narrower tables). Read-only SQL on them is fine, e.g. for reports: open the file
-// with SQLITE_OPEN_READONLY, WAL lets readers run beside the writer.
+// storage/schema.sql, storage/migrate_2.sql and migrate_3.sql (since version 2, `events` and
+// `recipient_state` are views over narrower tables). Read-only SQL on them is fine, e.g. for
+// reports: open the file with SQLITE_OPEN_READONLY, WAL lets readers run beside the writer.
 //
 // Contract, LevelDB style:
 // - Errors are values. A Status/Expected error says what failed and where ("open
@@ -51,7 +51,7 @@ namespace bounced {
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated at Open;
 // newer files are refused.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // ---------------------------------------------------------------------------------------------
 // Addresses
@@ -130,6 +130,11 @@ struct Batch {
   // committing it would move the position past the lines of the failed batch, which the input
   // would then never read again.
   std::optional<InputPosition> follows = std::nullopt;
+  // The log correlator's queue facts as of `position` (LogCorrelator::TakeQueueFacts), kept per
+  // input (the position's) in the same transaction: forgotten ones are deleted first, then the
+  // changed ones stored. Needs `position`.
+  std::vector<QueueFacts> queue_facts = {};
+  std::vector<std::string> queue_facts_forgotten = {};
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -389,6 +394,8 @@ class Store {
   // --- reads (own read connections; see a snapshot as of the last commit) ---
   virtual const SuppressionView& view() const = 0;
   virtual Expected<std::optional<InputPosition>> LoadPosition(std::string_view input) = 0;
+  // The queue facts the input's batches left (Batch::queue_facts), oldest `updated` first.
+  virtual Expected<std::vector<QueueFacts>> LoadQueueFacts(std::string_view input) = 0;
   virtual Expected<AddressStatus> GetStatus(std::string_view address, size_t max_events = 10) = 0;
   // Streams suppressions ordered by key; the sink returns false to stop early.
   virtual Status List(const ListFilter& filter,

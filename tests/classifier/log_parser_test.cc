@@ -241,6 +241,82 @@ TEST(LogCorrelator, RemovedDropsStateAndTheCapEvictsTheOldest) {
   EXPECT_EQ(evicted, 15u);
 }
 
+// Queue facts: what changed since the last take, and which handed-out ids were forgotten
+// (removed or evicted); given back to a new correlator, they complete its events.
+TEST(LogCorrelator, QueueFactsAreHandedOutOnceAndForgottenWhenRemoved) {
+  std::vector<DeliveryEvent> events;
+  LogCorrelator c(RuleSet::Default(), [&](const DeliveryEvent& e) { events.push_back(e); });
+  c.set_track_queue_facts(true);
+  auto take = [&c] {
+    std::vector<QueueFacts> changed;
+    std::vector<std::string> forgotten;
+    c.TakeQueueFacts(&changed, &forgotten);
+    std::string out;
+    for (const QueueFacts& f : changed) {
+      out += "+" + f.queue_id + "(" + f.sender + "," + f.message_id + "," +
+             std::to_string(f.nrcpt) + "," + f.bounce_queue_id + ")";
+    }
+    for (const std::string& id : forgotten) out += "-" + id;
+    return out;
+  };
+  const std::string p = "Nov 29 17:09:53 mta postfix/";
+  c.Feed(p + "cleanup[1]: AAAA0000001: message-id=<a@x>");
+  c.Feed(p + "qmgr[1]: AAAA0000001: from=<s@x.example>, size=10, nrcpt=1 (queue active)");
+  c.Feed(p + "cleanup[1]: BBBB0000002: message-id=<b@x>");
+  c.Feed(p + "qmgr[1]: BBBB0000002: removed");  // came and went: in neither list
+  EXPECT_EQ(take(), "+AAAA0000001(s@x.example,<a@x>,1,)");
+  EXPECT_EQ(take(), "");
+  c.Feed(p + "bounce[2]: AAAA0000001: sender non-delivery notification: CCCC0000003");
+  EXPECT_EQ(take(), "+AAAA0000001(s@x.example,<a@x>,1,CCCC0000003)");
+  c.Feed(p + "qmgr[1]: AAAA0000001: removed");
+  EXPECT_EQ(take(), "-AAAA0000001");
+
+  // A new run given the facts of a message still queued completes its events, and reports the
+  // restored id as forgotten once the message is removed.
+  LogCorrelator next(RuleSet::Default(), [&](const DeliveryEvent& e) { events.push_back(e); });
+  next.set_track_queue_facts(true);
+  QueueFacts kept;
+  kept.queue_id = "DDDD0000004";
+  kept.sender = "news@x.example";
+  kept.sender_known = true;
+  kept.message_id = "<d@x>";
+  kept.size = 99;
+  kept.nrcpt = 3;
+  next.RestoreQueueFacts(kept);
+  events.clear();
+  next.Feed(p +
+            "smtp[3]: DDDD0000004: to=<u@y.example>, relay=mx.y.example[192.0.2.1]:25, delay=1, "
+            "delays=0/0/0/1, dsn=2.0.0, status=sent (250 2.0.0 Ok)");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].sender, "news@x.example");
+  EXPECT_TRUE(events[0].sender_known);
+  EXPECT_EQ(events[0].message_id, "<d@x>");
+  EXPECT_EQ(events[0].nrcpt, 3);
+  EXPECT_EQ(events[0].size, 99);
+  std::vector<QueueFacts> changed;
+  std::vector<std::string> forgotten;
+  next.Feed(p + "qmgr[1]: DDDD0000004: removed");
+  next.TakeQueueFacts(&changed, &forgotten);
+  EXPECT_TRUE(changed.empty());
+  EXPECT_EQ(forgotten, std::vector<std::string>{"DDDD0000004"});
+
+  // Evicted by the cap: forgotten too.
+  LogCorrelator small(RuleSet::Default(), nullptr);
+  small.set_track_queue_facts(true);
+  small.set_max_tracked_queue_ids(1);
+  small.Feed(p + "cleanup[1]: EEEE0000005: message-id=<e@x>");
+  changed.clear();
+  forgotten.clear();
+  small.TakeQueueFacts(&changed, &forgotten);
+  ASSERT_EQ(changed.size(), 1u);
+  small.Feed(p + "cleanup[1]: FFFF0000006: message-id=<f@x>");
+  changed.clear();
+  small.TakeQueueFacts(&changed, &forgotten);
+  EXPECT_EQ(forgotten, std::vector<std::string>{"EEEE0000005"});
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].queue_id, "FFFF0000006");
+}
+
 TEST(LogCorrelator, ExpiryWithoutKnownRecipientsIsReportedOnce) {
   LogRun run = Correlate(
       "Nov 29 17:11:12 mta postfix/qmgr[1]: 09DE9A74B41: from=<s@x.example>, status=expired, "

@@ -137,7 +137,7 @@ TEST(StoreMigrationTest, VersionOneDatabaseIsMigratedInPlaceWithEveryRow) {
 
   auto s = OpenStore(v1);
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(Scalar(v1, "PRAGMA user_version"), 2);
+  EXPECT_EQ(Scalar(v1, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(Scalar(v1, "SELECT type = 'view' FROM sqlite_master WHERE name = 'events'"), 1);
   EXPECT_EQ(Dump(v1, kEventsSql), events);
   EXPECT_EQ(Dump(v1, kStateSql), states);
@@ -150,7 +150,7 @@ TEST(StoreMigrationTest, VersionOneDatabaseIsMigratedInPlaceWithEveryRow) {
   EXPECT_EQ((*s->LoadPosition("log:/var/log/mail.log"))->offset, 4096u);
   auto health = s->GetHealth();
   ASSERT_TRUE(health.ok()) << health.error();
-  EXPECT_EQ(health->schema_version, 2);
+  EXPECT_EQ(health->schema_version, kSchemaVersion);
   EXPECT_EQ(health->recipients, Scalar(v1, "SELECT count(*) FROM recipient_state"));
   EXPECT_EQ(health->recipients, 7);  // alice bob carol dave erin frank full, not "not an address"
   EXPECT_TRUE(s->view().Lookup("dave@example.net").has_value());
@@ -183,14 +183,62 @@ TEST(StoreMigrationTest, NewerVersionIsStillRefusedAfterTheMigrationExists) {
   TempDir dir;
   const std::string path = dir.File("b.db");
   { auto s = OpenStore(path); }
-  ExecSql(path, "PRAGMA user_version = 3");
+  ExecSql(path, "PRAGMA user_version = 4");
   StoreOptions o;
   o.path = path;
   auto s = Store::Open(o);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().find("schema version 3 is newer than this bounced knows (2)"),
+  EXPECT_NE(s.error().find("schema version 4 is newer than this bounced knows (3)"),
             std::string::npos)
       << s.error();
+}
+
+// Version 3 adds queue_facts (the log correlator's facts kept with the input position): a
+// version-2 database gets the table, keeps its rows, and the facts round-trip with a batch.
+TEST(StoreMigrationTest, VersionTwoDatabaseGetsTheQueueFactsTable) {
+  TempDir dir;
+  const std::string path = dir.File("v2.db");
+  {
+    auto s = OpenStore(path);
+    ASSERT_NE(s, nullptr);
+    WriteHistory(*s);
+  }
+  ExecSql(path, "DROP TABLE queue_facts; PRAGMA user_version = 2");
+  const std::string events = Dump(path, kEventsSql);
+  auto s = OpenStore(path);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), 3);
+  EXPECT_EQ(Dump(path, kEventsSql), events);
+  Batch b;
+  b.position = InputPosition{"log:/var/log/mail.log", 7, 8192, ""};
+  QueueFacts f;
+  f.queue_id = "4A1B2C3D4E";
+  f.sender = "news@sender.example";
+  f.sender_known = true;
+  f.message_id = "<m@x>";
+  f.size = 533;
+  f.nrcpt = 2;
+  b.queue_facts.push_back(f);
+  ASSERT_TRUE(s->Write(b).ok());
+  auto loaded = s->LoadQueueFacts("log:/var/log/mail.log");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].sender, "news@sender.example");
+  EXPECT_TRUE((*loaded)[0].sender_known);
+  EXPECT_EQ((*loaded)[0].message_id, "<m@x>");
+  EXPECT_EQ((*loaded)[0].size, 533);
+  EXPECT_EQ((*loaded)[0].nrcpt, 2);
+  EXPECT_GT((*loaded)[0].updated, 0);
+  EXPECT_TRUE(s->LoadQueueFacts("journal")->empty());
+  Batch forget;
+  forget.position = InputPosition{"log:/var/log/mail.log", 7, 9000, ""};
+  forget.queue_facts_forgotten = {"4A1B2C3D4E"};
+  ASSERT_TRUE(s->Write(forget).ok());
+  EXPECT_TRUE(s->LoadQueueFacts("log:/var/log/mail.log")->empty());
+  // Facts need the input a position names.
+  Batch orphan;
+  orphan.queue_facts.push_back(f);
+  EXPECT_FALSE(s->Write(orphan).ok());
 }
 
 // Keys an older bounced wrote with needless quotes (it kept a quoted local part as given, and
