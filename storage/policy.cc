@@ -5,6 +5,17 @@
 #include <cstdlib>
 
 namespace bounced {
+namespace {
+
+void ResetCount(PolicyFields& s) {
+  s.incidents = 0;
+  s.incidents_since = 0;
+  s.last_incident = 0;
+  s.pending_delivery = 0;
+  s.pending_message_id.clear();
+}
+
+}  // namespace
 
 bool IsDelivery(const Event& e) {
   return e.log_status == "sent" || e.result.category == Category::kDelivered;
@@ -32,13 +43,23 @@ PolicyDecision ApplyEvent(const SuppressionPolicy& p, RecipientState& s, const E
       s.last_failure = std::max(s.last_failure, t);
     }
   }
-  PolicyFields f{s.incidents, s.incidents_since, s.last_incident, s.manual_unsuppressed};
+  PolicyFields f{s.incidents,           s.incidents_since,  s.last_incident,
+                 s.manual_unsuppressed, s.pending_delivery, std::move(s.pending_message_id)};
   PolicyDecision d = ApplyPolicy(p, f, e, t);
   s.incidents = static_cast<int>(f.incidents);
   s.incidents_since = f.incidents_since;
   s.last_incident = f.last_incident;
   s.manual_unsuppressed = f.manual_unsuppressed;
+  s.pending_delivery = f.pending_delivery;
+  s.pending_message_id = std::move(f.pending_message_id);
   return d;
+}
+
+std::string_view MessageIdKey(std::string_view id) {
+  while (!id.empty() && (id.front() == ' ' || id.front() == '\t')) id.remove_prefix(1);
+  while (!id.empty() && (id.back() == ' ' || id.back() == '\t')) id.remove_suffix(1);
+  if (id.size() >= 2 && id.front() == '<' && id.back() == '>') id = id.substr(1, id.size() - 2);
+  return id;
 }
 
 bool PolicyConcerns(const SuppressionPolicy& p, const Event& e) {
@@ -62,10 +83,18 @@ PolicyDecision ApplyPolicy(const SuppressionPolicy& p, PolicyFields& s, const Ev
 
   if (IsDelivery(e)) {
     // A delivery older than the latest incident (log catch-up out of order) resets nothing.
-    if (t >= s.last_incident) {
-      s.incidents = 0;
-      s.incidents_since = 0;
-      s.last_incident = 0;
+    if (s.incidents == 0 || t < s.last_incident) return d;
+    // A relay that answers 250 and bounces later makes Postfix log status=sent before the DSN
+    // of the same message arrives: such a delivery proves nothing yet, so it is only noted, and
+    // the next counted failure decides (below). Deliveries of two different messages, or of one
+    // whose Message-ID is unknown (which may be any message), clear the count at once: whichever
+    // message fails next, another one was delivered after the incidents.
+    const std::string_view id = MessageIdKey(e.message_id);
+    if (id.empty() || (s.pending_delivery != 0 && id != s.pending_message_id)) {
+      ResetCount(s);
+    } else {
+      if (s.pending_delivery == 0) s.pending_message_id.assign(id);
+      s.pending_delivery = std::max(s.pending_delivery, t);
     }
     return d;
   }
@@ -103,6 +132,19 @@ PolicyDecision ApplyPolicy(const SuppressionPolicy& p, PolicyFields& s, const Ev
     // suppresses: the unsuppress cleared the count, and the same events must give the same
     // count whether they were read before it or after.
     if (!counts || operator_lifted_later) return d;
+    if (s.pending_delivery != 0) {
+      // The deliveries noted since the last incident were of one message. This failure's own
+      // (its Message-ID the same) proves nothing: it was accepted, then bounced. Any other
+      // message's, or a failure whose message is unknown, means another message got through
+      // after the incidents: they are cleared and this failure starts a new count.
+      const std::string_view id = MessageIdKey(e.message_id);
+      if (id.empty() || id != s.pending_message_id) {
+        ResetCount(s);
+      } else {
+        s.pending_delivery = 0;
+        s.pending_message_id.clear();
+      }
+    }
     // Failures close to an incident already counted (a burst of retries, several messages at
     // once, or a retry replayed out of order) belong to it.
     bool same_incident =

@@ -39,7 +39,19 @@ struct PolicyFields {
   int64_t incidents_since = 0;
   int64_t last_incident = 0;
   int64_t manual_unsuppressed = 0;
+  // Deliveries of one message (pending_message_id, in MessageIdKey form, never empty while
+  // pending_delivery is set) after the last incident; pending_delivery is the latest of them.
+  // They clear the incidents at the next counted failure of any other message; a failure of
+  // that very message (accepted, then bounced: a relay's DSN) drops them and counts. Set only
+  // while incidents > 0.
+  int64_t pending_delivery = 0;
+  std::string pending_message_id;
+  bool operator==(const PolicyFields&) const = default;
 };
+
+// A Message-ID as the policy compares it: without surrounding blanks and angle brackets (the
+// log has "<id@host>", a DSN's parser gives "id@host"); a view into `message_id`, "" when none.
+std::string_view MessageIdKey(std::string_view message_id);
 
 // The policy half of ApplyEvent: folds `e` into `fields` and decides; ApplyEvent is this plus
 // the derived fields. The writer calls it directly (it keeps only these fields).

@@ -32,13 +32,15 @@ namespace bounced {
 extern const std::string_view kSchemaV1Sql;  // storage/schema.sql, embedded at build time
 extern const std::string_view kSchemaV2Sql;  // storage/migrate_2.sql
 extern const std::string_view kSchemaV3Sql;  // storage/migrate_3.sql
+extern const std::string_view kSchemaV4Sql;  // storage/migrate_4.sql
 
 namespace {
 
 // PRAGMA application_id of a bounced database ("boun"), to refuse someone else's SQLite file.
 constexpr int32_t kApplicationId = 0x626f756e;
 // Migration N turns schema N-1 into N. Index 0 is version 1 (the whole schema.sql).
-const std::string_view* const kMigrations[] = {&kSchemaV1Sql, &kSchemaV2Sql, &kSchemaV3Sql};
+const std::string_view* const kMigrations[] = {&kSchemaV1Sql, &kSchemaV2Sql, &kSchemaV3Sql,
+                                               &kSchemaV4Sql};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 // A log bounce and the DSN Postfix sends for it are the same incident when their queue id and
@@ -140,7 +142,8 @@ StoredEvent ReadEvent(const sql::Stmt& st) {
 
 constexpr std::string_view kStateColumns =
     "address, first_seen, last_event, last_category, last_log_status, last_delivered, "
-    "last_failure, incidents, incidents_since, last_incident, manual_unsuppressed, events";
+    "last_failure, incidents, incidents_since, last_incident, manual_unsuppressed, events, "
+    "pending_delivery, pending_message_id";
 
 RecipientState ReadState(const sql::Stmt& st) {
   RecipientState r;
@@ -156,6 +159,8 @@ RecipientState ReadState(const sql::Stmt& st) {
   r.last_incident = st.Int(9);
   r.manual_unsuppressed = st.Int(10);
   r.events = st.Int(11);
+  r.pending_delivery = st.Int(12);
+  r.pending_message_id = st.Text(13);
   return r;
 }
 
@@ -321,13 +326,8 @@ void PrepareEvents(Job& job, const std::string& delimiters) {
 struct PolicyRow {
   std::string display;     // set with first_seen by an unsuppress before any event
   int64_t first_seen = 0;  // ditto
-  int64_t incidents = 0;
-  int64_t incidents_since = 0;
-  int64_t last_incident = 0;
-  int64_t manual_unsuppressed = 0;
-  bool Empty() const {
-    return incidents == 0 && incidents_since == 0 && last_incident == 0 && manual_unsuppressed == 0;
-  }
+  PolicyFields fields;
+  bool Empty() const { return fields == PolicyFields{}; }
 };
 
 // A daily counter increment by (day number, event kind, domain): the kind fixes the provider,
@@ -1008,7 +1008,8 @@ Status StoreImpl::PrepareWriter() {
        "'blocked' AND (k.log_status = 'sent' OR k.category = 'delivered')"},
       {&w_.put_policy,
        "INSERT OR REPLACE INTO recipient_policy (address, display, first_seen, incidents, "
-       "incidents_since, last_incident, manual_unsuppressed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+       "incidents_since, last_incident, manual_unsuppressed, pending_delivery, "
+       "pending_message_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
       {&w_.delete_policy, "DELETE FROM recipient_policy WHERE address = ?1"},
       {&w_.get_suppression,
        "SELECT address, display, reason, category, source, first_event, last_event, created, "
@@ -1107,7 +1108,8 @@ Status StoreImpl::LoadPolicyRows() {
   sql::Stmt st;
   if (Status s = st.Prepare(wdb_,
                             "SELECT address, display, first_seen, incidents, incidents_since, "
-                            "last_incident, manual_unsuppressed FROM recipient_policy");
+                            "last_incident, manual_unsuppressed, pending_delivery, "
+                            "pending_message_id FROM recipient_policy");
       !s) {
     return s;
   }
@@ -1115,10 +1117,12 @@ Status StoreImpl::LoadPolicyRows() {
     PolicyRow p;
     p.display = st.Text(1);
     p.first_seen = st.Int(2);
-    p.incidents = st.Int(3);
-    p.incidents_since = st.Int(4);
-    p.last_incident = st.Int(5);
-    p.manual_unsuppressed = st.Int(6);
+    p.fields.incidents = st.Int(3);
+    p.fields.incidents_since = st.Int(4);
+    p.fields.last_incident = st.Int(5);
+    p.fields.manual_unsuppressed = st.Int(6);
+    p.fields.pending_delivery = st.Int(7);
+    p.fields.pending_message_id = st.Text(8);
     policy_rows_.emplace(st.Text(0), std::move(p));
   });
 }
@@ -1606,20 +1610,14 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
     if (pe.failure && info.action == Action::kCount && MayHaveSuppressionW(hkey)) {
       if (Status s = EndExpiredRepeatedFailureW(hkey); !s) return s;
     }
+    // Most events (deliveries to recipients without incidents) have no row: their fields are
+    // the defaults, and stay so.
     auto row = policy_rows_.find(hkey);
-    PolicyFields before;
-    if (row != policy_rows_.end()) {
-      before = {row->second.incidents, row->second.incidents_since, row->second.last_incident,
-                row->second.manual_unsuppressed};
-    }
-    PolicyFields after = before;
-    d = ApplyPolicy(txn_policy_, after, ev, t);
-    if (after.incidents != before.incidents || after.incidents_since != before.incidents_since ||
-        after.last_incident != before.last_incident) {
-      PolicyRow& p = PolicyRowW(hkey);
-      p.incidents = after.incidents;
-      p.incidents_since = after.incidents_since;
-      p.last_incident = after.last_incident;
+    const bool had_row = row != policy_rows_.end();
+    PolicyFields fields = had_row ? row->second.fields : PolicyFields{};
+    d = ApplyPolicy(txn_policy_, fields, ev, t);
+    if (had_row ? !(fields == row->second.fields) : !(fields == PolicyFields{})) {
+      PolicyRowW(hkey).fields = std::move(fields);
     }
   }
   if (pe.delivery && MayHaveSuppressionW(hkey)) {
@@ -1875,11 +1873,11 @@ Status StoreImpl::EndExpiredRepeatedFailureW(const HashedKey& hkey) {
 void StoreImpl::ForgetIncidentsW(std::string_view address) {
   HashedKey key = HashedKey::Of(address);
   auto it = policy_rows_.find(key);
-  if (it == policy_rows_.end() || it->second.incidents == 0) return;
-  PolicyRow& row = PolicyRowW(key);
-  row.incidents = 0;
-  row.incidents_since = 0;
-  row.last_incident = 0;
+  if (it == policy_rows_.end() || it->second.fields.incidents == 0) return;
+  PolicyFields& f = PolicyRowW(key).fields;
+  const int64_t unsuppressed = f.manual_unsuppressed;
+  f = PolicyFields{};
+  f.manual_unsuppressed = unsuppressed;
 }
 
 Status StoreImpl::AuditW(const Actor& who, std::string_view action, std::string_view target,
@@ -1982,13 +1980,16 @@ Status StoreImpl::WritePendingW() {
       continue;
     }
     const PolicyRow& p = it->second;
+    const PolicyFields& f = p.fields;
     w_.put_policy.BindRef(1, *key)
         .BindRef(2, p.display)
         .Bind(3, p.first_seen)
-        .Bind(4, p.incidents)
-        .Bind(5, p.incidents_since)
-        .Bind(6, p.last_incident)
-        .Bind(7, p.manual_unsuppressed);
+        .Bind(4, f.incidents)
+        .Bind(5, f.incidents_since)
+        .Bind(6, f.last_incident)
+        .Bind(7, f.manual_unsuppressed)
+        .Bind(8, f.pending_delivery)
+        .BindRef(9, f.pending_message_id);
     if (Status s = w_.put_policy.Run(); !s) return s;
   }
   // The memory now matches what COMMIT will hold; an empty row is no row.
@@ -2071,10 +2072,8 @@ Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
     if (Status r = self.w_.delete_suppression.Run(); !r) return r;
     if (Status r = self.LogSuppressionW(**existing, "remove", who.uid); !r) return r;
     PolicyRow& state = self.PolicyRowW(HashedKey::Of(key));
-    state.manual_unsuppressed = txn_now_;
-    state.incidents = 0;
-    state.incidents_since = 0;
-    state.last_incident = 0;
+    state.fields = PolicyFields{};
+    state.fields.manual_unsuppressed = txn_now_;
     if (state.first_seen == 0) {
       // A recipient without events is first seen now (its events set first_seen otherwise).
       self.w_.has_events.BindRef(1, key);

@@ -3,9 +3,11 @@
 // Reads and writes one SQLite file (StoreOptions::path, config key [storage] path). Holds
 // delivery events, per-recipient state, per-day counters, suppressions, the allowlist, the
 // audit log of manual changes and the inputs' positions; the tables are documented in
-// storage/schema.sql, storage/migrate_2.sql and migrate_3.sql (since version 2, `events` and
-// `recipient_state` are views over narrower tables). Read-only SQL on them is fine, e.g. for
-// reports: open the file with SQLITE_OPEN_READONLY, WAL lets readers run beside the writer.
+// storage/schema.sql, storage/migrate_2.sql (version 2: `events` and `recipient_state` are
+// views over narrower tables), storage/migrate_3.sql (version 3: a recipient's pending
+// delivery) and storage/migrate_4.sql (version 4: the log inputs' queue facts). Read-only SQL
+// on them is fine, e.g. for reports: open the file with SQLITE_OPEN_READONLY, WAL lets readers
+// run beside the writer.
 //
 // Contract, LevelDB style:
 // - Errors are values. A Status/Expected error says what failed and where ("open
@@ -51,7 +53,7 @@ namespace bounced {
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated at Open;
 // newer files are refused.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // ---------------------------------------------------------------------------------------------
 // Addresses
@@ -147,7 +149,13 @@ struct SuppressionPolicy {
   // mailbox_disabled, mailbox_full and suppressed_upstream (action "count") suppress after
   // `count_threshold` incidents whose first and last are at least `count_min_span_seconds` apart.
   // Failures less than `incident_merge_seconds` after the start of the current incident belong
-  // to it (a burst of retries is one incident). A delivery resets the count.
+  // to it (a burst of retries is one incident). A delivery of another message after the last
+  // incident resets the count, when the next counted failure arrives: a relay may accept a
+  // message (status=sent) and bounce it later (a DSN), so the delivery of the very message that
+  // then fails resets nothing (messages told apart by Message-ID). Deliveries of two different
+  // messages, or of one whose Message-ID is unknown, reset at once; a failure whose Message-ID
+  // is unknown resets after any noted delivery. A delivery older than the latest incident (a
+  // log read late) resets nothing.
   int count_threshold = 3;
   int64_t count_min_span_seconds = 7 * 86400;
   int64_t incident_merge_seconds = 3600;
@@ -214,11 +222,16 @@ struct RecipientState {
   std::string last_log_status;
   int64_t last_delivered = 0;
   int64_t last_failure = 0;
-  int incidents = 0;                // counted incidents since the last delivery
+  int incidents = 0;                // counted incidents not reset by a delivery (see policy)
   int64_t incidents_since = 0;      // start of the first of them
   int64_t last_incident = 0;        // start of the latest
   int64_t manual_unsuppressed = 0;  // events before this time cannot re-suppress automatically
   int64_t events = 0;
+  // A delivery after the last incident that has not reset the count yet (0: none) and its
+  // message's Message-ID (without <>): the next counted failure of any other message resets
+  // the count first, a failure of this message does not (accepted, then bounced).
+  int64_t pending_delivery = 0;
+  std::string pending_message_id;
 };
 
 struct AddressStatus {

@@ -79,7 +79,11 @@ nlohmann::json ToJson(const AddressStatus& s) {
                   {"incidents", r.incidents},
                   {"incidents_since", TimeOrNull(r.incidents_since)},
                   {"manual_unsuppressed", TimeOrNull(r.manual_unsuppressed)},
-                  {"events", r.events}};
+                  {"events", r.events},
+                  {"pending_delivery", TimeOrNull(r.pending_delivery)},
+                  {"pending_message_id", r.pending_message_id.empty()
+                                             ? nlohmann::json(nullptr)
+                                             : nlohmann::json(r.pending_message_id)}};
   } else {
     j["state"] = nullptr;
   }

@@ -199,6 +199,13 @@ std::string StatusLine(const json& s) {
   if (state.is_object() && state.value("incidents", 0) > 0) {
     line += "; " + std::to_string(state.value("incidents", 0)) + " failure incident(s) since " +
             Day(Str(state, "incidents_since")) + " count toward suppression";
+    // A delivery after them waits for the next failure: it resets the count unless that failure
+    // is of the delivered message itself (a relay that accepted it and bounced it later).
+    std::string pending = Str(state, "pending_delivery");
+    if (!pending.empty()) {
+      line += " (message <" + Str(state, "pending_message_id") + "> delivered " + Day(pending) +
+              ": the next failure of another message resets the count)";
+    }
   }
   return line;
 }

@@ -2,7 +2,8 @@
 // status through bouncectl, the Postfix socketmap, crash safety (kill -9 mid-ingest), log
 // rotation both ways, hostile input (garbage, a 10 MB line, broken netstrings, invalid JSON,
 // oversized requests, unauthorised writes), SIGHUP with broken rules, journald input, DSNs fed
-// with bouncectl ingest-dsn, --once and --check-config.
+// with bouncectl ingest-dsn (a relay's late DSNs counted against its status=sent lines), --once
+// and --check-config.
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -633,6 +634,61 @@ TEST(DaemonProcess, IngestDsnRecordsOncePerMessageAndRecipient) {
   out = d.Ctl("ingest-dsn " + d.config_path(), &rc);  // not a bounce
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("not a bounce"), std::string::npos) << out;
+}
+
+// A smarthost that accepts every message (status=sent in the log) and sends a DSN for it later
+// (mailbox full), fed with ingest-dsn: the log's Message-ID (<...>, from the cleanup line) and
+// the one the DSN quotes are the same message's, so its delivery does not reset the count, and
+// the third message 8 days after the first suppresses the mailbox.
+TEST(DaemonProcess, MailboxThatARelayAcceptsAndBouncesLaterIsSuppressedAtTheThreshold) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  const std::string eml = ReadFile(kTestData + "/dsn/postfix/full-16.eml");
+  auto replaced = [](std::string m, const std::string& from, const std::string& to) {
+    for (size_t at = m.find(from); at != std::string::npos; at = m.find(from, at + to.size()))
+      m.replace(at, from.size(), to);
+    return m;
+  };
+  int rc = -1;
+  std::string out;
+  for (int i = 0; i < 3; ++i) {
+    const std::string day = "0" + std::to_string(1 + 4 * i);  // 2026-11-01, -05, -09
+    const std::string qid = "1A2B3C4D5" + std::to_string(i);
+    const std::string id = "news" + std::to_string(i) + "@shop.example";
+    AppendFile(d.log(), "2026-11-" + day + "T10:00:00+00:00 mta postfix/cleanup[100]: " + qid +
+                            ": message-id=<" + id + ">\n2026-11-" + day +
+                            "T10:00:01+00:00 mta postfix/smtp[101]: " + qid +
+                            ": to=<full@example.org>, relay=smarthost.example.net[192.0.2.25]:587, "
+                            "delay=0.5, delays=0.1/0/0.2/0.2, dsn=2.0.0, status=sent (250 2.0.0 "
+                            "Ok: queued as E3DE4A74BB" +
+                            std::to_string(i) + ")\n");
+    ASSERT_TRUE(d.WaitForEvents(2 * i + 1));
+    if (i == 1) {
+      out = d.Ctl("status full@example.org", &rc);
+      EXPECT_NE(out.find("1 failure incident(s) since 2026-11-01 count toward suppression (message "
+                         "<news1@shop.example> delivered 2026-11-05"),
+                std::string::npos)
+          << out;
+    }
+    const char* const weekday[] = {"Sun", "Thu", "Mon"};
+    std::string dsn = replaced(eml, "Sun, 29 Nov 2026 17:09:55",
+                               std::string(weekday[i]) + ", " + day + " Nov 2026 11:00:00");
+    dsn = replaced(dsn, "<20261129170955.029161@vm>", "<" + id + ">");
+    dsn = replaced(dsn, "20261129170955.F12C4A74BBB", "bounce" + std::to_string(i));
+    dsn = replaced(dsn, "E3DE4A74BB8", "E3DE4A74BB" + std::to_string(i));
+    const std::string file = dir / ("dsn" + std::to_string(i) + ".eml");
+    AppendFile(file, dsn);
+    out = d.Ctl("ingest-dsn " + Quote(file), &rc);
+    EXPECT_EQ(rc, 0) << out;
+    ASSERT_TRUE(d.WaitForEvents(2 * i + 2));
+    out = d.Ctl("status full@example.org", &rc);
+    EXPECT_EQ(out.find("full@example.org is SUPPRESSED since 2026-11-09 (repeated_failure, "
+                       "mailbox_full") != std::string::npos,
+              i == 2)
+        << out;
+  }
+  EXPECT_EQ(d.Stop(), 0);
 }
 
 // A bounce for thousands of recipients (one Postfix DSN for a list message) is recorded

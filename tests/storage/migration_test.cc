@@ -1,7 +1,8 @@
 // migration_test.cc: schema version 1 databases are migrated in place to version 2
-// (storage/migrate_2.sql) with every event and recipient state as version 1 held them, the
-// policy carries on from the migrated state, and the writer's in-memory caches (event kinds,
-// policy rows) forget what a rolled-back transaction wrote.
+// (storage/migrate_2.sql) with every event and recipient state as version 1 held them, version 2
+// databases to version 3 (storage/migrate_3.sql: pending deliveries), the policy carries on from
+// the migrated state, and the writer's in-memory caches (event kinds, policy rows) forget what a
+// rolled-back transaction wrote.
 //
 // A version-1 file is built from the repository's storage/schema.sql; its rows are what a
 // version-2 store wrote for a realistic history, read back through the version-1 names (the
@@ -57,7 +58,12 @@ int64_t Scalar(const std::string& path, const std::string& sql) {
 }
 
 const char* const kEventsSql = "SELECT * FROM events ORDER BY id";
-const char* const kStateSql = "SELECT * FROM recipient_state ORDER BY address";
+// The version-1 columns (version 3 adds two at the end).
+const char* const kStateColumns =
+    "address, display, first_seen, last_event, last_category, last_log_status, last_delivered, "
+    "last_failure, incidents, incidents_since, last_incident, manual_unsuppressed, events";
+const std::string kStateSql =
+    std::string("SELECT ") + kStateColumns + " FROM recipient_state ORDER BY address";
 
 // A history with every kind of row: deliveries, hard bounces, repeated mailbox_full incidents
 // (one recipient two incidents short of suppression), a DSN and its duplicate, a log bounce and
@@ -109,7 +115,9 @@ void MakeVersionOne(const std::string& v2, const std::string& v1) {
   ExecSql(v1, "ATTACH '" + v2 +
                   "' AS v2; BEGIN;"
                   "INSERT INTO events SELECT * FROM v2.events;"
-                  "INSERT INTO recipient_state SELECT * FROM v2.recipient_state;"
+                  "INSERT INTO recipient_state SELECT " +
+                  kStateColumns +
+                  " FROM v2.recipient_state;"
                   "INSERT INTO daily_counters SELECT * FROM v2.daily_counters;"
                   "INSERT INTO suppressions SELECT * FROM v2.suppressions;"
                   "INSERT INTO suppression_log SELECT * FROM v2.suppression_log;"
@@ -179,23 +187,104 @@ TEST(StoreMigrationTest, VersionOneDatabaseIsMigratedInPlaceWithEveryRow) {
   EXPECT_EQ(st->events.size(), 3u);
 }
 
+// A version-2 file, as a bounced of that version made it (schema.sql, then migrate_2.sql), with
+// a recipient two mailbox_full incidents short of nothing: Open adds the pending-delivery
+// columns with no delivery pending (version 2 reset the count at the delivery itself), the
+// recipient_state view gets them too, and the count carries on under the version-3 rule: the
+// delivery of the message that then bounces resets nothing.
+TEST(StoreMigrationTest, VersionTwoDatabaseGetsPendingDeliveriesAndCountsOn) {
+  TempDir dir;
+  const std::string path = dir.File("v2.db");
+  ExecSql(path, ReadFile(BOUNCED_SOURCE_DIR "/storage/schema.sql") +
+                    ReadFile(BOUNCED_SOURCE_DIR "/storage/migrate_2.sql") +
+                    "PRAGMA user_version = 2; PRAGMA application_id = 1651471726;");
+  const std::string t1 = std::to_string(kT0), t2 = std::to_string(kT0 + 4 * kDay);
+  ExecSql(
+      path,
+      "INSERT INTO events (time, day, source, source_ref, message_id, recipient, "
+      "recipient_key, domain, log_status, category, fault, action, hard_bounce) VALUES "
+      "(" +
+          t1 +
+          ", '', 'milter', 'dsn.1', 'm1@shop.example', 'full@example.com', "
+          "'full@example.com', 'example.com', 'bounced', 'mailbox_full', 'recipient', 'count', 0),"
+          "(" +
+          t2 +
+          ", '', 'milter', 'dsn.2', 'm2@shop.example', 'full@example.com', "
+          "'full@example.com', 'example.com', 'bounced', 'mailbox_full', 'recipient', 'count', 0);"
+          "INSERT INTO recipient_policy (address, incidents, incidents_since, last_incident) "
+          "VALUES ('full@example.com', 2, " +
+          t1 + ", " + t2 +
+          ");"
+          "INSERT INTO recipient_policy (address, display, first_seen, manual_unsuppressed) "
+          "VALUES ('back@example.com', 'Back@example.com', 1000, 1000);");
+  const std::string before = Dump(path, kStateSql);
+  ASSERT_NE(before.find("full@example.com|full@example.com|"), std::string::npos) << before;
+
+  auto s = OpenStore(path);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(Dump(path, kStateSql), before);
+  EXPECT_EQ(Dump(path,
+                 "SELECT address, incidents, pending_delivery, pending_message_id "
+                 "FROM recipient_policy ORDER BY address"),
+            "back@example.com|0|0||\nfull@example.com|2|0||\n");
+  EXPECT_EQ(Dump(path,
+                 "SELECT address, incidents, pending_delivery, pending_message_id "
+                 "FROM recipient_state ORDER BY address"),
+            "back@example.com|0|0||\nfull@example.com|2|0||\n");
+
+  // A third message goes through a relay that accepts it and bounces it: the third incident,
+  // 8 days after the first, suppresses.
+  const int64_t t3 = kT0 + 8 * kDay;
+  Event sent = MakeEvent("full@example.com", Category::kDelivered, "sent", t3);
+  sent.message_id = "<m3@shop.example>";
+  ASSERT_TRUE(s->Write(Batch{{sent}, std::nullopt}).ok());
+  auto st = s->GetStatus("full@example.com", 10);
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_TRUE(st->state.has_value());
+  EXPECT_EQ(st->state->incidents, 2);
+  EXPECT_EQ(st->state->pending_delivery, t3);
+  EXPECT_EQ(st->state->pending_message_id, "m3@shop.example");
+  Event dsn = MakeEvent("full@example.com", Category::kMailboxFull, "bounced", t3 + 3600,
+                        EventSource::kMilter);
+  dsn.source_ref = "dsn.3";
+  dsn.message_id = "m3@shop.example";
+  ASSERT_TRUE(s->Write(Batch{{dsn}, std::nullopt}).ok());
+  auto hit = s->view().Lookup("full@example.com");
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->category, Category::kMailboxFull);
+  st = s->GetStatus("full@example.com", 10);
+  ASSERT_TRUE(st.ok()) << st.error();
+  EXPECT_EQ(st->suppression->first_event, kT0);
+  EXPECT_EQ(st->state->incidents, 3);
+  EXPECT_EQ(st->state->pending_delivery, 0);
+  EXPECT_EQ(st->state->events, 4);
+  // The unsuppressed address is still remembered as such.
+  auto back = s->GetStatus("back@example.com", 10);
+  ASSERT_TRUE(back.ok()) << back.error();
+  ASSERT_TRUE(back->state.has_value());
+  EXPECT_EQ(back->state->manual_unsuppressed, 1000);
+}
+
 TEST(StoreMigrationTest, NewerVersionIsStillRefusedAfterTheMigrationExists) {
   TempDir dir;
   const std::string path = dir.File("b.db");
   { auto s = OpenStore(path); }
-  ExecSql(path, "PRAGMA user_version = 4");
+  ExecSql(path, "PRAGMA user_version = " + std::to_string(kSchemaVersion + 1));
   StoreOptions o;
   o.path = path;
   auto s = Store::Open(o);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().find("schema version 4 is newer than this bounced knows (3)"),
-            std::string::npos)
+  EXPECT_NE(
+      s.error().find("schema version " + std::to_string(kSchemaVersion + 1) +
+                     " is newer than this bounced knows (" + std::to_string(kSchemaVersion) + ")"),
+      std::string::npos)
       << s.error();
 }
 
-// Version 3 adds queue_facts (the log correlator's facts kept with the input position): a
-// version-2 database gets the table, keeps its rows, and the facts round-trip with a batch.
-TEST(StoreMigrationTest, VersionTwoDatabaseGetsTheQueueFactsTable) {
+// Version 4 adds queue_facts (the log correlator's facts kept with the input position): a
+// version-3 database gets the table, keeps its rows, and the facts round-trip with a batch.
+TEST(StoreMigrationTest, VersionThreeDatabaseGetsTheQueueFactsTable) {
   TempDir dir;
   const std::string path = dir.File("v2.db");
   {
@@ -203,11 +292,11 @@ TEST(StoreMigrationTest, VersionTwoDatabaseGetsTheQueueFactsTable) {
     ASSERT_NE(s, nullptr);
     WriteHistory(*s);
   }
-  ExecSql(path, "DROP TABLE queue_facts; PRAGMA user_version = 2");
+  ExecSql(path, "DROP TABLE queue_facts; PRAGMA user_version = 3");
   const std::string events = Dump(path, kEventsSql);
   auto s = OpenStore(path);
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), 3);
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), 4);
   EXPECT_EQ(Dump(path, kEventsSql), events);
   Batch b;
   b.position = InputPosition{"log:/var/log/mail.log", 7, 8192, ""};

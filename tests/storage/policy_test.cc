@@ -190,6 +190,142 @@ TEST(PolicyTest, BlockedByBouncedItselfIsIgnored) {
   RunSteps({{Category::kUserUnknown, "blocked", kT0, false}});
 }
 
+// --- deliveries and the count, by message ---
+
+// A mailbox_full event of message `id` ("" = unknown), from the log (`status` sent/bounced) or,
+// for a bounce with source kDsn, as EventsFromBounce makes it: the original's Message-ID
+// without its angle brackets.
+Event ForMessage(Category c, const char* status, int64_t t, const std::string& id,
+                 EventSource source = EventSource::kLog) {
+  Event e = MakeEvent("a@example.com", c, status, t, source);
+  if (source == EventSource::kLog) {
+    e.message_id = id.empty() ? "" : "<" + id + ">";
+  } else {
+    e.message_id = id;
+    e.source_ref = "<dsn." + std::to_string(t) + "@relay.example>";
+    e.result.dsn_action = "failed";
+  }
+  return e;
+}
+Event Sent(int64_t t, const std::string& id) {
+  return ForMessage(Category::kDelivered, "sent", t, id);
+}
+Event FullLog(int64_t t, const std::string& id) {
+  return ForMessage(Category::kMailboxFull, "bounced", t, id);
+}
+Event FullDsn(int64_t t, const std::string& id) {
+  return ForMessage(Category::kMailboxFull, "bounced", t, id, EventSource::kDsn);
+}
+
+// A relay answers 250 (Postfix logs status=sent), then the remote sends a DSN: mailbox full.
+// Each message's own delivery must not reset the count its own bounce then adds to.
+TEST(PolicyTest, DeliveryOfTheMessageThatThenBouncesDoesNotResetTheCount) {
+  RecipientState s;
+  SuppressionPolicy p;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t t = kT0 + i * 4 * kDay;  // the third 8 days after the first
+    const std::string id = "m" + std::to_string(i) + "@shop.example";
+    EXPECT_FALSE(ApplyEvent(p, s, Sent(t, id), t).suppress);
+    EXPECT_EQ(s.incidents, i);
+    if (i > 0) {
+      EXPECT_EQ(s.pending_delivery, t);
+      EXPECT_EQ(s.pending_message_id, id);
+    }
+    PolicyDecision d = ApplyEvent(p, s, FullDsn(t + 3600, id), t + 3600);
+    EXPECT_EQ(d.suppress, i == 2) << "message " << i;
+    EXPECT_EQ(s.incidents, i + 1);
+    EXPECT_EQ(s.pending_delivery, 0);
+    EXPECT_EQ(s.pending_message_id, "");
+    if (d.suppress) {
+      EXPECT_EQ(d.reason, kReasonRepeatedFailure);
+      EXPECT_EQ(d.first_event, kT0 + 3600);
+    }
+  }
+}
+
+// The synchronous case is unchanged: a delivery of another message after the incidents resets
+// the count, at the next failure.
+TEST(PolicyTest, DeliveryOfAnotherMessageResetsTheCountAtTheNextFailure) {
+  RecipientState s;
+  SuppressionPolicy p;
+  ApplyEvent(p, s, FullLog(kT0, "m1@shop.example"), kT0);
+  ApplyEvent(p, s, FullLog(kT0 + 4 * kDay, "m2@shop.example"), kT0 + 4 * kDay);
+  ApplyEvent(p, s, Sent(kT0 + 5 * kDay, "m3@shop.example"), kT0 + 5 * kDay);
+  EXPECT_EQ(s.incidents, 2);  // the delivery of m3 waits: m3 may bounce too
+  EXPECT_EQ(s.pending_delivery, kT0 + 5 * kDay);
+  PolicyDecision d = ApplyEvent(p, s, FullLog(kT0 + 8 * kDay, "m4@shop.example"), kT0 + 8 * kDay);
+  EXPECT_FALSE(d.suppress);
+  EXPECT_EQ(s.incidents, 1);
+  EXPECT_EQ(s.incidents_since, kT0 + 8 * kDay);
+  EXPECT_EQ(s.pending_delivery, 0);
+  // A failure whose message is unknown (a DSN without the original's headers) may be of any
+  // message: after a noted delivery it resets the count too.
+  ApplyEvent(p, s, Sent(kT0 + 9 * kDay, "m5@shop.example"), kT0 + 9 * kDay);
+  ApplyEvent(p, s, FullDsn(kT0 + 10 * kDay, ""), kT0 + 10 * kDay);
+  EXPECT_EQ(s.incidents, 1);
+  EXPECT_EQ(s.incidents_since, kT0 + 10 * kDay);
+}
+
+// Deliveries of two different messages after the incidents, or of one whose Message-ID is not
+// known, reset at once: whichever message fails next, another one got through after them.
+TEST(PolicyTest, DeliveriesOfTwoMessagesOrOfAnUnknownOneResetAtOnce) {
+  SuppressionPolicy p;
+  {
+    RecipientState s;
+    ApplyEvent(p, s, FullLog(kT0, "m1@shop.example"), kT0);
+    ApplyEvent(p, s, Sent(kT0 + kDay, "m2@shop.example"), kT0 + kDay);
+    ApplyEvent(p, s, Sent(kT0 + kDay + 60, "m2@shop.example"), kT0 + kDay + 60);  // same message
+    EXPECT_EQ(s.incidents, 1);
+    EXPECT_EQ(s.pending_delivery, kT0 + kDay + 60);
+    ApplyEvent(p, s, Sent(kT0 + kDay + 120, "m3@shop.example"), kT0 + kDay + 120);
+    EXPECT_EQ(s.incidents, 0);
+    EXPECT_EQ(s.pending_delivery, 0);
+    EXPECT_EQ(s.pending_message_id, "");
+    // m2's own DSN now is a first incident again.
+    ApplyEvent(p, s, FullDsn(kT0 + 2 * kDay, "m2@shop.example"), kT0 + 2 * kDay);
+    EXPECT_EQ(s.incidents, 1);
+    EXPECT_EQ(s.incidents_since, kT0 + 2 * kDay);
+  }
+  {
+    RecipientState s;
+    ApplyEvent(p, s, FullLog(kT0, "m1@shop.example"), kT0);
+    ApplyEvent(p, s, Sent(kT0 + kDay, ""), kT0 + kDay);  // e.g. read after a restart
+    EXPECT_EQ(s.incidents, 0);
+    EXPECT_EQ(s.pending_delivery, 0);
+  }
+  {
+    // A delivery while there is nothing to reset notes nothing.
+    RecipientState s;
+    ApplyEvent(p, s, Sent(kT0, "m1@shop.example"), kT0);
+    EXPECT_EQ(s.pending_delivery, 0);
+    EXPECT_EQ(s.pending_message_id, "");
+  }
+}
+
+// The existing rule holds for noted deliveries: one older than the latest incident (a log read
+// late) is not noted and resets nothing.
+TEST(PolicyTest, DeliveryOlderThanTheLatestIncidentIsNotNoted) {
+  RecipientState s;
+  SuppressionPolicy p;
+  ApplyEvent(p, s, FullDsn(kT0, "m1@shop.example"), kT0);
+  ApplyEvent(p, s, FullDsn(kT0 + 4 * kDay, "m2@shop.example"), kT0 + 4 * kDay);
+  ApplyEvent(p, s, Sent(kT0 + 2 * kDay, "m9@shop.example"), kT0 + 2 * kDay);
+  EXPECT_EQ(s.incidents, 2);
+  EXPECT_EQ(s.pending_delivery, 0);
+  ApplyEvent(p, s, Sent(kT0 + 3 * kDay, ""), kT0 + 3 * kDay);  // unknown, but older too
+  EXPECT_EQ(s.incidents, 2);
+  EXPECT_TRUE(
+      ApplyEvent(p, s, FullDsn(kT0 + 8 * kDay, "m3@shop.example"), kT0 + 8 * kDay).suppress);
+}
+
+TEST(PolicyTest, MessageIdKeyDropsBlanksAndAngleBrackets) {
+  EXPECT_EQ(MessageIdKey("<a.b@host.example>"), "a.b@host.example");
+  EXPECT_EQ(MessageIdKey(" <a.b@host.example> "), "a.b@host.example");
+  EXPECT_EQ(MessageIdKey("a.b@host.example"), "a.b@host.example");
+  EXPECT_EQ(MessageIdKey("<>"), "");
+  EXPECT_EQ(MessageIdKey(""), "");
+}
+
 // --- the same policy through a real Store ---
 
 class StorePolicyTest : public ::testing::Test {
@@ -380,14 +516,168 @@ TEST_F(StorePolicyTest, ASuppressionFromAnEventOlderThanAStoredDeliveryNotesTheD
   EXPECT_EQ(st->suppression->delivered_after, 0);
 }
 
+// --- deliveries and the count through a real Store: relays that accept and bounce later ---
+
+// What the log input and the milter record for one message to `rcpt` through a relay that
+// accepts it and bounces it later: the log's status=sent (Message-ID as Postfix logs it, with
+// <>), then the remote's DSN, read by the milter an hour later (the original's Message-ID as the
+// DSN parser gives it, without).
+Event RelaySent(const std::string& rcpt, int64_t t, const std::string& id) {
+  Event e = MakeEvent(rcpt, Category::kDelivered, "sent", t);
+  e.queue_id = "4F9D2C" + std::to_string(t % 100000);
+  e.message_id = "<" + id + ">";
+  e.relay = "smarthost.example.net[192.0.2.25]:587";
+  e.program = "postfix/smtp";
+  e.result.diagnostic = "250 2.0.0 Ok: queued as 7A1B2C3D";
+  return e;
+}
+Event RemoteDsn(const std::string& rcpt, int64_t t, const std::string& id,
+                Category c = Category::kMailboxFull) {
+  Event e = MakeEvent(rcpt, c, "bounced", t, EventSource::kMilter);
+  e.source_ref = "dsn." + id;
+  e.message_id = id;
+  e.program = "exim";
+  e.result.dsn_action = "failed";
+  e.result.status = "5.2.2";
+  e.result.diagnostic = "552 5.2.2 <" + rcpt + ">: mailbox full";
+  return e;
+}
+
+TEST_F(StorePolicyTest, RelayAcceptedMessagesThatBounceLaterReachTheThreshold) {
+  const std::string rcpt = "full@example.com";
+  for (int i = 0; i < 3; ++i) {
+    const int64_t t = kT0 + i * 4 * kDay;
+    const std::string id = "news" + std::to_string(i) + "@shop.example";
+    Write({RelaySent(rcpt, t, id)});
+    if (i > 0) {
+      auto st = store_->GetStatus(rcpt);
+      ASSERT_TRUE(st.ok()) << st.error();
+      ASSERT_TRUE(st->state.has_value());
+      EXPECT_EQ(st->state->incidents, i);  // the delivery waits for the next failure
+      EXPECT_EQ(st->state->pending_delivery, t);
+      EXPECT_EQ(st->state->pending_message_id, id);
+    }
+    Write({RemoteDsn(rcpt, t + 3600, id)});
+    EXPECT_EQ(Suppressed(rcpt), i == 2) << "message " << i;
+  }
+  auto st = store_->GetStatus(rcpt);
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_TRUE(st->suppression.has_value());
+  EXPECT_EQ(st->suppression->reason, kReasonRepeatedFailure);
+  EXPECT_EQ(st->suppression->category, "mailbox_full");
+  EXPECT_EQ(st->suppression->first_event, kT0 + 3600);
+  ASSERT_TRUE(st->state.has_value());
+  EXPECT_EQ(st->state->incidents, 3);
+  EXPECT_EQ(st->state->pending_delivery, 0);
+  // The same with mailbox_disabled, each message's two events in one batch.
+  for (int i = 0; i < 3; ++i) {
+    const int64_t t = kT0 + i * 4 * kDay;
+    const std::string id = "bill" + std::to_string(i) + "@shop.example";
+    Write({RelaySent("off@example.com", t, id),
+           RemoteDsn("off@example.com", t + 600, id, Category::kMailboxDisabled)});
+  }
+  EXPECT_TRUE(Suppressed("off@example.com"));
+}
+
+TEST_F(StorePolicyTest, DeliveryOfAnotherMessageStillResetsTheCount) {
+  const std::string rcpt = "sync@example.com";
+  auto bounced = [&](int64_t t, const std::string& id) {
+    Event e = RelaySent(rcpt, t, id);
+    e.log_status = "bounced";
+    e.result.category = Category::kMailboxFull;
+    e.result.diagnostic = "552 5.2.2 <" + rcpt + ">: mailbox full";
+    return e;
+  };
+  Write({bounced(kT0, "a@shop.example")});
+  Write({bounced(kT0 + 4 * kDay, "b@shop.example")});
+  Write({RelaySent(rcpt, kT0 + 5 * kDay, "c@shop.example")});
+  Write({bounced(kT0 + 8 * kDay, "d@shop.example")});
+  EXPECT_FALSE(Suppressed(rcpt));
+  auto st = store_->GetStatus(rcpt);
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_TRUE(st->state.has_value());
+  EXPECT_EQ(st->state->incidents, 1);
+  EXPECT_EQ(st->state->incidents_since, kT0 + 8 * kDay);
+  EXPECT_EQ(st->state->pending_delivery, 0);
+  // Two more failures reach three incidents over 7 days only from the one after the delivery.
+  Write({bounced(kT0 + 12 * kDay, "e@shop.example")});
+  EXPECT_FALSE(Suppressed(rcpt));
+  Write({bounced(kT0 + 15 * kDay, "f@shop.example")});
+  EXPECT_TRUE(Suppressed(rcpt));
+}
+
+// Out of order: the DSN of a message read before its status=sent line (the log caught up after
+// a restart). That delivery is older than the incident it precedes and resets nothing, and the
+// next message through the relay counts on.
+TEST_F(StorePolicyTest, ALateDeliveryOlderThanTheLatestIncidentResetsNothing) {
+  const std::string rcpt = "late@example.com";
+  Write({RelaySent(rcpt, kT0, "n1@shop.example")});
+  Write({RemoteDsn(rcpt, kT0 + 3600, "n1@shop.example")});
+  Write({RemoteDsn(rcpt, kT0 + 4 * kDay + 3600, "n2@shop.example")});
+  Write({RelaySent(rcpt, kT0 + 4 * kDay, "n2@shop.example")});  // read late
+  auto st = store_->GetStatus(rcpt);
+  ASSERT_TRUE(st.ok()) << st.error();
+  EXPECT_EQ(st->state->incidents, 2);
+  EXPECT_EQ(st->state->pending_delivery, 0);
+  // A delivery of another message, older than the latest incident, resets nothing either.
+  Write({RelaySent(rcpt, kT0 + 2 * kDay, "other@shop.example")});
+  Write({RelaySent(rcpt, kT0 + 8 * kDay, "n3@shop.example")});
+  EXPECT_FALSE(Suppressed(rcpt));
+  Write({RemoteDsn(rcpt, kT0 + 8 * kDay + 3600, "n3@shop.example")});
+  EXPECT_TRUE(Suppressed(rcpt));
+}
+
+// What the policy waits on is in the database: a store closed and opened again between every
+// event decides as one that stayed open, for the relay case and the reset alike.
+TEST(StorePolicyRestartTest, ANotedDeliverySurvivesARestart) {
+  testing::TempDir dir;
+  const std::string path = dir.File("r.db");
+  auto write = [&](Event e) {
+    auto store = testing::OpenStore(path);
+    ASSERT_NE(store, nullptr);
+    Batch b;
+    b.events = {std::move(e)};
+    ASSERT_TRUE(store->Write(std::move(b)).ok());
+  };
+  auto suppressed = [&](const std::string& a) {
+    auto store = testing::OpenStore(path);
+    return store && store->view().Lookup(a).has_value();
+  };
+  for (int i = 0; i < 3; ++i) {
+    const int64_t t = kT0 + i * 4 * kDay;
+    const std::string id = "news" + std::to_string(i) + "@shop.example";
+    write(RelaySent("full@example.com", t, id));
+    if (i == 1) {
+      EXPECT_EQ(testing::Scalar(path,
+                                "SELECT pending_delivery FROM recipient_policy "
+                                "WHERE address = 'full@example.com' AND incidents = 1 AND "
+                                "pending_message_id = 'news1@shop.example'"),
+                t);
+    }
+    write(RemoteDsn("full@example.com", t + 3600, id));
+    EXPECT_EQ(suppressed("full@example.com"), i == 2) << "message " << i;
+  }
+  // The delivery of another message, noted before the restart, resets the count after it.
+  write(RemoteDsn("sync@example.com", kT0, "s1@shop.example"));
+  write(RemoteDsn("sync@example.com", kT0 + 4 * kDay, "s2@shop.example"));
+  write(RelaySent("sync@example.com", kT0 + 5 * kDay, "s3@shop.example"));
+  write(RemoteDsn("sync@example.com", kT0 + 8 * kDay, "s4@shop.example"));
+  EXPECT_FALSE(suppressed("sync@example.com"));
+  EXPECT_EQ(testing::Scalar(path,
+                            "SELECT incidents FROM recipient_policy WHERE address = "
+                            "'sync@example.com' AND pending_delivery = 0"),
+            1);
+}
+
 TEST(PolicyTest, EventsThePolicyIgnoresNeitherReadNorChangeItsFields) {
   // The writer skips the recipient's policy row when PolicyConcerns says no: for every category
   // and status, that must mean ApplyPolicy leaves any state as it was and never suppresses.
   const PolicyFields states[] = {
       {},
-      {2, kT0 - 5 * kDay, kT0 - kDay, 0},
-      {1, kT0 - kDay, kT0 - kDay, kT0 + kDay},  // unsuppressed after the event
-      {3, kT0 - 8 * kDay, kT0 + 60, kT0 - 2 * kDay}};
+      {2, kT0 - 5 * kDay, kT0 - kDay, 0, 0, ""},
+      {1, kT0 - kDay, kT0 - kDay, kT0 + kDay, 0, ""},  // unsuppressed after the event
+      {3, kT0 - 8 * kDay, kT0 + 60, kT0 - 2 * kDay, 0, ""},
+      {2, kT0 - 5 * kDay, kT0 - kDay, 0, kT0 - 60, "m1@shop.example"}};  // a noted delivery
   int ignored = 0;
   for (bool count_deferrals : {false, true}) {
     SuppressionPolicy p;
@@ -406,6 +696,8 @@ TEST(PolicyTest, EventsThePolicyIgnoresNeitherReadNorChangeItsFields) {
           EXPECT_EQ(after.incidents_since, before.incidents_since);
           EXPECT_EQ(after.last_incident, before.last_incident);
           EXPECT_EQ(after.manual_unsuppressed, before.manual_unsuppressed);
+          EXPECT_EQ(after.pending_delivery, before.pending_delivery);
+          EXPECT_EQ(after.pending_message_id, before.pending_message_id);
         }
       }
     }
