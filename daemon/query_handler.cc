@@ -701,7 +701,31 @@ class QuerySession : public Session {
       reply->append(ReplyLine(Fail(std::string("internal error: ") + e.what())));
       return;
     }
-    reply->append(ReplyLine(HandleQuery(services_, peer_, *may_write_, request)));
+    if (!AnsweredOffThread(cmd)) {
+      reply->append(ReplyLine(HandleQuery(services_, peer_, *may_write_, request)));
+      return;
+    }
+    // A command that waits for SQLite (a write behind a lock held by another process waits up
+    // to the busy timeout) is answered on a thread of its own, as a reply of one piece: the
+    // query socket's io threads stay free for every other client. The connection answers its
+    // next request once this one's reply is written, as with a list.
+    stream_ = std::make_shared<WorkerStream>(
+        [&services = services_, peer = peer_, may_write = *may_write_,
+         request = std::move(request)](const WorkerStream::Emit&) {
+          return ReplyLine(HandleQuery(services, peer, may_write, request));
+        });
+  }
+
+  // Writes (they wait for the writer, and it for SQLite's lock), reads that may scan much of
+  // the database (status, stats, health's counts) and reload. Answered on the io thread: lookup
+  // (memory), allowlist (a short read of a WAL snapshot, which a lock does not block), and an
+  // unknown command's error.
+  static bool AnsweredOffThread(std::string_view cmd) {
+    for (std::string_view c : {"status", "stats", "health", "suppress", "unsuppress", "allow",
+                               "disallow", "ingest-dsn", "reload"}) {
+      if (cmd == c) return true;
+    }
+    return false;
   }
 
   // One part of an import: {"part": N, "more": true|false, "data", ["format"], ["reason"]}.

@@ -45,7 +45,10 @@
 // false, "error": "... failed midway ..."} (a failure before any of it was sent is the usual
 // {"ok": false, "error"}).
 //
-// Pipelined requests are answered in order. Once a connection's unwritten replies reach
+// Writes, status, stats, health, ingest-dsn and reload are answered on a thread of their own
+// (a write waits for SQLite's lock while another process holds it, up to the busy timeout), so
+// the socket's io threads keep answering other clients; lookup and allowlist are answered at
+// once. Pipelined requests are answered in order. Once a connection's unwritten replies reach
 // kMaxPendingReplyBytes, the daemon writes them before it answers the next request, and reads
 // nothing more from a client while its replies wait to be written: a client that sends without
 // reading is left with full socket buffers, not the daemon with its replies.

@@ -4,6 +4,7 @@
 // oversized requests, unauthorised writes), SIGHUP with broken rules, journald input, DSNs fed
 // with bouncectl ingest-dsn (a relay's late DSNs counted against its status=sent lines), --once
 // and --check-config.
+#include <poll.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -404,6 +405,55 @@ TEST(DaemonProcess, SocketmapAnswersAtOnceWhileQueryCommandsWaitForALockedDataba
     ::close(fd);
   }
   EXPECT_TRUE(d.Query({{"cmd", "health"}})["ok"]);
+}
+
+// Query commands that wait for the database (here two writes behind another process's write
+// lock, as many as the query socket has io threads) wait on threads of their own: other query
+// clients are answered meanwhile, from memory (lookup) and from SQLite (status reads a WAL
+// snapshot, which the lock does not block).
+TEST(DaemonProcess, QueryClientsAreAnsweredWhileOtherQueryCommandsWaitForALockedDatabase) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int rc = -1;
+  std::string out = d.Ctl("suppress victim@example.com --reason test", &rc);
+  ASSERT_EQ(rc, 0) << out;
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(d.db().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  std::vector<int> writers;
+  for (int i = 0; i < 2; ++i) {
+    writers.push_back(ConnectUnix(d.query_socket()));
+    SendAll(writers.back(), json{{"cmd", "suppress"},
+                                 {"address", "w" + std::to_string(i) + "@example.com"},
+                                 {"reason", "test"}}
+                                    .dump() +
+                                "\n");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  // Answered while both writers still wait (the lock is held until after these): with the
+  // io threads taken by the writers, they would only be answered after a writer's reply.
+  json lookup = d.Query({{"cmd", "lookup"}, {"address", "victim@example.com"}});
+  json status = d.Query({{"cmd", "status"}, {"address", "victim@example.com"}});
+  EXPECT_TRUE(lookup.value("ok", false)) << lookup.dump();
+  EXPECT_TRUE(lookup["result"].value("suppressed", false)) << lookup.dump();
+  EXPECT_TRUE(status.value("ok", false)) << status.dump();
+  for (int fd : writers) {
+    pollfd p{fd, POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 0), 0) << "a writer was answered before the other clients";
+  }
+
+  ASSERT_EQ(sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  for (int fd : writers) {
+    std::string reply =
+        RecvUntil(fd, [](const std::string& s) { return !s.empty() && s.back() == '\n'; });
+    EXPECT_FALSE(reply.empty());  // done or "database is locked": either way answered
+    ::close(fd);
+  }
 }
 
 TEST(DaemonProcess, InvalidJsonAndUnknownCommandsGetClearErrorsOnTheSameConnection) {
