@@ -18,6 +18,10 @@
 namespace bounced {
 namespace {
 
+// Sample replies read per (provider, code, status, category); the report shows up to three
+// distinct ones per problem.
+constexpr int kSamplesPerKind = 3;
+
 struct DbCloser {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };
@@ -244,10 +248,16 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
             });
   if (!s) return s;
 
+  // The most frequent replies of each kind of rejection, kSamplesPerKind each: a bound over all
+  // of them would go to the biggest problem of a busy day (whose replies differ by a per-message
+  // id, as Gmail's and Microsoft's do) and leave the others without a sample.
   s = q.Run(
-      "SELECT provider, provider_code, status, category, diagnostic, COUNT(*), MAX(time) "
-      "FROM events" +
-          sender_where + " GROUP BY 1, 2, 3, 4, 5 ORDER BY 6 DESC, 7 DESC LIMIT 1000",
+      "SELECT provider, provider_code, status, category, diagnostic, n, last FROM ("
+      "SELECT provider, provider_code, status, category, diagnostic, COUNT(*) AS n, "
+      "MAX(time) AS last, ROW_NUMBER() OVER (PARTITION BY provider, provider_code, status, "
+      "category ORDER BY COUNT(*) DESC, MAX(time) DESC) AS rank FROM events" +
+          sender_where + " AND diagnostic <> '' GROUP BY 1, 2, 3, 4, 5) WHERE rank <= " +
+          std::to_string(kSamplesPerKind),
       params(first, last), [&](sqlite3_stmt* st) {
         data.samples.push_back({Text(st, 0), Text(st, 1), Text(st, 2), Text(st, 3), Text(st, 4),
                                 sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6)});

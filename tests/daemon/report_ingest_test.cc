@@ -1,0 +1,168 @@
+// report_ingest_test.cc: the daily report on databases filled the real way: Postfix log lines
+// (reply texts as the providers write them) read by the real `bounced --once` into a real SQLite
+// file, then read back by ReadReportData. These cover what the small golden fixture cannot: busy
+// days (many distinct replies, many domains, many incidents).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "daemon/report_db.h"
+#include "daemon/report_render.h"
+
+namespace bounced {
+namespace {
+
+constexpr int64_t kDay = 86400;
+constexpr int64_t kDec1 = 1796083200;  // 2026-12-01T00:00:00Z
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/bounced-report-ingest-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A Postfix log written line by line, with RFC 3339 time stamps (no year guessing).
+class PostfixLog {
+ public:
+  // One delivery attempt of a one-recipient message; `reply` is what the remote server said.
+  void Delivery(int64_t t, const std::string& to, const std::string& relay, const std::string& dsn,
+                const std::string& status, const std::string& reply) {
+    char qid[16];
+    snprintf(qid, sizeof qid, "%010llX", static_cast<unsigned long long>(++messages_));
+    const std::string stamp = Stamp(t);
+    text_ += stamp + " mta postfix/qmgr[200]: " + qid +
+             ": from=<news@sender.example>, size=2048, nrcpt=1 (queue active)\n";
+    text_ += stamp + " mta postfix/smtp[300]: " + qid + ": to=<" + to + ">, relay=" + relay +
+             ", delay=0.5, delays=0.1/0/0.2/0.2, dsn=" + dsn + ", status=" + status + " (" + reply +
+             ")\n";
+  }
+  void Sent(int64_t t, const std::string& to) {
+    Delivery(t, to, "mx.example[192.0.2.25]:25", "2.0.0", "sent", "250 2.0.0 Ok: queued as X");
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  static std::string Stamp(int64_t t) {
+    time_t tt = static_cast<time_t>(t);
+    struct tm tm {};
+    gmtime_r(&tt, &tm);
+    char buf[64];
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S.000000+00:00", &tm);
+    return buf;
+  }
+  std::string text_;
+  unsigned long long messages_ = 0x1000000000ULL;
+};
+
+// Feeds `log` to the real bounced (--once) and returns the database it wrote.
+std::string Ingest(const TempDir& dir, const PostfixLog& log) {
+  const std::string db = dir / "bounced.db";
+  std::ofstream(dir / "mail.log", std::ios::binary) << log.text();
+  std::ofstream(dir / "bounced.toml")
+      << "[storage]\npath = \"" << db << "\"\n[input.log]\npath = \"" << (dir / "mail.log")
+      << "\"\n[query]\nsocket = \"" << (dir / "q.sock") << "\"\ngroup = \"\"\n"
+      << "[socketmap]\nsocket = \"\"\n[rules]\nfiles = [\"" BOUNCED_SOURCE_DIR
+         "/rules/default.toml\"]\n";
+  const std::string cmd = std::string(BOUNCED_BINARY_DIR) + "/bounced --once -c " +
+                          (dir / "bounced.toml") + " > " + (dir / "bounced.out") + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
+  return db;
+}
+
+AdviceBook Advice() {
+  auto book = AdviceBook::Load(BOUNCED_SOURCE_DIR "/packaging/advice.toml");
+  EXPECT_TRUE(book.ok()) << book.error();
+  return book.ok() ? *book : AdviceBook();
+}
+
+ReportRequest Request(const std::string& db, const std::string& date) {
+  ReportRequest r;
+  r.db_path = db;
+  r.date = date;
+  r.now = kDec1 + 6 * 3600;
+  r.host = "mail.example.net";
+  return r;
+}
+
+const SenderProblem* Find(const Report& r, const std::string& provider, const std::string& code) {
+  for (const auto& p : r.sender_problems) {
+    if (p.provider == provider && p.code == code) return &p;
+  }
+  return nullptr;
+}
+
+std::string GmailUnauthenticated(int n) {
+  // Gmail ends every reply with a per-message id: no two replies of a day are the same text.
+  char id[64];
+  snprintf(id, sizeof id, "d9443c01a7336-21c9f1b2a3bsi%06dad.%d", n, n % 97);
+  return std::string(
+             "host gmail-smtp-in.l.google.com[142.250.102.27] said: 550-5.7.26 This mail has "
+             "been blocked because the sender is unauthenticated. Gmail requires all senders to "
+             "authenticate with either SPF or DKIM. For instructions on setting up "
+             "authentication, go to 550 5.7.26 "
+             "https://support.google.com/mail/answer/81126#authentication ") +
+         id + " - gsmtp (in reply to end of DATA command)";
+}
+
+std::string MicrosoftBlocked(int n) {
+  // Outlook.com names the front end that answered: it varies from connection to connection.
+  char host[64];
+  snprintf(host, sizeof host, "AM4PEPF%08X.eurprd04.prod.outlook.com", 0x27A5F + n);
+  return std::string(
+             "host outlook-com.olc.protection.outlook.com[52.101.68.1] said: 550 5.7.1 "
+             "Unfortunately, messages from [192.0.2.10] weren't sent. Please contact your "
+             "Internet service provider since part of their network is on our block list "
+             "(S3150). You can also refer your provider to "
+             "http://mail.live.com/mail/troubleshooting.aspx#errors. [") +
+         host + "] (in reply to RCPT TO command)";
+}
+
+// A big Gmail problem late in the day must not leave a smaller one of the morning without its
+// sample replies: each problem gets its own.
+TEST(ReportIngestTest, EverySenderSideProblemKeepsItsSampleRepliesOnABusyDay) {
+  TempDir dir;
+  PostfixLog log;
+  const int64_t day = kDec1 - kDay;  // 2026-11-30
+  for (int i = 0; i < 5; ++i) {
+    log.Delivery(day + 6 * 3600 + i * 60, "user" + std::to_string(i) + "@outlook.com",
+                 "outlook-com.olc.protection.outlook.com[52.101.68.1]:25", "5.7.1", "bounced",
+                 MicrosoftBlocked(i));
+  }
+  for (int i = 0; i < 1200; ++i) {
+    log.Delivery(day + 12 * 3600 + i * 10, "person" + std::to_string(i) + "@gmail.com",
+                 "gmail-smtp-in.l.google.com[142.250.102.27]:25", "5.7.26", "bounced",
+                 GmailUnauthenticated(i));
+  }
+  const std::string db = Ingest(dir, log);
+  auto data = ReadReportData(Request(db, "2026-11-30"));
+  ASSERT_TRUE(data.ok()) << data.error();
+  Report r = BuildReport(*data, Advice());
+
+  const SenderProblem* gmail = Find(r, "gmail", "5.7.26");
+  ASSERT_NE(gmail, nullptr);
+  EXPECT_EQ(gmail->count, 1200);
+  EXPECT_EQ(gmail->samples.size(), 3u);
+  const SenderProblem* microsoft = Find(r, "microsoft", "S3150");
+  ASSERT_NE(microsoft, nullptr);
+  EXPECT_EQ(microsoft->count, 5);
+  ASSERT_EQ(microsoft->samples.size(), 3u);
+  EXPECT_NE(microsoft->samples[0].find("(S3150)"), std::string::npos) << microsoft->samples[0];
+}
+
+}  // namespace
+}  // namespace bounced
