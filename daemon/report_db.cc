@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -311,7 +312,11 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
   if (!s) return s;
 
   if (req.alerts) {
-    SpikeDetector detector(req.thresholds);
+    // Every incident of the replay is kept, not only the daemon's recent few: a month's report
+    // has more than that, and the oldest of them are in the period too.
+    AlertThresholds thresholds = req.thresholds;
+    thresholds.max_recent = std::numeric_limits<size_t>::max();
+    SpikeDetector detector(thresholds);
     const int64_t replay_from =
         start_ts - req.thresholds.baseline_seconds - req.thresholds.window_seconds;
     // The day bounds (?4, ?5) keep SQLite from scanning the whole table.

@@ -164,5 +164,37 @@ TEST(ReportIngestTest, EverySenderSideProblemKeepsItsSampleRepliesOnABusyDay) {
   EXPECT_NE(microsoft->samples[0].find("(S3150)"), std::string::npos) << microsoft->samples[0];
 }
 
+// A campaign sent every morning to iCloud meets CS01 and HM08 bursts each day: every burst of the
+// period is an alert in a month's report, not only the newest few.
+TEST(ReportIngestTest, AMonthsReportShowsEveryAlertOfTheMonth) {
+  TempDir dir;
+  PostfixLog log;
+  const int days = 37;  // the 30 days of the report and the 7 days of baseline before them
+  for (int d = days; d >= 1; --d) {
+    const int64_t morning = kDec1 - d * kDay + 9 * 3600;
+    for (const char* code : {"CS01", "HM08"}) {
+      for (int i = 0; i < 12; ++i) {
+        log.Delivery(morning + i * 30, "reader" + std::to_string(i) + "@icloud.com",
+                     "mx01.mail.icloud.com[17.57.154.6]:25", "5.7.1", "bounced",
+                     std::string("host mx01.mail.icloud.com[17.57.154.6] said: 554 5.7.1 [") +
+                         code +
+                         "] Message rejected due to local policy. Please visit "
+                         "https://support.apple.com/en-us/HT204137 (in reply to end of DATA "
+                         "command)");
+      }
+    }
+  }
+  const std::string db = Ingest(dir, log);
+  ReportRequest req = Request(db, "2026-11-30");
+  req.days = 30;
+  auto data = ReadReportData(req);
+  ASSERT_TRUE(data.ok()) << data.error();
+  Report r = BuildReport(*data, Advice());
+  EXPECT_EQ(r.incidents.size(), 60u);  // two codes, one burst a day for 30 days
+  ASSERT_FALSE(r.incidents.empty());
+  EXPECT_EQ(FormatUtc(r.incidents.front().opened).substr(0, 10), "2026-11-01");
+  EXPECT_NE(Headline(r).find("60 alerts"), std::string::npos) << Headline(r);
+}
+
 }  // namespace
 }  // namespace bounced
