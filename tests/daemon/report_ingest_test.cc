@@ -196,5 +196,47 @@ TEST(ReportIngestTest, AMonthsReportShowsEveryAlertOfTheMonth) {
   EXPECT_NE(Headline(r).find("60 alerts"), std::string::npos) << Headline(r);
 }
 
+// A long report over many recipient domains reads the period's counts summed per domain, not a
+// row per domain and day: its memory follows the number of domains, not domains x days.
+TEST(ReportIngestTest, ALongReportOverManyDomainsKeepsOneRowPerDomainAndOutcome) {
+  TempDir dir;
+  PostfixLog log;
+  const int days = 40, domains = 150;
+  for (int d = days; d >= 1; --d) {
+    for (int k = 0; k < domains; ++k) {
+      const std::string domain = "customer" + std::to_string(k) + ".example";
+      log.Sent(kDec1 - d * kDay + 8 * 3600 + k, "a@" + domain);
+      if (k % 10 == 0) {
+        log.Delivery(kDec1 - d * kDay + 10 * 3600 + k, "gone" + std::to_string(d) + "@" + domain,
+                     "mx." + domain + "[192.0.2.30]:25", "5.1.1", "bounced",
+                     "host mx." + domain + "[192.0.2.30] said: 550 5.1.1 <gone@" + domain +
+                         ">: Recipient address rejected: User unknown in virtual mailbox table "
+                         "(in reply to RCPT TO command)");
+      }
+    }
+  }
+  const std::string db = Ingest(dir, log);
+  ReportRequest req = Request(db, "2026-11-30");
+  req.days = 30;
+  auto data = ReadReportData(req);
+  ASSERT_TRUE(data.ok()) << data.error();
+  // 150 domains sent to, 15 of them also bounced; the last day apart (its own categories): at
+  // most twice that, where a row per domain and day would be 30 times that.
+  EXPECT_LE(data->counters.size(), 2u * (domains + domains / 10));
+  Report r = BuildReport(*data, Advice(), 1000);
+  EXPECT_EQ(r.recipients.sent, 30 * domains);
+  EXPECT_EQ(r.recipients.bounced, 30 * domains / 10);
+  ASSERT_EQ(r.domains.size(), static_cast<size_t>(domains));
+  EXPECT_EQ(r.domains[0].counts.sent, 30);
+  EXPECT_EQ(r.domains[0].counts.bounced, 30);
+  ASSERT_EQ(r.day_categories.size(), 1u);
+  EXPECT_EQ(r.day_categories[0].name, "user_unknown");
+  EXPECT_EQ(r.day_categories[0].count, domains / 10);
+  // The trend still has a value per day: the 30 days of the period, as many bounces each.
+  ASSERT_EQ(r.trend.days.size(), 30u);
+  ASSERT_EQ(r.trend.categories.size(), 1u);
+  for (int64_t v : r.trend.categories[0].values) EXPECT_EQ(v, domains / 10);
+}
+
 }  // namespace
 }  // namespace bounced
