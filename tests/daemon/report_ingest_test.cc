@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -236,6 +237,52 @@ TEST(ReportIngestTest, ALongReportOverManyDomainsKeepsOneRowPerDomainAndOutcome)
   ASSERT_EQ(r.trend.days.size(), 30u);
   ASSERT_EQ(r.trend.categories.size(), 1u);
   for (int64_t v : r.trend.categories[0].values) EXPECT_EQ(v, domains / 10);
+}
+
+// Characters on the screen, for UTF-8 that is whole; npos when it is not.
+size_t Utf8Columns(const std::string& s) {
+  size_t cols = 0;
+  for (size_t i = 0; i < s.size(); ++cols) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xE  ? 3
+                     : (c >> 3) == 0x1E ? 4
+                                        : 0;
+    if (n == 0 || i + n > s.size()) return std::string::npos;
+    for (size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return std::string::npos;
+    }
+    i += n;
+  }
+  return cols;
+}
+
+// An internationalised recipient domain (SMTPUTF8, as Postfix logs it) too long for the text
+// table's first column is cut between characters, and its numbers stay under their headings.
+TEST(ReportIngestTest, TheTextTableCutsAUtf8DomainBetweenCharacters) {
+  TempDir dir;
+  PostfixLog log;
+  const std::string domain =
+      "kundenservice-team-b\xc3\xbc"
+      "cher.example";  // bücher
+  log.Delivery(kDec1 - kDay + 3600, "info@" + domain, "mx." + domain + "[192.0.2.40]:25", "5.1.1",
+               "bounced",
+               "host mx." + domain + "[192.0.2.40] said: 550 5.1.1 <info@" + domain +
+                   ">: Recipient address rejected: User unknown (in reply to RCPT TO command)");
+  const std::string db = Ingest(dir, log);
+  auto data = ReadReportData(Request(db, "2026-11-30"));
+  ASSERT_TRUE(data.ok()) << data.error();
+  const std::string text = RenderText(BuildReport(*data, Advice()));
+  std::istringstream lines(text);
+  std::string line, heading, row;
+  while (std::getline(lines, line)) {
+    if (line.rfind("  domain ", 0) == 0) heading = line;
+    if (!heading.empty() && row.empty() && line.rfind("  kundenservice", 0) == 0) row = line;
+  }
+  ASSERT_FALSE(row.empty()) << text;
+  ASSERT_NE(Utf8Columns(row), std::string::npos) << row;  // no character cut in two
+  EXPECT_EQ(Utf8Columns(row), Utf8Columns(heading)) << heading << "\n" << row;
 }
 
 }  // namespace
