@@ -380,7 +380,7 @@ TEST_F(BouncectlReportTest, PrintsEachFormatFromTheConfiguredDatabase) {
   EXPECT_EQ(rc3, 0);
   EXPECT_NE(html.find("2026-11-22 to 2026-11-28"), std::string::npos);
   auto [rc4, bad] = RunShell(Ctl("report --date yesterday 2>&1"));
-  EXPECT_EQ(rc4, 1);
+  EXPECT_EQ(rc4, 2);  // a usage error, as --format pdf is
   EXPECT_NE(bad.find("bad date"), std::string::npos);
   auto [rc5, usage] = RunShell(Ctl("report --format pdf 2>&1"));
   EXPECT_EQ(rc5, 2);
