@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -17,6 +18,10 @@
 
 namespace bounced {
 namespace {
+
+// Sample replies read per (provider, code, status, category); the report shows up to three
+// distinct ones per problem.
+constexpr int kSamplesPerKind = 3;
 
 struct DbCloser {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
@@ -214,8 +219,9 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
   const std::string last = data.date;
   const std::string first = AddDays(last, -(data.days - 1));
   const std::string prev_first = AddDays(first, -7);
-  const std::string trend_first = AddDays(last, -(data.trend_days - 1));
-  const std::string counters_first = std::min(prev_first, trend_first);
+  // As BuildReport draws it: at least the period, at most 90 days.
+  const std::string trend_first =
+      AddDays(last, -(std::clamp(std::max(data.trend_days, data.days), 1, 90) - 1));
   const bool by_domain = !req.domain.empty();
   const std::string domain_clause = by_domain ? " AND domain = ?3" : "";
   auto params = [&](const std::string& a, const std::string& b) {
@@ -224,13 +230,27 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
     return p;
   };
 
+  // The period's counts per domain, provider, category, code and outcome, the days before the
+  // last one summed (dated on the first day): the last day's categories are shown apart, and
+  // nothing else needs the day. A row per day would cost memory in days x domains.
   Status s = q.Run(
-      "SELECT day, domain, provider, category, provider_code, log_status, count "
-      "FROM daily_counters WHERE day BETWEEN ?1 AND ?2" +
-          domain_clause,
-      params(counters_first, last), [&](sqlite3_stmt* st) {
+      "SELECT CASE WHEN day = ?2 THEN ?2 ELSE ?1 END, domain, provider, category, provider_code, "
+      "log_status, sum(count) FROM daily_counters WHERE day BETWEEN ?1 AND ?2" +
+          domain_clause + " GROUP BY 1, 2, 3, 4, 5, 6",
+      params(first, last), [&](sqlite3_stmt* st) {
         data.counters.push_back({Text(st, 0), Text(st, 1), Text(st, 2), Text(st, 3), Text(st, 4),
                                  Text(st, 5), sqlite3_column_int64(st, 6)});
+      });
+  if (!s) return s;
+  // The trend: failed deliveries per day, provider and category, over all domains.
+  data.trend_counters.emplace();
+  s = q.Run(
+      "SELECT day, provider, category, log_status, sum(count) FROM daily_counters "
+      "WHERE day BETWEEN ?1 AND ?2 AND log_status IN ('bounced', 'expired', 'deferred')" +
+          domain_clause + " GROUP BY 1, 2, 3, 4",
+      params(trend_first, last), [&](sqlite3_stmt* st) {
+        data.trend_counters->push_back({Text(st, 0), "", Text(st, 1), Text(st, 2), "", Text(st, 3),
+                                        sqlite3_column_int64(st, 4)});
       });
   if (!s) return s;
 
@@ -244,10 +264,16 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
             });
   if (!s) return s;
 
+  // The most frequent replies of each kind of rejection, kSamplesPerKind each: a bound over all
+  // of them would go to the biggest problem of a busy day (whose replies differ by a per-message
+  // id, as Gmail's and Microsoft's do) and leave the others without a sample.
   s = q.Run(
-      "SELECT provider, provider_code, status, category, diagnostic, COUNT(*), MAX(time) "
-      "FROM events" +
-          sender_where + " GROUP BY 1, 2, 3, 4, 5 ORDER BY 6 DESC, 7 DESC LIMIT 1000",
+      "SELECT provider, provider_code, status, category, diagnostic, n, last FROM ("
+      "SELECT provider, provider_code, status, category, diagnostic, COUNT(*) AS n, "
+      "MAX(time) AS last, ROW_NUMBER() OVER (PARTITION BY provider, provider_code, status, "
+      "category ORDER BY COUNT(*) DESC, MAX(time) DESC) AS rank FROM events" +
+          sender_where + " AND diagnostic <> '' GROUP BY 1, 2, 3, 4, 5) WHERE rank <= " +
+          std::to_string(kSamplesPerKind),
       params(first, last), [&](sqlite3_stmt* st) {
         data.samples.push_back({Text(st, 0), Text(st, 1), Text(st, 2), Text(st, 3), Text(st, 4),
                                 sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6)});
@@ -301,7 +327,11 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
   if (!s) return s;
 
   if (req.alerts) {
-    SpikeDetector detector(req.thresholds);
+    // Every incident of the replay is kept, not only the daemon's recent few: a month's report
+    // has more than that, and the oldest of them are in the period too.
+    AlertThresholds thresholds = req.thresholds;
+    thresholds.max_recent = std::numeric_limits<size_t>::max();
+    SpikeDetector detector(thresholds);
     const int64_t replay_from =
         start_ts - req.thresholds.baseline_seconds - req.thresholds.window_seconds;
     // The day bounds (?4, ?5) keep SQLite from scanning the whole table.

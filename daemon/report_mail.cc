@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -44,12 +45,31 @@ std::string HeaderSafe(const std::string& s) {
   return o;
 }
 
+// RFC 2047 section 2: a header line that holds encoded-words is at most 76 characters. 39 bytes
+// of text are 52 base64 characters, a 64-character "=?UTF-8?B?...?=" word: 73 with "Subject: ".
+constexpr size_t kEncodedWordBytes = 39;
+
+// Non-ASCII text as encoded-words, one per folded header line. A
+// word never ends inside a UTF-8 character (each must decode on its own, RFC 2047 section 5).
 std::string EncodeSubject(const std::string& s) {
   std::string clean = HeaderSafe(s);
   if (Ascii(clean)) return clean;
-  std::string b64 = Base64Lines(clean);
-  std::erase(b64, '\n');
-  return "=?UTF-8?B?" + b64 + "?=";
+  std::string out;
+  size_t i = 0;
+  while (i < clean.size()) {
+    size_t end = std::min(clean.size(), i + kEncodedWordBytes);
+    // Back up over continuation bytes to the start of the character the cut would split.
+    if (end < clean.size()) {
+      size_t cut = end;
+      while (cut > i && (static_cast<unsigned char>(clean[cut]) & 0xC0) == 0x80) --cut;
+      if (cut > i) end = cut;
+    }
+    std::string b64 = Base64Lines(clean.substr(i, end - i));
+    std::erase(b64, '\n');
+    out += (out.empty() ? "" : "\n ") + ("=?UTF-8?B?" + b64 + "?=");
+    i = end;
+  }
+  return out;
 }
 
 }  // namespace

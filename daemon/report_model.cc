@@ -267,8 +267,10 @@ Report BuildReport(const ReportData& data, const AdviceBook& advice, int top_row
   for (size_t i = 0; i < r.trend.days.size(); ++i) day_index[r.trend.days[i]] = i;
   std::map<std::string, std::vector<int64_t>> by_provider, by_category;
   std::map<std::string, int64_t> provider_total, category_total;
-  for (const CounterRow& c : data.counters) {
-    if (!data.domain.empty() && c.domain != data.domain) continue;
+  // trend_counters are read for the domain filter already, without the domain column.
+  const bool by_domain = !data.domain.empty() && !data.trend_counters;
+  for (const CounterRow& c : data.trend_counters ? *data.trend_counters : data.counters) {
+    if (by_domain && c.domain != data.domain) continue;
     auto it = day_index.find(c.day);
     if (it == day_index.end() || !IsFailure(c.log_status)) continue;
     const std::string group = advice.GroupOf(c.provider);

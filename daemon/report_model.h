@@ -95,9 +95,15 @@ struct ReportData {
   std::string generated_at;  // RFC 3339
   std::string host;
   std::string database;
-  // Counters for the trend window and the 7 days before the period (whichever reaches back
-  // further); sender rows for the period and the 7 days before it.
+  // Counters of the period. Rows of one day are kept apart (`day`) only as far as the report
+  // needs: report_db.cc sums the days before the last one into rows dated on the first day,
+  // so a long period over many domains costs a row per domain and outcome, not per day too.
   std::vector<CounterRow> counters;
+  // Failed deliveries per day, provider and category over the trend window (domain and
+  // provider_code empty). nullopt: the trend is taken from `counters`, which then hold every
+  // day of the trend window one by one (tests that build ReportData by hand).
+  std::optional<std::vector<CounterRow>> trend_counters;
+  // Sender rows for the period and the 7 days before it.
   std::vector<SenderRow> sender;
   std::vector<SampleRow> samples;
   std::vector<MessageCountRow> messages;

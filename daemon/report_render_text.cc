@@ -35,9 +35,33 @@ std::string Wrap(const std::string& text, const std::string& indent,
   return out;
 }
 
+// Length of the UTF-8 sequence `lead` starts (1 for ASCII), 0 when it cannot start one.
+size_t Utf8Length(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if (lead >= 0xC2 && lead <= 0xDF) return 2;
+  if (lead >= 0xE0 && lead <= 0xEF) return 3;
+  if (lead >= 0xF0 && lead <= 0xF4) return 4;
+  return 0;
+}
+
+// Columns `s` takes: one per character (stored texts are UTF-8, result.h).
+size_t Columns(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// `s` in exactly w columns: cut with a '~' (never inside a character), or padded.
 std::string Pad(std::string s, size_t w) {
-  if (s.size() > w) s = s.substr(0, w - 1) + "~";
-  return s + std::string(w - s.size(), ' ');
+  if (Columns(s) > w) {
+    size_t cut = 0, cols = 0;
+    while (cut < s.size() && cols < w - 1) {
+      cut += std::max<size_t>(1, Utf8Length(static_cast<unsigned char>(s[cut])));
+      ++cols;
+    }
+    s = s.substr(0, cut) + "~";
+  }
+  return s + std::string(w - Columns(s), ' ');
 }
 std::string Right(const std::string& s, size_t w) {
   return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;

@@ -76,6 +76,11 @@ int RunReport(const Context& ctx, const ReportOptions& o) {
     std::cerr << "bouncectl report: --format must be text, html or json\n";
     return kExitUsage;
   }
+  // A date that is no day of the calendar is a usage error (exit 2), not a failed report.
+  if (!o.date.empty() && AddDays(o.date, 0) != o.date) {
+    std::cerr << "bouncectl report: bad date '" << o.date << "' (want YYYY-MM-DD)\n";
+    return kExitUsage;
+  }
   ReportRequest req;
   req.db_path = o.db.empty() ? cfg->storage.path : o.db;
   req.date = o.date;

@@ -241,6 +241,25 @@ TEST_F(ReportDbTest, TheCommandTakesTheDomainInAnyCase) {
   EXPECT_NE(bad.find("is not a domain"), std::string::npos) << bad;
 }
 
+// A --date that is no day is a usage error (exit status 2, bouncectl(1)), like any bad option.
+TEST_F(ReportDbTest, TheCommandRefusesADateThatIsNoDayAsAUsageError) {
+  for (const char* bad : {"2026-13-45", "2026-02-30", "26-11-28", "2026-11-28x"}) {
+    const std::string cmd =
+        std::string(BOUNCED_BINARY_DIR "/bouncectl report --format json --db ") + db_ +
+        " --date '" + bad + "' 2>&1";
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int status = pclose(p);
+    ASSERT_TRUE(WIFEXITED(status)) << cmd;
+    EXPECT_EQ(WEXITSTATUS(status), 2) << bad << ": " << out;
+    EXPECT_NE(out.find("bad date"), std::string::npos) << out;
+  }
+}
+
 // A copy made the README's way (sqlite3 .backup, so in WAL mode) in a folder the reader cannot
 // write to: the report reads it as it is (there is no -wal file to miss).
 TEST_F(ReportDbTest, ReadsABackupInAFolderItCannotWriteTo) {

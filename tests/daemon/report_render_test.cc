@@ -237,6 +237,61 @@ TEST(ReportMailTest, IsMultipartAlternativeWithTextThenHtml) {
   EXPECT_EQ(Base64Decode(msg.substr(body, msg.find("--", body) - body)), m.text);
 }
 
+// True when `s` is UTF-8 that neither starts nor ends inside a character.
+bool WholeUtf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xE  ? 3
+                     : (c >> 3) == 0x1E ? 4
+                                        : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+// A configured subject in another language makes the whole subject (headline included) an
+// RFC 2047 encoded-word; a line that holds them may be 76 characters at most, and no word may
+// end inside a character.
+TEST(ReportMailTest, ANonAsciiSubjectIsFoldedIntoShortEncodedWords) {
+  ReportMail m;
+  m.to = {"postmaster@example.net"};
+  m.subject =
+      "Täglicher Bounce-Bericht über alle Empfänger (mail.example.net) 2026-11-28: 59 bounced "
+      "(3.3%), 52 sender-side rejections, 1 alert";
+  m.text = "t";
+  m.html = "h";
+  m.date = 1795933200;
+  m.boundary_seed = "1";
+  const std::string msg = BuildReportMail(m);
+  const size_t start = msg.find("Subject: ");
+  ASSERT_NE(start, std::string::npos);
+  size_t end = msg.find('\n', start);
+  while (end != std::string::npos && end + 1 < msg.size() && msg[end + 1] == ' ') {
+    end = msg.find('\n', end + 1);  // folded: the field goes on
+  }
+  const std::string field = msg.substr(start, end - start);
+  std::string decoded;
+  std::istringstream lines(field);
+  std::string line;
+  while (std::getline(lines, line)) {
+    EXPECT_LE(line.size(), 76u) << line;
+    const size_t word = line.find("=?UTF-8?B?");
+    ASSERT_NE(word, std::string::npos) << line;
+    ASSERT_EQ(line.substr(line.size() - 2), "?=") << line;
+    const std::string part = Base64Decode(line.substr(word + 10, line.size() - 2 - word - 10));
+    EXPECT_TRUE(WholeUtf8(part)) << line;  // each word decodes on its own (RFC 2047 section 5)
+    decoded += part;
+  }
+  EXPECT_EQ(decoded, m.subject);
+}
+
 TEST(ReportMailTest, RecipientListsAreCheckedBeforeTheyReachACommandLine) {
   auto ok = ParseRecipients("a@x.example, b@y.example c@z.example");
   ASSERT_TRUE(ok.ok());
@@ -325,7 +380,7 @@ TEST_F(BouncectlReportTest, PrintsEachFormatFromTheConfiguredDatabase) {
   EXPECT_EQ(rc3, 0);
   EXPECT_NE(html.find("2026-11-22 to 2026-11-28"), std::string::npos);
   auto [rc4, bad] = RunShell(Ctl("report --date yesterday 2>&1"));
-  EXPECT_EQ(rc4, 1);
+  EXPECT_EQ(rc4, 2);  // a usage error, as --format pdf is
   EXPECT_NE(bad.find("bad date"), std::string::npos);
   auto [rc5, usage] = RunShell(Ctl("report --format pdf 2>&1"));
   EXPECT_EQ(rc5, 2);
