@@ -70,7 +70,11 @@ class Pipeline {
       facts_->TakeQueueFacts(&batch_.queue_facts, &batch_.queue_facts_forgotten);
     }
     Pending p;
-    if (services_.has_observers()) p.events = batch_.events;
+    if (services_.has_observers()) {
+      p.events = batch_.events;
+      p.counted = std::make_shared<std::vector<uint8_t>>();
+      batch_.counted = p.counted;
+    }
     if (batch_.position) p.position = *batch_.position;
     p.count = batch_.events.size();
     if (follows_) {
@@ -114,7 +118,7 @@ class Pipeline {
       if (s.ok()) {
         committed_events_ += p.count;
         if (p.position) committed_ = *p.position;
-        services_.NotifyCommitted(p.events);
+        if (p.counted) services_.NotifyCommitted(OnlyCounted(std::move(p.events), *p.counted));
       } else if (ok) {
         ok = false;
         Fail(s.message());
@@ -140,7 +144,8 @@ class Pipeline {
  private:
   struct Pending {
     std::future<Status> future;
-    std::vector<Event> events;  // kept only when someone observes commits
+    std::vector<Event> events;                      // kept only when someone observes commits
+    std::shared_ptr<std::vector<uint8_t>> counted;  // which of them were (Batch::counted)
     size_t count = 0;
     std::optional<InputPosition> position;
   };

@@ -54,9 +54,23 @@ Status Services::Record(std::vector<Event> events) {
   if (!s) return Status::Error("storage unavailable: " + store_problem());
   Batch batch;
   batch.events = events;
+  auto counted = std::make_shared<std::vector<uint8_t>>();
+  batch.counted = counted;
   Status st = s->Write(std::move(batch));
-  if (st.ok()) NotifyCommitted(events);
+  if (st.ok()) NotifyCommitted(OnlyCounted(std::move(events), *counted));
   return st;
+}
+
+std::vector<Event> OnlyCounted(std::vector<Event> events, const std::vector<uint8_t>& counted) {
+  size_t kept = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (i < counted.size() && counted[i] != 0) {
+      if (kept != i) events[kept] = std::move(events[i]);
+      ++kept;
+    }
+  }
+  events.resize(kept);
+  return events;
 }
 
 void Services::NotifyCommitted(const std::vector<Event>& events) {

@@ -30,6 +30,9 @@ class CommitObserver {
   virtual void OnCommitted(const std::vector<Event>& events) = 0;
 };
 
+// The events whose entry in `counted` (Batch::counted, filled by the writer) is 1, in order.
+std::vector<Event> OnlyCounted(std::vector<Event> events, const std::vector<uint8_t>& counted);
+
 class Services {
  public:
   // The store, or null while it cannot be opened (then store_problem() says why).
@@ -45,10 +48,12 @@ class Services {
   Config config() const;
   void SetConfig(Config config);
 
-  // Commits events (no input position) and tells the observers: for DSNs fed over the query
-  // socket and bounces seen by the milter. Waits for the commit.
+  // Commits events (no input position) and tells the observers about those stored as counted
+  // (not a DSN recorded before, not the DSN copy of a logged bounce: Batch::counted): for DSNs
+  // fed over the query socket and bounces seen by the milter. Waits for the commit.
   Status Record(std::vector<Event> events);
-  // Tells the observers about events committed elsewhere (the log input's batches).
+  // Tells the observers about events committed elsewhere (the log input's batches, filtered
+  // with OnlyCounted).
   void NotifyCommitted(const std::vector<Event>& events);
   void AddObserver(std::shared_ptr<CommitObserver> observer);
   bool has_observers() const;

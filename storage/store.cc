@@ -417,6 +417,8 @@ class StoreImpl final : public Store {
   Status CheckFollowsW(const InputPosition& want);
   Status ApplyEvent(const Event& ev, const PreparedEvent& pe, std::string_view prepared_text,
                     Counters& counters);
+  // Whether the last ApplyEvent stored its event as counted (not a repeat, not a copy).
+  bool last_event_counted_ = false;
   Status ApplyDecision(const HashedKey& key, const Event& ev, const PolicyDecision& d, int64_t t);
   Expected<std::optional<Suppression>> GetSuppressionW(std::string_view key);
   Status PutSuppressionW(const Suppression& s, std::string_view log_action, int64_t actor_uid);
@@ -1433,12 +1435,14 @@ Status StoreImpl::ApplyBatch(Job& job) {
     // Checked first, so a refused batch costs one lookup and writes nothing.
     if (Status s = CheckFollowsW(*f); !s) return s;
   }
+  if (job.batch.counted) job.batch.counted->assign(job.batch.events.size(), 0);
   for (size_t i = 0; i < job.batch.events.size(); ++i) {
     if (Status s =
             ApplyEvent(job.batch.events[i], job.prepared[i], job.prepared_text, txn_counters_);
         !s) {
       return s;
     }
+    if (job.batch.counted) (*job.batch.counted)[i] = last_event_counted_;
   }
   if (Status s = FlushRowsW(); !s) return s;
   if (Status s = ApplyQueueFactsW(job.batch); !s) return s;
@@ -1506,6 +1510,7 @@ Status StoreImpl::CheckFollowsW(const InputPosition& want) {
 
 Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
                              std::string_view prepared_text, Counters& counters) {
+  last_event_counted_ = false;
   const int64_t t = ev.unix_time ? ev.unix_time : txn_now_;
   const Result& r = ev.result;
   const HashedKey hkey{prepared_text.substr(pe.key_at, pe.key_size), pe.key_hash};
@@ -1569,6 +1574,7 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
     if (!found) return found.status();
     counted = !dup;
   }
+  last_event_counted_ = counted;
 
   const CategoryInfo& info = Describe(r.category);
   auto kind = KindW(ev, info, prepared_text.substr(pe.kind_at, pe.kind_size), pe.kind_hash);

@@ -137,6 +137,11 @@ struct Batch {
   // changed ones stored. Needs `position`.
   std::vector<QueueFacts> queue_facts = {};
   std::vector<std::string> queue_facts_forgotten = {};
+  // When set, the writer fills it with one entry per event once the batch commits: 1 for an
+  // event stored as counted, 0 for one that repeats an event recorded before (a DSN fed twice)
+  // or copies one of the other family (the DSN of a logged bounce): what the counters, the
+  // policy and the reports take from the batch. Alerts watch only the counted ones.
+  std::shared_ptr<std::vector<uint8_t>> counted = nullptr;
 };
 
 // ---------------------------------------------------------------------------------------------
