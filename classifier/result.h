@@ -76,6 +76,10 @@ std::optional<Category> CategoryFromName(std::string_view name);
 
 // One recipient's outcome, as the classifier returns it. Every string is already sanitised
 // (printable UTF-8, whitespace folded) and safe to log or store.
+// Result::sender_side as a condition on the events table's (or view's) columns.
+inline constexpr const char* kSenderSideSql =
+    "(fault = 'sender' OR (category = 'rate_limited' AND provider <> ''))";
+
 struct Result {
   std::string recipient;           // final recipient, lower-cased domain
   std::string original_recipient;  // Original-Recipient when the DSN had one
@@ -92,6 +96,13 @@ struct Result {
   std::string rule;           // id of the rule that decided the category, or "rfc3463"/"" fallback
 
   Fault fault() const { return Describe(category).fault; }
+  // Whether reports and alerts list this with the sender-side problems: a sender fault, or a
+  // named provider throttling us (rate_limited with a provider: Gmail 4.7.28, Yahoo TSS04,
+  // Microsoft 4.7.650 ...), which is about our volume and reputation too, though transient.
+  // kSenderSideSql is the same test on the events table's columns.
+  bool sender_side() const {
+    return fault() == Fault::kSender || (category == Category::kRateLimited && !provider.empty());
+  }
   // The action this result calls for: its category's, except for a feedback report whose type
   // says nothing against the mail or the address ("not-spam", "auth-failure": a report about
   // our authentication, RFC 6591), which calls for none. The daemon's suppression policy reads

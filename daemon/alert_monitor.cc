@@ -86,7 +86,7 @@ Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string
   return c;
 }
 
-bool IsSenderSideRejection(const Result& r) { return r.fault() == Fault::kSender; }
+bool IsSenderSideRejection(const Result& r) { return r.sender_side(); }
 
 RejectionEvent ToRejectionEvent(const Result& r, int64_t unix_time) {
   RejectionEvent e;

@@ -43,7 +43,8 @@ struct AlertConfig {
 Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string_view file);
 
 // True for the events the detector counts: failures whose fault is the sender's (policy,
-// reputation, authentication, content, configuration).
+// reputation, authentication, content, configuration), and a named provider's throttling
+// (Result::sender_side).
 bool IsSenderSideRejection(const Result& result);
 // The detector's view of a stored event.
 RejectionEvent ToRejectionEvent(const Result& result, int64_t unix_time);

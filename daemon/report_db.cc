@@ -112,8 +112,8 @@ std::string ReplaySql(int version) {
   return "SELECT time, provider, provider_code, status, category, domain, diagnostic "
          "FROM events WHERE day BETWEEN ?4 AND ?5" +
          DayRange(version, 4, 5) +
-         " AND time >= CAST(?1 AS INTEGER) AND time < CAST(?2 AS INTEGER) AND counted = 1 "
-         "AND fault = 'sender'";
+         " AND time >= CAST(?1 AS INTEGER) AND time < CAST(?2 AS INTEGER) AND counted = 1 AND " +
+         kSenderSideSql;
 }
 
 RejectionEvent RejectionFromRow(sqlite3_stmt* st) {
@@ -255,7 +255,7 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
   if (!s) return s;
 
   const std::string sender_where = " WHERE day BETWEEN ?1 AND ?2" + DayRange(version, 1, 2) +
-                                   " AND counted = 1 AND fault = 'sender'" + domain_clause;
+                                   " AND counted = 1 AND " + kSenderSideSql + domain_clause;
   s = q.Run("SELECT day, provider, provider_code, status, category, COUNT(*) FROM events" +
                 sender_where + " GROUP BY 1, 2, 3, 4, 5",
             params(prev_first, last), [&](sqlite3_stmt* st) {

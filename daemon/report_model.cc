@@ -293,4 +293,9 @@ Report BuildReport(const ReportData& data, const AdviceBook& advice, int top_row
   return r;
 }
 
+std::string ProblemCount(const SenderProblem& p, const std::string& count_text) {
+  const bool deferral = p.category == "rate_limited";
+  return count_text + (deferral ? " deferral" : " rejection") + (p.count == 1 ? "" : "s");
+}
+
 }  // namespace bounced

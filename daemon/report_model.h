@@ -157,6 +157,10 @@ struct SenderProblem {
   std::vector<std::string> advice_steps;
 };
 
+// What `count` of a problem's events are called: "deferral(s)" for a provider's throttling
+// (rate_limited: Postfix tries again), else "rejection(s)".
+std::string ProblemCount(const SenderProblem& p, const std::string& count_text);
+
 struct Series {
   std::string name;
   std::vector<int64_t> values;  // one per Trend::days

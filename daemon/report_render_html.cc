@@ -207,7 +207,7 @@ std::string RenderHtml(const Report& r) {
   h += "<div class=\"kpis\">" + kpi(Num(r.recipients.sent), "recipients sent") +
        kpi(Num(r.recipients.bounced + r.recipients.expired), "bounced or expired") +
        kpi(FormatPercent(r.recipients.bounce_rate()), "bounce rate") +
-       kpi(Num(sender_total), "sender-side rejections") + "</div>";
+       kpi(Num(sender_total), "sender-side problems") + "</div>";
   h += "<table><tr><th></th><th class=\"n\">sent</th><th class=\"n\">deferred</th><th "
        "class=\"n\">bounced</th><th class=\"n\">expired</th></tr>";
   auto row = [&](const char* what, const OutcomeCounts& c) {
@@ -254,7 +254,7 @@ std::string RenderHtml(const Report& r) {
                                    Fmt("%.1f", p.previous_daily_average) + "/day)"
                              : "new: none in the previous 7 days";
     h += "<div class=\"problem\"><h3>" + Esc(p.provider_name) + " " + Esc(p.code) + ": " +
-         Num(p.count) + " rejection" + (p.count == 1 ? "" : "s") + "</h3>";
+         ProblemCount(p, Num(p.count)) + "</h3>";
     h += "<small class=\"muted\">" + Esc(change) + " &middot; " + Esc(p.category) +
          (p.cause.empty() ? "" : " (" + Esc(p.cause) + ")") +
          (p.status.empty() ? "" : " &middot; " + Esc(p.status)) + "</small>";

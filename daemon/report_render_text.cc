@@ -109,7 +109,7 @@ std::string Headline(const Report& r) {
   std::string s = (r.days == 1 ? r.last_day : r.first_day + ".." + r.last_day) + ": " +
                   std::to_string(r.recipients.bounced + r.recipients.expired) + " bounced (" +
                   FormatPercent(r.recipients.bounce_rate()) + "), " + std::to_string(sender) +
-                  " sender-side rejection" + (sender == 1 ? "" : "s");
+                  " sender-side problem" + (sender == 1 ? "" : "s");
   if (!r.incidents.empty()) {
     s +=
         ", " + std::to_string(r.incidents.size()) + " alert" + (r.incidents.size() == 1 ? "" : "s");
@@ -153,7 +153,7 @@ std::string RenderText(const Report& r) {
   out += Wrap(supp.substr(2), "    ", "  ");
 
   if (!r.incidents.empty()) {
-    Section(out, "Alerts: sudden jumps in sender-side rejections");
+    Section(out, "Alerts: sudden jumps in sender-side problems");
     for (const auto& i : r.incidents) {
       std::string s = "! " + i.provider + " " + i.code + " (" + i.category +
                       "): " + std::to_string(i.count_at_open) + " in " +
@@ -170,8 +170,8 @@ std::string RenderText(const Report& r) {
   int n = 0;
   for (const auto& p : r.sender_problems) {
     out += Wrap(std::to_string(++n) + ". " + p.provider_name + " " + p.code + " - " +
-                    std::to_string(p.count) + " rejection" + (p.count == 1 ? "" : "s") + ", " +
-                    Change(p) + "; " + p.category + (p.cause.empty() ? "" : " (" + p.cause + ")"),
+                    ProblemCount(p, std::to_string(p.count)) + ", " + Change(p) + "; " +
+                    p.category + (p.cause.empty() ? "" : " (" + p.cause + ")"),
                 "     ", "  ");
     if (!p.advice_title.empty()) out += Wrap(p.advice_title, "     ", "     ");
     for (const auto& s : p.samples) out += Wrap("> " + s, "       ", "     ");

@@ -148,16 +148,23 @@ TEST_F(ReportDbTest, CountsTheDayAndComparesSenderSideProblemsWithThePreviousWee
   EXPECT_FALSE(aol->change_percent.has_value());  // new
   ASSERT_NE(find("microsoft", "S3150"), nullptr);
   ASSERT_NE(find("icloud", "HM08"), nullptr);
-  EXPECT_EQ(find("yahoo", "TSS04"), nullptr);  // rate limiting is transient, not sender-side
+  // Yahoo deferring for complaints: throttling by a named provider is about our reputation,
+  // listed with its advice though transient (it suppresses nothing).
+  const SenderProblem* tss04 = find("yahoo", "TSS04");
+  ASSERT_NE(tss04, nullptr);
+  EXPECT_EQ(tss04->count, 10);
+  EXPECT_EQ(tss04->category, "rate_limited");
+  EXPECT_NE(tss04->advice_title.find("TSS04"), std::string::npos);
 
   EXPECT_EQ(r.new_suppressions, 8);  // 5 user_unknown, 1 domain_unknown, complaint, manual
   EXPECT_EQ(r.lifted_suppressions, 1);
   EXPECT_EQ(r.manual_changes.size(), 2u);  // the allow of the day before is not in it
 
-  ASSERT_EQ(r.incidents.size(), 1u);  // the 09:00 CS01 burst
+  ASSERT_EQ(r.incidents.size(), 2u);  // the 09:00 CS01 burst, then TSS04 from 12:00
   EXPECT_EQ(r.incidents[0].provider, "icloud");
   EXPECT_EQ(r.incidents[0].code, "CS01");
   EXPECT_EQ(FormatUtc(r.incidents[0].opened).substr(0, 13), "2026-11-28T09");
+  EXPECT_EQ(r.incidents[1].code, "TSS04");
 
   ASSERT_EQ(r.trend.days.size(), 14u);
   EXPECT_EQ(r.trend.days.front(), "2026-11-15");

@@ -372,7 +372,7 @@ TEST_F(BouncectlReportTest, PrintsEachFormatFromTheConfiguredDatabase) {
   auto j = nlohmann::json::parse(json);
   EXPECT_EQ(j["totals"]["recipients"]["sent"], 1720);
   EXPECT_EQ(j["sender_problems"][0]["code"], "CS01");
-  EXPECT_EQ(j["alerts"].size(), 1u);
+  EXPECT_EQ(j["alerts"].size(), 2u);  // iCloud CS01 and Yahoo TSS04
   auto [rc2, text] = RunShell(Ctl("report --date 2026-11-28"));
   EXPECT_EQ(rc2, 0);
   EXPECT_NE(text.find("1. iCloud CS01 - 35 rejections, +1650%"), std::string::npos) << text;
