@@ -228,7 +228,12 @@ std::string RenderText(const Report& r) {
     auto rows = [&](const std::vector<Series>& v) {
       for (const auto& s : v) {
         std::string vals;
-        for (int64_t x : s.values) vals += (vals.empty() ? "" : " ") + std::to_string(x);
+        for (int64_t x : s.values) {
+          // Two appends, not " " + to_string(x): GCC 12 at -O3 warns of a bogus overlap
+          // (-Wrestrict) in the temporary's insert.
+          if (!vals.empty()) vals += ' ';
+          vals += std::to_string(x);
+        }
         out += Wrap(vals, std::string(22, ' '), "  " + Pad(s.name, 19) + " ");
       }
     };
