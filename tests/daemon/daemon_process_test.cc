@@ -840,6 +840,63 @@ TEST(DaemonProcess, ReadsPostfixEntriesFromAJournalFileAndResumesByCursor) {
   EXPECT_EQ(d.StoredEvents(), 20);
 }
 
+// A real journal file (systemd-journal-remote) of Postfix bounce lines `from` to `to` - 1,
+// one second apart; "" when systemd-journal-remote is missing or failed (*why says).
+std::string MakePostfixJournal(const TempDir& dir, const std::string& name, int from, int to,
+                               std::string* why) {
+  const std::string remote = "/lib/systemd/systemd-journal-remote";
+  if (!fs::exists(remote)) {
+    *why = "systemd-journal-remote is not installed";
+    return "";
+  }
+  std::string export_text;
+  for (int i = from; i < to; ++i) {
+    const uint64_t t = 1795964994000000 + uint64_t(i) * 1000000;
+    std::string l = StatusLine(i, "j" + std::to_string(i) + "@example.com", true);
+    std::string msg = l.substr(l.find(": ") + 2);
+    msg.pop_back();
+    export_text += "__REALTIME_TIMESTAMP=" + std::to_string(t) +
+                   "\n__MONOTONIC_TIMESTAMP=" + std::to_string(t / 1000) +
+                   "\n_BOOT_ID=0123456789abcdef0123456789abcdef\n_HOSTNAME=mta\n"
+                   "SYSLOG_IDENTIFIER=postfix/smtp\nSYSLOG_PID=101\nMESSAGE=" +
+                   msg + "\n\n";
+  }
+  std::ofstream(dir / (name + ".export")) << export_text;
+  const std::string path = dir / name;
+  fs::remove(path);
+  int rc = -1;
+  *why = Shell(remote + " --output=" + path + " " + dir / (name + ".export") + " 2>&1", &rc);
+  return rc == 0 ? path : "";
+}
+
+// journald vacuumed the entry of the stored cursor (and everything before it) while bounced was
+// down: bounced resumes with the first entry after it, not the second.
+TEST(DaemonProcess, JournalResumesAtTheFirstEntryAfterAVacuumedCursor) {
+  TempDir dir;
+  std::string why;
+  std::string journal = MakePostfixJournal(dir, "postfix.journal", 0, 10, &why);
+  if (journal.empty()) GTEST_SKIP() << why;
+  BouncedProcess d(dir);
+  std::string cfg = d.BaseConfig();
+  const std::string log_path = "path = \"" + d.log() + "\"";
+  cfg.replace(cfg.find(log_path), log_path.size(),
+              "path = \"journal\"\njournal_files = [\"" + journal + "\"]");
+  std::ofstream(d.config_path()) << cfg;
+  int rc = -1;
+  std::string out = Shell(kBounced + " --config " + d.config_path() + " --once 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("committed 10 events"), std::string::npos) << out;
+  // The vacuum: the file now holds only the entries written after the stored cursor's.
+  ASSERT_EQ(MakePostfixJournal(dir, "postfix.journal", 10, 20, &why), journal) << why;
+  out = Shell(kBounced + " --config " + d.config_path() + " --once 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("the stored cursor is gone"), std::string::npos) << out;
+  d.Start();
+  EXPECT_EQ(d.StoredEvents(), 20) << out;
+  EXPECT_TRUE(d.Query({{"cmd", "status"}, {"address", "j10@example.com"}})["result"].value(
+      "suppressed", false));
+}
+
 TEST(DaemonProcess, OnceReadsTheLogToItsEndAndExits) {
   TempDir dir;
   BouncedProcess d(dir);
