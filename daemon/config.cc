@@ -259,8 +259,22 @@ void ParseMilter(Reader& r, const toml::table& t, MilterConfig* m) {
   int64_t timeout = m->callback_timeout.count();
   r.Duration(t, "milter", "timeout", &timeout, false);
   m->callback_timeout = Ms(timeout);
-  r.Integer(t, "milter", "max_bounce_bytes", &m->max_bounce_bytes, 1024, int64_t{64} * 1024 * 1024);
+  r.Integer(t, "milter", "max_bounce_bytes", &m->max_bounce_bytes, 4096,
+            static_cast<int64_t>(kMaxMessageBytes));
   r.String(t, "milter", "removed_header", &m->removed_header);
+  // The checks StartMilter makes (socket spec, reply templates and their placeholders, header
+  // name), here too: a value the milter would refuse must be refused by --check-config and at
+  // start, not leave a running bounced whose milter never started.
+  if (r.failed()) return;
+  if (Status s = ValidateMilterConfig(*m); !s.ok()) {
+    // "milter.KEY: reason": point at KEY's line.
+    const std::string& msg = s.message();
+    size_t colon = msg.find(": ");
+    std::string key = colon == std::string::npos ? "milter" : msg.substr(0, colon);
+    std::string reason = colon == std::string::npos ? msg : msg.substr(colon + 2);
+    const toml::node* n = key.rfind("milter.", 0) == 0 ? t.get(key.substr(7)) : nullptr;
+    r.Fail(n != nullptr ? n : &t, key, reason);
+  }
 }
 
 void ParseTables(Reader& r, const toml::table& root, Config* c) {
