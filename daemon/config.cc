@@ -345,9 +345,13 @@ void ParseTables(Reader& r, const toml::table& root, Config* c) {
                 {"hard_bounce_expiry", "soft_bounce_expiry", "complaint_expiry", "soft_threshold",
                  "soft_window_days", "soft_incident_gap", "count_deferrals", "complaints_suppress",
                  "complaint_report_only_types", "plus_extension", "recipient_delimiter"});
+    // Kept in whole seconds: "500ms" would become 0, which means "never" for an expiry.
     auto seconds = [&](const char* key, int64_t* out_s, bool allow_never) {
       int64_t ms = *out_s * 1000;
       r.Duration(*t, "policy", key, &ms, allow_never);
+      if (ms % 1000 != 0) {
+        return r.Fail(t->get(key), std::string("policy.") + key, "must be whole seconds");
+      }
       *out_s = ms / 1000;
     };
     seconds("hard_bounce_expiry", &p.hard_bounce_expiry_seconds, true);

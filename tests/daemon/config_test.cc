@@ -114,6 +114,10 @@ TEST(Config, RefusesUnknownKeysAndBadValuesWithFileLineKeyAndReason) {
   ExpectRefused("[policy]\nhard_bounce_expiry = \"soon\"\n",
                 "policy.hard_bounce_expiry: bad duration");
   ExpectRefused("[query]\nmode = \"0999\"\n", "query.mode: must be a file mode");
+  ExpectRefused("[policy]\nhard_bounce_expiry = \"500ms\"\n",
+                "b.toml:2: policy.hard_bounce_expiry: must be whole seconds");
+  ExpectRefused("[policy]\nsoft_incident_gap = \"1500ms\"\n",
+                "b.toml:2: policy.soft_incident_gap: must be whole seconds");
   ExpectRefused("[policy]\ncomplaint_report_only_types = [\"not spam\"]\n",
                 "policy.complaint_report_only_types: must be feedback types");
   ExpectRefused("[milter]\nsocket = \"/run/m.sock\"\n", "milter.socket: must be");
