@@ -965,6 +965,26 @@ TEST(DaemonProcess, CheckConfigRefusesUnknownKeysWithFileLineAndKey) {
   EXPECT_NE(out.find("embedded defaults"), std::string::npos) << out;
 }
 
+// A rules.d bounced may not list would otherwise be read as empty: the rules in it silently
+// not in force.
+TEST(DaemonProcess, CheckConfigRefusesARulesDirectoryItCannotList) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  fs::create_directories(d.rules_dir());
+  std::ofstream(d.rules_dir() + "/local.toml") << "";
+  ::chmod(d.rules_dir().c_str(), 0700);  // root's; the check below runs as nobody
+  int rc = -1;
+  std::string out = Shell("setpriv --reuid=nobody --regid=nogroup --clear-groups " + kBounced +
+                              " --check-config --config " + Quote(d.config_path()) + " 2>&1",
+                          &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(d.rules_dir() + ": Permission denied"), std::string::npos) << out;
+  // A rules directory that does not exist is still fine: it holds no rules.
+  fs::remove_all(d.rules_dir());
+  out = Shell(kBounced + " --check-config --config " + Quote(d.config_path()) + " 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+}
+
 TEST(DaemonProcess, HostsTheMilterWhenASocketIsConfigured) {
   TempDir dir;
   BouncedProcess d(dir, "[milter]\nsocket = \"unix:" + dir / "milter.sock" + "\"\n");
