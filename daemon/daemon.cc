@@ -61,6 +61,22 @@ nlohmann::json ServerStats(const StreamServer* s) {
 
 void ApplyLogLevel(const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); }
 
+namespace {
+sigset_t StopAndReloadSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+}  // namespace
+
+void BlockStopAndReloadSignals() {
+  sigset_t set = StopAndReloadSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 struct Daemon::Impl {
   Impl(Config c, LoadedRules r, DaemonOptions o)
       : config(std::move(c)), options(std::move(o)), store_retry(io), watchdog(io), alert_tick(io) {
@@ -342,14 +358,18 @@ struct Daemon::Impl {
   }
 
   int RunService() {
+    // First: a signal that came while bounced was starting (main blocks them) is queued by the
+    // signal_set and handled once io runs.
+    signals = std::make_unique<boost::asio::signal_set>(io, SIGTERM, SIGINT, SIGHUP);
+    WatchSignals();
+    sigset_t handled = StopAndReloadSignals();
+    pthread_sigmask(SIG_UNBLOCK, &handled, nullptr);
     Status s = StartServers();
     if (!s.ok()) {
       spdlog::critical("{}", s.message());
       return 1;
     }
     if (!OpenStore()) RetryStoreLater();
-    signals = std::make_unique<boost::asio::signal_set>(io, SIGTERM, SIGINT, SIGHUP);
-    WatchSignals();
     ArmAlertTick();
     uint64_t usec = 0;
     if (sd_watchdog_enabled(0, &usec) > 0) ArmWatchdog(std::chrono::microseconds(usec));

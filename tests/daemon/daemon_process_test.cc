@@ -796,6 +796,79 @@ TEST(DaemonProcess, SighupWithBrokenRulesKeepsTheOldRules) {
   EXPECT_TRUE(d.WaitForEvents(1));
 }
 
+// SIGHUP (a log rotation script's kill -HUP) and SIGTERM that arrive while bounced is still
+// starting (loading rules, opening the database) are acted on once it is up, never fatal.
+TEST(DaemonProcess, SignalsDuringStartUpAreHandledOnceItIsUp) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  std::ofstream(d.config_path()) << d.BaseConfig();
+  // A rules file that is a FIFO holds bounced in its start-up (reading the rules) for as long as
+  // the test wants: the signal is sent while bounced reads it.
+  fs::create_directories(d.rules_dir());
+  const std::string fifo = d.rules_dir() + "/slow.toml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  // Waits until bounced opens the FIFO to read it, then (after `then`) lets it read an empty file.
+  auto hold_rules_read = [&](pid_t pid, const std::function<void()>& then) {
+    int fd = -1;
+    EXPECT_TRUE(WaitUntil([&] {
+      fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // ENXIO: no reader yet
+      return fd >= 0 || ::waitpid(pid, nullptr, WNOHANG) == pid;
+    }));
+    then();
+    if (fd >= 0) ::close(fd);
+  };
+  auto start = [&] {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int fd = ::open(d.stderr_path().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 2);
+      ::execl(kBounced.c_str(), kBounced.c_str(), "--config", d.config_path().c_str(), nullptr);
+      ::_exit(127);
+    }
+    return pid;
+  };
+  pid_t pid = start();
+  ASSERT_GT(pid, 0);
+  // Whatever fails below, no bounced is left behind (one waiting for the FIFO would never end).
+  struct Reaper {
+    pid_t* pid;
+    ~Reaper() {
+      if (*pid > 0 && ::waitpid(*pid, nullptr, WNOHANG) == 0) {
+        ::kill(*pid, SIGKILL);
+        ::waitpid(*pid, nullptr, 0);
+      }
+    }
+  } reaper{&pid};
+  auto dead = [&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; };
+  hold_rules_read(pid, [&] { ::kill(pid, SIGHUP); });
+  ASSERT_TRUE(WaitUntil([&] {
+    return ReadFile(d.stderr_path()).find("SIGHUP: reloading") != std::string::npos || dead();
+  }));
+  ASSERT_EQ(::kill(pid, 0), 0) << "SIGHUP at start killed bounced\n" << ReadFile(d.stderr_path());
+  // The reload the SIGHUP asked for reads the rules again.
+  hold_rules_read(pid, [] {});
+  ASSERT_TRUE(WaitUntil([&] {
+    return ReadFile(d.stderr_path()).find("reload: configuration") != std::string::npos || dead();
+  })) << ReadFile(d.stderr_path());
+  EXPECT_TRUE(d.Query({{"cmd", "health"}}).value("ok", false));
+  ASSERT_GT(pid, 0);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  pid = -1;
+
+  // SIGTERM at start: a clean stop (exit 0, "bounced stopped"), not death by the signal.
+  pid = start();
+  ASSERT_GT(pid, 0);
+  hold_rules_read(pid, [&] { ::kill(pid, SIGTERM); });
+  status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  pid = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
+                                                             << ReadFile(d.stderr_path());
+}
+
 TEST(DaemonProcess, ReadsPostfixEntriesFromAJournalFileAndResumesByCursor) {
   const std::string remote = "/lib/systemd/systemd-journal-remote";
   if (!fs::exists(remote)) GTEST_SKIP() << "systemd-journal-remote is not installed";
