@@ -869,6 +869,31 @@ TEST(DaemonProcess, SignalsDuringStartUpAreHandledOnceItIsUp) {
                                                              << ReadFile(d.stderr_path());
 }
 
+// A reload names every changed key it cannot apply in a running process, and gives the query
+// socket its new mode at once.
+TEST(DaemonProcess, ReloadNamesEveryKeyThatNeedsARestartAndAppliesTheQuerySocketMode) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  std::string cfg = d.BaseConfig();
+  const std::string mode = "mode = \"0666\"";
+  cfg.replace(cfg.find(mode), mode.size(), "mode = \"0600\"");
+  const std::string poll = "poll_interval = \"20ms\"";
+  cfg.replace(cfg.find(poll), poll.size(), "poll_interval = \"30ms\"\nmax_line_bytes = 4096");
+  cfg += "[milter]\naction = \"log\"\nreject_reply = \"550 5.7.1 <{addr}>: no\"\n";
+  std::ofstream(d.config_path()) << cfg;
+  json r = d.Query({{"cmd", "reload"}});
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  EXPECT_EQ(r["result"]["restart_needed"],
+            json({"input.log.max_line_bytes", "input.log.poll_interval", "milter.action",
+                  "milter.reject_reply"}))
+      << r.dump();
+  struct stat st {};
+  ASSERT_EQ(::stat(d.query_socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_TRUE(d.Health().contains("input"));
+}
+
 TEST(DaemonProcess, ReadsPostfixEntriesFromAJournalFileAndResumesByCursor) {
   const std::string remote = "/lib/systemd/systemd-journal-remote";
   if (!fs::exists(remote)) GTEST_SKIP() << "systemd-journal-remote is not installed";
