@@ -169,6 +169,8 @@ struct Daemon::Impl {
     store_retry.expires_after(kStoreRetryInterval);
     store_retry.async_wait([this](const boost::system::error_code& ec) {
       if (ec || stopping) return;
+      // OpenStore reads `config`, which a reload on the other io thread may be replacing.
+      std::lock_guard lock(reload_mu);
       if (!OpenStore()) RetryStoreLater();
     });
   }
