@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
     std::fputs(bounced::DefaultConfigToml().c_str(), stdout);
     return 0;
   }
+  // Until the daemon's handlers are in place (Daemon::Run), SIGHUP and SIGTERM wait: their default
+  // action would end a bounced that is still loading rules or opening a large database (a
+  // `kill -HUP` from a log rotation script at that moment would take it down).
+  if (!check && !once) bounced::BlockStopAndReloadSignals();
   // stderr: journald records it under systemd; no colours, no timestamps there (it adds its own).
   auto logger = spdlog::stderr_logger_mt("bounced");
   logger->set_pattern(std::getenv("JOURNAL_STREAM") != nullptr ? "%l: %v"

@@ -259,8 +259,22 @@ void ParseMilter(Reader& r, const toml::table& t, MilterConfig* m) {
   int64_t timeout = m->callback_timeout.count();
   r.Duration(t, "milter", "timeout", &timeout, false);
   m->callback_timeout = Ms(timeout);
-  r.Integer(t, "milter", "max_bounce_bytes", &m->max_bounce_bytes, 1024, int64_t{64} * 1024 * 1024);
+  r.Integer(t, "milter", "max_bounce_bytes", &m->max_bounce_bytes, 4096,
+            static_cast<int64_t>(kMaxMessageBytes));
   r.String(t, "milter", "removed_header", &m->removed_header);
+  // The checks StartMilter makes (socket spec, reply templates and their placeholders, header
+  // name), here too: a value the milter would refuse must be refused by --check-config and at
+  // start, not leave a running bounced whose milter never started.
+  if (r.failed()) return;
+  if (Status s = ValidateMilterConfig(*m); !s.ok()) {
+    // "milter.KEY: reason": point at KEY's line.
+    const std::string& msg = s.message();
+    size_t colon = msg.find(": ");
+    std::string key = colon == std::string::npos ? "milter" : msg.substr(0, colon);
+    std::string reason = colon == std::string::npos ? msg : msg.substr(colon + 2);
+    const toml::node* n = key.rfind("milter.", 0) == 0 ? t.get(key.substr(7)) : nullptr;
+    r.Fail(n != nullptr ? n : &t, key, reason);
+  }
 }
 
 void ParseTables(Reader& r, const toml::table& root, Config* c) {
@@ -331,9 +345,13 @@ void ParseTables(Reader& r, const toml::table& root, Config* c) {
                 {"hard_bounce_expiry", "soft_bounce_expiry", "complaint_expiry", "soft_threshold",
                  "soft_window_days", "soft_incident_gap", "count_deferrals", "complaints_suppress",
                  "complaint_report_only_types", "plus_extension", "recipient_delimiter"});
+    // Kept in whole seconds: "500ms" would become 0, which means "never" for an expiry.
     auto seconds = [&](const char* key, int64_t* out_s, bool allow_never) {
       int64_t ms = *out_s * 1000;
       r.Duration(*t, "policy", key, &ms, allow_never);
+      if (ms % 1000 != 0) {
+        return r.Fail(t->get(key), std::string("policy.") + key, "must be whole seconds");
+      }
       *out_s = ms / 1000;
     };
     seconds("hard_bounce_expiry", &p.hard_bounce_expiry_seconds, true);

@@ -57,9 +57,66 @@ nlohmann::json ServerStats(const StreamServer* s) {
           {"idle_closed", st.idle_closed.load()}};
 }
 
+// The keys whose new value a running bounced cannot take (sockets it listens on, the input it
+// reads, the database, the milter that libmilter cannot restart): said, not silently dropped.
+std::vector<std::string> KeysNeedingRestart(const Config& running, const Config& next) {
+  std::vector<std::string> keys;
+  auto changed = [&](bool differs, const char* key) {
+    if (differs) keys.emplace_back(key);
+  };
+  changed(next.storage.path != running.storage.path, "storage.path");
+  const LogInputConfig& ri = running.input;
+  const LogInputConfig& ni = next.input;
+  changed(ni.path != ri.path, "input.log.path");
+  changed(ni.journal_files != ri.journal_files, "input.log.journal_files");
+  changed(ni.max_line_bytes != ri.max_line_bytes, "input.log.max_line_bytes");
+  changed(ni.poll_interval != ri.poll_interval, "input.log.poll_interval");
+  changed(next.query.socket != running.query.socket, "query.socket");
+  changed(next.query.max_connections != running.query.max_connections, "query.max_connections");
+  changed(next.query.idle_timeout != running.query.idle_timeout, "query.idle_timeout");
+  const SocketmapConfig& rs = running.socketmap;
+  const SocketmapConfig& ns = next.socketmap;
+  changed(ns.socket != rs.socket, "socketmap.socket");
+  changed(ns.mode != rs.mode, "socketmap.mode");
+  changed(ns.max_connections != rs.max_connections, "socketmap.max_connections");
+  changed(ns.idle_timeout != rs.idle_timeout, "socketmap.idle_timeout");
+  const MilterConfig& rm = running.milter;
+  const MilterConfig& nm = next.milter;
+  changed(nm.socket != rm.socket, "milter.socket");
+  changed(nm.socket_mode != rm.socket_mode, "milter.socket_mode");
+  changed(nm.socket_group != rm.socket_group, "milter.socket_group");
+  changed(nm.default_action != rm.default_action, "milter.action");
+  changed(nm.category_actions != rm.category_actions, "milter.actions");
+  changed(nm.reject_reply != rm.reject_reply, "milter.reject_reply");
+  changed(nm.tempfail_reply != rm.tempfail_reply, "milter.tempfail_reply");
+  changed(nm.bounces != rm.bounces, "milter.bounces");
+  changed(nm.quarantine_dir != rm.quarantine_dir, "milter.quarantine_dir");
+  changed(nm.on_storage_error != rm.on_storage_error, "milter.on_storage_error");
+  changed(nm.callback_timeout != rm.callback_timeout, "milter.timeout");
+  changed(nm.max_bounce_bytes != rm.max_bounce_bytes, "milter.max_bounce_bytes");
+  changed(nm.removed_header != rm.removed_header, "milter.removed_header");
+  return keys;
+}
+
 }  // namespace
 
 void ApplyLogLevel(const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); }
+
+namespace {
+sigset_t StopAndReloadSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+}  // namespace
+
+void BlockStopAndReloadSignals() {
+  sigset_t set = StopAndReloadSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
 
 struct Daemon::Impl {
   Impl(Config c, LoadedRules r, DaemonOptions o)
@@ -112,6 +169,8 @@ struct Daemon::Impl {
     store_retry.expires_after(kStoreRetryInterval);
     store_retry.async_wait([this](const boost::system::error_code& ec) {
       if (ec || stopping) return;
+      // OpenStore reads `config`, which a reload on the other io thread may be replacing.
+      std::lock_guard lock(reload_mu);
       if (!OpenStore()) RetryStoreLater();
     });
   }
@@ -200,27 +259,25 @@ struct Daemon::Impl {
       return rules.status();
     }
     Config next = std::move(*fresh);
-    std::vector<std::string> restart;
-    auto keep = [&](bool changed, const char* what) {
-      if (changed) restart.push_back(what);
-    };
-    keep(next.storage.path != config.storage.path, "storage.path");
-    keep(next.input.path != config.input.path ||
-             next.input.journal_files != config.input.journal_files,
-         "input.log");
-    keep(next.query.socket != config.query.socket, "query.socket");
-    keep(next.socketmap.socket != config.socketmap.socket, "socketmap.socket");
-    keep(next.milter.socket != config.milter.socket, "milter.socket");
+    std::vector<std::string> restart = KeysNeedingRestart(config, next);
     // What cannot change in a running process stays as it was; everything else applies now.
     next.storage = config.storage;
-    next.input = config.input;
+    next.input = config.input;  // the input runs with the settings it started with
     next.query.socket = config.query.socket;
     next.query.max_connections = config.query.max_connections;
     next.query.idle_timeout = config.query.idle_timeout;
     next.socketmap.socket = config.socketmap.socket;
+    next.socketmap.mode = config.socketmap.mode;
     next.socketmap.max_connections = config.socketmap.max_connections;
     next.socketmap.idle_timeout = config.socketmap.idle_timeout;
     next.milter = config.milter;  // libmilter cannot be restarted in-process
+    // The query socket's group decides who may write (checked per request), and with its mode
+    // who may connect: the socket file follows both now.
+    if (query && (next.query.mode != config.query.mode || next.query.group != config.query.group)) {
+      if (Status s = query->SetModeAndGroup(next.query.mode, next.query.group); !s.ok()) {
+        spdlog::warn("reload: {}", s.message());
+      }
+    }
     config = next;
     services.SetConfig(next);
     services.SetRules(rules->rules, rules->sources);
@@ -342,14 +399,18 @@ struct Daemon::Impl {
   }
 
   int RunService() {
+    // First: a signal that came while bounced was starting (main blocks them) is queued by the
+    // signal_set and handled once io runs.
+    signals = std::make_unique<boost::asio::signal_set>(io, SIGTERM, SIGINT, SIGHUP);
+    WatchSignals();
+    sigset_t handled = StopAndReloadSignals();
+    pthread_sigmask(SIG_UNBLOCK, &handled, nullptr);
     Status s = StartServers();
     if (!s.ok()) {
       spdlog::critical("{}", s.message());
       return 1;
     }
     if (!OpenStore()) RetryStoreLater();
-    signals = std::make_unique<boost::asio::signal_set>(io, SIGTERM, SIGINT, SIGHUP);
-    WatchSignals();
     ArmAlertTick();
     uint64_t usec = 0;
     if (sd_watchdog_enabled(0, &usec) > 0) ArmWatchdog(std::chrono::microseconds(usec));

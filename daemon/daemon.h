@@ -53,4 +53,9 @@ class Daemon {
 // Applies [log] level to spdlog.
 void ApplyLogLevel(const std::string& level);
 
+// Blocks SIGHUP, SIGTERM and SIGINT in the calling thread (call it first in main, before any
+// thread starts): Run in service mode takes them over and unblocks them once its handlers are in
+// place, so one that arrives while bounced is still starting is acted on, not fatal.
+void BlockStopAndReloadSignals();
+
 }  // namespace bounced

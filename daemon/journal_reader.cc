@@ -47,13 +47,16 @@ Expected<std::unique_ptr<JournalReader>> JournalReader::Open(const std::vector<s
   if (r < 0) return Status::Error(std::string("cannot open the journal: ") + std::strerror(-r));
   std::unique_ptr<JournalReader> reader(new JournalReader(j));
   if (!cursor.empty() && sd_journal_seek_cursor(j, cursor.c_str()) >= 0) {
-    // Seeking lands on the entry of the cursor (or the nearest one when it is gone); the
-    // committed entry itself was already recorded, so step over it when it is there.
+    // Seeking lands on the entry of the cursor (or, when it is gone, the first one after it);
+    // the committed entry itself was already recorded, so step over it when it is there. When
+    // it is gone, the entry landed on is new: stepping back to read it again by sd_journal_next
+    // does not work when nothing older is left (previous finds nothing and leaves the position
+    // where it is, so the next sd_journal_next would skip it).
     if (sd_journal_next(j) > 0 && sd_journal_test_cursor(j, cursor.c_str()) <= 0) {
-      sd_journal_previous(j);
+      reader->on_unread_entry_ = true;
       spdlog::warn(
           "journal input: the stored cursor is gone (journal rotated or vacuumed); "
-          "resuming at the nearest entry");
+          "resuming at the first entry after it");
     }
     reader->cursor_ = cursor;
   } else {
@@ -68,41 +71,49 @@ size_t JournalReader::Poll(const LineSink& sink, size_t max_entries) {
   size_t n = 0;
   std::string line;
   while (n < max_entries) {
-    int r = sd_journal_next(j_);
-    if (r < 0) {
-      spdlog::warn("journal input: read error: {}", std::strerror(-r));
-      break;
+    if (on_unread_entry_) {
+      on_unread_entry_ = false;
+    } else {
+      int r = sd_journal_next(j_);
+      if (r < 0) {
+        spdlog::warn("journal input: read error: {}", std::strerror(-r));
+        break;
+      }
+      if (r == 0) break;
     }
-    if (r == 0) break;
     ++n;
-    char* c = nullptr;
-    if (sd_journal_get_cursor(j_, &c) >= 0) {
-      cursor_ = c;
-      free(c);
-    }
-    std::string_view ident = Field(j_, "SYSLOG_IDENTIFIER");
-    if (ident.substr(0, 7) != "postfix") continue;
-    uint64_t usec = 0;
-    sd_journal_get_realtime_usec(j_, &usec);
-    std::string_view host = Field(j_, "_HOSTNAME");
-    std::string_view pid = Field(j_, "SYSLOG_PID");
-    if (pid.empty()) pid = Field(j_, "_PID");
-    std::string_view message = Field(j_, "MESSAGE");
-    line = Rfc3339(usec);
-    line += ' ';
-    line.append(host.empty() ? std::string_view("localhost") : host);
-    line += ' ';
-    line.append(ident);
-    if (!pid.empty()) {
-      line += '[';
-      line.append(pid);
-      line += ']';
-    }
-    line += ": ";
-    line.append(message);
-    sink(line, cursor_);
+    Emit(sink, line);
   }
   return n;
+}
+
+void JournalReader::Emit(const LineSink& sink, std::string& line) {
+  char* c = nullptr;
+  if (sd_journal_get_cursor(j_, &c) >= 0) {
+    cursor_ = c;
+    free(c);
+  }
+  std::string_view ident = Field(j_, "SYSLOG_IDENTIFIER");
+  if (ident.substr(0, 7) != "postfix") return;
+  uint64_t usec = 0;
+  sd_journal_get_realtime_usec(j_, &usec);
+  std::string_view host = Field(j_, "_HOSTNAME");
+  std::string_view pid = Field(j_, "SYSLOG_PID");
+  if (pid.empty()) pid = Field(j_, "_PID");
+  std::string_view message = Field(j_, "MESSAGE");
+  line = Rfc3339(usec);
+  line += ' ';
+  line.append(host.empty() ? std::string_view("localhost") : host);
+  line += ' ';
+  line.append(ident);
+  if (!pid.empty()) {
+    line += '[';
+    line.append(pid);
+    line += ']';
+  }
+  line += ": ";
+  line.append(message);
+  sink(line, cursor_);
 }
 
 void JournalReader::Wait(int timeout_ms) {

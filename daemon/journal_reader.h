@@ -38,8 +38,13 @@ class JournalReader {
 
  private:
   explicit JournalReader(sd_journal* j) : j_(j) {}
+  // Hands out the entry the journal is positioned on (if it is Postfix's).
+  void Emit(const LineSink& sink, std::string& line);
   sd_journal* j_;
   std::string cursor_;
+  // Open found the stored cursor gone and is positioned on the first entry after it, which was
+  // never handed out: the next Poll starts with it instead of stepping past it.
+  bool on_unread_entry_ = false;
 };
 
 }  // namespace bounced

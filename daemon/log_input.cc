@@ -424,6 +424,17 @@ void LogInput::RunJournal(bool once) {
     }
     uint64_t lines = 0;
     bool failed = false;
+    auto update_health = [&] {
+      std::lock_guard lock(health_mu_);
+      health_ = {{"input", name},
+                 {"cursor", (*reader)->cursor()},
+                 {"committed_cursor", pipeline.committed().cursor},
+                 {"lines", lines},
+                 {"skipped_garbage", correlator.stats().skipped_garbage},
+                 {"events_committed", pipeline.committed_events()},
+                 {"tracked_queue_ids", correlator.stats().tracked_queue_ids}};
+      health_.update(resumed);
+    };
     while (!stop_) {
       if (services_.rules() != rules) {
         rules = services_.rules();
@@ -442,17 +453,7 @@ void LogInput::RunJournal(bool once) {
         failed = true;
         break;
       }
-      {
-        std::lock_guard lock(health_mu_);
-        health_ = {{"input", name},
-                   {"cursor", (*reader)->cursor()},
-                   {"committed_cursor", pipeline.committed().cursor},
-                   {"lines", lines},
-                   {"skipped_garbage", correlator.stats().skipped_garbage},
-                   {"events_committed", pipeline.committed_events()},
-                   {"tracked_queue_ids", correlator.stats().tracked_queue_ids}};
-        health_.update(resumed);
-      }
+      update_health();
       if (n == 0) {
         if (once) break;
         (*reader)->Wait(static_cast<int>(config_.poll_interval.count()));
@@ -461,6 +462,7 @@ void LogInput::RunJournal(bool once) {
     if (!failed) {
       pipeline.Submit();
       failed = !pipeline.Reap(true);
+      update_health();  // what --once reports: the last batch's events included
     }
     if (!failed) return;
     pipeline.Discard();

@@ -28,6 +28,17 @@ Expected<std::string> ReadFile(const std::string& path) {
 
 bool HasWildcard(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
 
+// glob(3) skips a directory it cannot read unless told otherwise, which would drop the rules in
+// it without a word. Its error callback has no user data, hence the thread_local.
+thread_local std::string glob_error;
+
+int OnGlobError(const char* path, int error) {
+  // A directory that does not exist holds no rules files: that is a match of nothing.
+  if (error == ENOENT || error == ENOTDIR) return 0;
+  glob_error = std::string(path) + ": " + std::strerror(error);
+  return 1;
+}
+
 }  // namespace
 
 Expected<LoadedRules> LoadRules(const std::vector<std::string>& patterns) {
@@ -47,10 +58,12 @@ Expected<LoadedRules> LoadRules(const std::vector<std::string>& patterns) {
       continue;
     }
     glob_t g{};
-    int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+    glob_error.clear();
+    int rc = ::glob(pattern.c_str(), 0, OnGlobError, &g);
     if (rc != 0 && rc != GLOB_NOMATCH) {
       globfree(&g);
-      return Status::Error(pattern + ": cannot list rules files");
+      return Status::Error(pattern + ": cannot list rules files" +
+                           (glob_error.empty() ? std::string() : ": " + glob_error));
     }
     for (size_t i = 0; i < g.gl_pathc; ++i) {  // glob sorts by name
       std::string path = g.gl_pathv[i];

@@ -296,6 +296,24 @@ Expected<std::unique_ptr<StreamServer>> StreamServer::Listen(boost::asio::io_con
       new StreamServer(io, std::move(options), std::move(factory), std::move(acceptor)));
 }
 
+Status StreamServer::SetModeAndGroup(uint32_t mode, const std::string& group) {
+  const std::string& path = options_.path;
+  if (::chmod(path.c_str(), mode) != 0) {
+    return Status::Error(options_.name + " socket " + path + ": chmod: " + std::strerror(errno));
+  }
+  if (group.empty()) return Status::Ok();
+  struct group* g = ::getgrnam(group.c_str());
+  if (g == nullptr) {
+    return Status::Error(options_.name + " socket " + path + ": group '" + group +
+                         "' does not exist; only root may write");
+  }
+  if (::chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
+    return Status::Error(options_.name + " socket " + path + ": chown to group '" + group +
+                         "': " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 StreamServer::StreamServer(boost::asio::io_context& io, StreamServerOptions options,
                            SessionFactory factory,
                            boost::asio::local::stream_protocol::acceptor acceptor)

@@ -155,6 +155,9 @@ class StreamServer {
   void Stop();
   const StreamServerStats& stats() const { return *stats_; }
   const std::string& path() const { return options_.path; }
+  // Gives the socket file a new mode and group (reload): who may connect changes now, for the
+  // connections that follow. Errors name the socket and the reason.
+  Status SetModeAndGroup(uint32_t mode, const std::string& group);
 
  private:
   StreamServer(boost::asio::io_context& io, StreamServerOptions options, SessionFactory factory,

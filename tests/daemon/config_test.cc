@@ -114,6 +114,10 @@ TEST(Config, RefusesUnknownKeysAndBadValuesWithFileLineKeyAndReason) {
   ExpectRefused("[policy]\nhard_bounce_expiry = \"soon\"\n",
                 "policy.hard_bounce_expiry: bad duration");
   ExpectRefused("[query]\nmode = \"0999\"\n", "query.mode: must be a file mode");
+  ExpectRefused("[policy]\nhard_bounce_expiry = \"500ms\"\n",
+                "b.toml:2: policy.hard_bounce_expiry: must be whole seconds");
+  ExpectRefused("[policy]\nsoft_incident_gap = \"1500ms\"\n",
+                "b.toml:2: policy.soft_incident_gap: must be whole seconds");
   ExpectRefused("[policy]\ncomplaint_report_only_types = [\"not spam\"]\n",
                 "policy.complaint_report_only_types: must be feedback types");
   ExpectRefused("[milter]\nsocket = \"/run/m.sock\"\n", "milter.socket: must be");
@@ -121,6 +125,20 @@ TEST(Config, RefusesUnknownKeysAndBadValuesWithFileLineKeyAndReason) {
                 "milter.actions.no_such_category: unknown category");
   ExpectRefused("[milter]\nreject_reply = \"450 4.1.1 x\"\n",
                 "milter.reject_reply: must start with a 5xx");
+  // What the milter itself would refuse at start is refused here, on its line.
+  ExpectRefused("[milter]\nsocket = \"unix:\"\n",
+                "b.toml:2: milter.socket: unix socket path must be absolute");
+  ExpectRefused("[milter]\nsocket = \"inet:port@127.0.0.1\"\n",
+                "b.toml:2: milter.socket: bad port");
+  ExpectRefused(
+      "[milter]\nsocket = \"unix:/run/m.sock\"\n"
+      "reject_reply = \"550 5.1.1 <{address}>: suppressed\"\n",
+      "b.toml:3: milter.reject_reply: unknown placeholder");
+  ExpectRefused("[milter]\ntempfail_reply = \"450 try later\"\n",
+                "b.toml:2: milter.tempfail_reply: second word must be an enhanced status code");
+  ExpectRefused("[milter]\nremoved_header = \"\"\n", "b.toml:2: milter.removed_header");
+  ExpectRefused("[milter]\nmax_bounce_bytes = 67108864\n",
+                "b.toml:2: milter.max_bounce_bytes: must be between 4096 and 16777216");
   ExpectRefused("[input.log]\npath = \"\"\n", "input.log.path");
   ExpectRefused("[input.log]\nmax_line_bytes = 10\n", "input.log.max_line_bytes");
   ExpectRefused("[query]\nmax_import_bytes = 10\n",

@@ -796,6 +796,104 @@ TEST(DaemonProcess, SighupWithBrokenRulesKeepsTheOldRules) {
   EXPECT_TRUE(d.WaitForEvents(1));
 }
 
+// SIGHUP (a log rotation script's kill -HUP) and SIGTERM that arrive while bounced is still
+// starting (loading rules, opening the database) are acted on once it is up, never fatal.
+TEST(DaemonProcess, SignalsDuringStartUpAreHandledOnceItIsUp) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  std::ofstream(d.config_path()) << d.BaseConfig();
+  // A rules file that is a FIFO holds bounced in its start-up (reading the rules) for as long as
+  // the test wants: the signal is sent while bounced reads it.
+  fs::create_directories(d.rules_dir());
+  const std::string fifo = d.rules_dir() + "/slow.toml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  // Waits until bounced opens the FIFO to read it, then (after `then`) lets it read an empty file.
+  auto hold_rules_read = [&](pid_t pid, const std::function<void()>& then) {
+    int fd = -1;
+    EXPECT_TRUE(WaitUntil([&] {
+      fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // ENXIO: no reader yet
+      return fd >= 0 || ::waitpid(pid, nullptr, WNOHANG) == pid;
+    }));
+    then();
+    if (fd >= 0) ::close(fd);
+  };
+  auto start = [&] {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int fd = ::open(d.stderr_path().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 2);
+      ::execl(kBounced.c_str(), kBounced.c_str(), "--config", d.config_path().c_str(), nullptr);
+      ::_exit(127);
+    }
+    return pid;
+  };
+  pid_t pid = start();
+  ASSERT_GT(pid, 0);
+  // Whatever fails below, no bounced is left behind (one waiting for the FIFO would never end).
+  struct Reaper {
+    pid_t* pid;
+    ~Reaper() {
+      if (*pid > 0 && ::waitpid(*pid, nullptr, WNOHANG) == 0) {
+        ::kill(*pid, SIGKILL);
+        ::waitpid(*pid, nullptr, 0);
+      }
+    }
+  } reaper{&pid};
+  auto dead = [&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; };
+  hold_rules_read(pid, [&] { ::kill(pid, SIGHUP); });
+  ASSERT_TRUE(WaitUntil([&] {
+    return ReadFile(d.stderr_path()).find("SIGHUP: reloading") != std::string::npos || dead();
+  }));
+  ASSERT_EQ(::kill(pid, 0), 0) << "SIGHUP at start killed bounced\n" << ReadFile(d.stderr_path());
+  // The reload the SIGHUP asked for reads the rules again.
+  hold_rules_read(pid, [] {});
+  ASSERT_TRUE(WaitUntil([&] {
+    return ReadFile(d.stderr_path()).find("reload: configuration") != std::string::npos || dead();
+  })) << ReadFile(d.stderr_path());
+  EXPECT_TRUE(d.Query({{"cmd", "health"}}).value("ok", false));
+  ASSERT_GT(pid, 0);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  pid = -1;
+
+  // SIGTERM at start: a clean stop (exit 0, "bounced stopped"), not death by the signal.
+  pid = start();
+  ASSERT_GT(pid, 0);
+  hold_rules_read(pid, [&] { ::kill(pid, SIGTERM); });
+  status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  pid = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
+                                                             << ReadFile(d.stderr_path());
+}
+
+// A reload names every changed key it cannot apply in a running process, and gives the query
+// socket its new mode at once.
+TEST(DaemonProcess, ReloadNamesEveryKeyThatNeedsARestartAndAppliesTheQuerySocketMode) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  std::string cfg = d.BaseConfig();
+  const std::string mode = "mode = \"0666\"";
+  cfg.replace(cfg.find(mode), mode.size(), "mode = \"0600\"");
+  const std::string poll = "poll_interval = \"20ms\"";
+  cfg.replace(cfg.find(poll), poll.size(), "poll_interval = \"30ms\"\nmax_line_bytes = 4096");
+  cfg += "[milter]\naction = \"log\"\nreject_reply = \"550 5.7.1 <{addr}>: no\"\n";
+  std::ofstream(d.config_path()) << cfg;
+  json r = d.Query({{"cmd", "reload"}});
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  EXPECT_EQ(r["result"]["restart_needed"],
+            json({"input.log.max_line_bytes", "input.log.poll_interval", "milter.action",
+                  "milter.reject_reply"}))
+      << r.dump();
+  struct stat st {};
+  ASSERT_EQ(::stat(d.query_socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_TRUE(d.Health().contains("input"));
+}
+
 TEST(DaemonProcess, ReadsPostfixEntriesFromAJournalFileAndResumesByCursor) {
   const std::string remote = "/lib/systemd/systemd-journal-remote";
   if (!fs::exists(remote)) GTEST_SKIP() << "systemd-journal-remote is not installed";
@@ -838,6 +936,63 @@ TEST(DaemonProcess, ReadsPostfixEntriesFromAJournalFileAndResumesByCursor) {
   d.Start();
   ASSERT_TRUE(WaitUntil([&] { return d.Health()["input"].contains("cursor"); }));
   EXPECT_EQ(d.StoredEvents(), 20);
+}
+
+// A real journal file (systemd-journal-remote) of Postfix bounce lines `from` to `to` - 1,
+// one second apart; "" when systemd-journal-remote is missing or failed (*why says).
+std::string MakePostfixJournal(const TempDir& dir, const std::string& name, int from, int to,
+                               std::string* why) {
+  const std::string remote = "/lib/systemd/systemd-journal-remote";
+  if (!fs::exists(remote)) {
+    *why = "systemd-journal-remote is not installed";
+    return "";
+  }
+  std::string export_text;
+  for (int i = from; i < to; ++i) {
+    const uint64_t t = 1795964994000000 + uint64_t(i) * 1000000;
+    std::string l = StatusLine(i, "j" + std::to_string(i) + "@example.com", true);
+    std::string msg = l.substr(l.find(": ") + 2);
+    msg.pop_back();
+    export_text += "__REALTIME_TIMESTAMP=" + std::to_string(t) +
+                   "\n__MONOTONIC_TIMESTAMP=" + std::to_string(t / 1000) +
+                   "\n_BOOT_ID=0123456789abcdef0123456789abcdef\n_HOSTNAME=mta\n"
+                   "SYSLOG_IDENTIFIER=postfix/smtp\nSYSLOG_PID=101\nMESSAGE=" +
+                   msg + "\n\n";
+  }
+  std::ofstream(dir / (name + ".export")) << export_text;
+  const std::string path = dir / name;
+  fs::remove(path);
+  int rc = -1;
+  *why = Shell(remote + " --output=" + path + " " + dir / (name + ".export") + " 2>&1", &rc);
+  return rc == 0 ? path : "";
+}
+
+// journald vacuumed the entry of the stored cursor (and everything before it) while bounced was
+// down: bounced resumes with the first entry after it, not the second.
+TEST(DaemonProcess, JournalResumesAtTheFirstEntryAfterAVacuumedCursor) {
+  TempDir dir;
+  std::string why;
+  std::string journal = MakePostfixJournal(dir, "postfix.journal", 0, 10, &why);
+  if (journal.empty()) GTEST_SKIP() << why;
+  BouncedProcess d(dir);
+  std::string cfg = d.BaseConfig();
+  const std::string log_path = "path = \"" + d.log() + "\"";
+  cfg.replace(cfg.find(log_path), log_path.size(),
+              "path = \"journal\"\njournal_files = [\"" + journal + "\"]");
+  std::ofstream(d.config_path()) << cfg;
+  int rc = -1;
+  std::string out = Shell(kBounced + " --config " + d.config_path() + " --once 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("committed 10 events"), std::string::npos) << out;
+  // The vacuum: the file now holds only the entries written after the stored cursor's.
+  ASSERT_EQ(MakePostfixJournal(dir, "postfix.journal", 10, 20, &why), journal) << why;
+  out = Shell(kBounced + " --config " + d.config_path() + " --once 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("the stored cursor is gone"), std::string::npos) << out;
+  d.Start();
+  EXPECT_EQ(d.StoredEvents(), 20) << out;
+  EXPECT_TRUE(d.Query({{"cmd", "status"}, {"address", "j10@example.com"}})["result"].value(
+      "suppressed", false));
 }
 
 TEST(DaemonProcess, OnceReadsTheLogToItsEndAndExits) {
@@ -906,6 +1061,26 @@ TEST(DaemonProcess, CheckConfigRefusesUnknownKeysWithFileLineAndKey) {
   out = Shell(kBounced + " --check-config --config " + dir / "missing.toml" + " 2>&1", &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("embedded defaults"), std::string::npos) << out;
+}
+
+// A rules.d bounced may not list would otherwise be read as empty: the rules in it silently
+// not in force.
+TEST(DaemonProcess, CheckConfigRefusesARulesDirectoryItCannotList) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  fs::create_directories(d.rules_dir());
+  std::ofstream(d.rules_dir() + "/local.toml") << "";
+  ::chmod(d.rules_dir().c_str(), 0700);  // root's; the check below runs as nobody
+  int rc = -1;
+  std::string out = Shell("setpriv --reuid=nobody --regid=nogroup --clear-groups " + kBounced +
+                              " --check-config --config " + Quote(d.config_path()) + " 2>&1",
+                          &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(d.rules_dir() + ": Permission denied"), std::string::npos) << out;
+  // A rules directory that does not exist is still fine: it holds no rules.
+  fs::remove_all(d.rules_dir());
+  out = Shell(kBounced + " --check-config --config " + Quote(d.config_path()) + " 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
 }
 
 TEST(DaemonProcess, HostsTheMilterWhenASocketIsConfigured) {

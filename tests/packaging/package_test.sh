@@ -79,6 +79,36 @@ if SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no "$units"/bounced.ser
 else
   cat "$work/verify"; echo "FAIL systemd-analyze verify"; fail=1
 fi
+# The system calls bounced makes to set its sockets' mode and group ([milter] socket_group =
+# "postfix": without it Postfix cannot connect to the milter) must pass the unit's filter. Worked
+# out as systemd applies SystemCallFilter= lines: the first one decides allow or deny list, each
+# later one adds (same kind) or removes (the other kind) its system calls.
+expand_syscalls() {  # NAME or @GROUP ...: the system calls, groups expanded recursively
+  local n
+  for n in "$@"; do
+    case $n in
+      @*) expand_syscalls $(systemd-analyze syscall-filter --no-pager "$n" | sed -n 's/^    \([^# ].*\)$/\1/p') ;;
+      *) echo "$n" ;;
+    esac
+  done
+}
+syscall_allowed() {  # UNIT SYSCALL: exit 0 when the unit's SystemCallFilter lets SYSCALL through
+  local mode="" allowed=no line deny names
+  while IFS= read -r line; do
+    line=${line#SystemCallFilter=}
+    deny=no
+    [[ $line == "~"* ]] && { deny=yes; line=${line#\~}; }
+    [[ -z $mode ]] && { mode=$deny; [[ $deny == yes ]] && allowed=yes; }
+    names=$(expand_syscalls $line)
+    if grep -qx "$2" <<<"$names"; then
+      if [[ $deny == yes ]]; then allowed=no; else allowed=yes; fi
+    fi
+  done < <(grep '^SystemCallFilter=' "$1")
+  [[ $allowed == yes ]]
+}
+for call in chown fchownat chmod fchmodat; do
+  check "bounced.service lets $call through (socket group and mode)" syscall_allowed "$units/bounced.service" "$call"
+done
 systemd-analyze security --offline=yes "$units/bounced.service" >"$work/security" 2>&1 || true
 score=$(sed -n 's/.*Overall exposure level for bounced.service: \([0-9.]*\).*/\1/p' "$work/security")
 echo "systemd-analyze security: exposure ${score:-?}"
