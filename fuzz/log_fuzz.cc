@@ -6,10 +6,14 @@
 // default rules; a second LogCorrelator gets the same lines through FeedParsed with what
 // ParseLogLine gave (as parse-log's pipeline feeds them). Checks: no crash, no sanitizer report,
 // the invariants of the parsed views and of the emitted events (sanitised text, known log
-// statuses), and that both correlators count the same events and lines.
+// statuses), and that both correlators count the same events and lines. The first correlator
+// also hands out its queue facts (set_track_queue_facts) every line or every few lines to a
+// keeper that applies them as the store does: a forgotten id must be one the keeper holds, the
+// keeper never holds more ids than the table's cap, and its facts restore into a new correlator.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -51,12 +55,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   });
   correlator.set_max_tracked_queue_ids(1u + data[0] % 7u);
   correlator.set_year(2026);
+  correlator.set_track_queue_facts(true);
+  std::map<std::string, bounced::QueueFacts> keeper;
+  size_t lines = 0;
+  const size_t take_every = 1 + (data[0] >> 5);
+  auto take = [&] {
+    std::vector<bounced::QueueFacts> changed;
+    std::vector<std::string> forgotten;
+    correlator.TakeQueueFacts(&changed, &forgotten);
+    for (const std::string& id : forgotten) Check(keeper.erase(id) == 1);
+    for (bounced::QueueFacts& f : changed) {
+      Check(!f.queue_id.empty() && f.queue_id.size() <= 23);
+      CheckClean(f.sender);
+      CheckClean(f.message_id);
+      keeper[f.queue_id] = std::move(f);
+    }
+    Check(keeper.size() <= 1u + data[0] % 7u);
+  };
   bounced::LogCorrelator parsed_ahead(rules, nullptr);
   parsed_ahead.set_max_tracked_queue_ids(1u + data[0] % 7u);
   parsed_ahead.set_year(2026);
 
   bounced::LogLineSplitter splitter;
-  auto on_line = [&correlator, &parsed_ahead](std::string_view line) {
+  auto on_line = [&](std::string_view line) {
     bounced::ParsedLogLine p;
     bounced::LogLineKind kind = bounced::ParseLogLine(line, &p);
     Check(kind == p.kind);
@@ -72,9 +93,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     correlator.Feed(line);
     parsed_ahead.FeedParsed(line, p);
+    if (++lines % take_every == 0) take();
   };
   for (size_t i = 0; i < input.size(); i += chunk) splitter.Push(input.substr(i, chunk), on_line);
   splitter.Finish(on_line);
+  take();
+  bounced::LogCorrelator restored(rules, nullptr);
+  restored.set_track_queue_facts(true);
+  for (const auto& [id, f] : keeper) restored.RestoreQueueFacts(f);
+  Check(restored.stats().tracked_queue_ids == keeper.size());
   const bounced::LogStats& st = correlator.stats();
   Check(st.tracked_queue_ids <= 1u + data[0] % 7u);
   const bounced::LogStats& ahead = parsed_ahead.stats();
