@@ -300,8 +300,11 @@ struct LogCorrelator::Impl {
   std::vector<std::string> facts_changed;
   std::vector<std::string> facts_forgotten;
   std::string scratch_fact;
-  void FactsChanged(sv qid) {
-    if (track_facts) facts_changed.emplace_back(qid.substr(0, QueueTable::kMaxIdBytes));
+  // `st` is qid's state: listed once until the next take.
+  void FactsChanged(sv qid, QueueState* st) {
+    if (!track_facts || st->facts_dirty) return;
+    st->facts_dirty = true;
+    facts_changed.emplace_back(qid.substr(0, QueueTable::kMaxIdBytes));
   }
 
   // The caches map key hashes to 1-based indexes into small tables, so a lookup reads one
@@ -717,7 +720,7 @@ void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
             st->sender == scratch_fact) {
           return;
         }
-        FactsChanged(p.queue_id);
+        FactsChanged(p.queue_id, st);
       }
       st->sender_known = true;
       AssignAddress(&st->sender, p.sender);
@@ -736,7 +739,7 @@ void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
       if (track_facts) {
         AssignClean(&scratch_fact, p.message_id, 1024);
         if (st->message_id == scratch_fact) return;
-        FactsChanged(p.queue_id);
+        FactsChanged(p.queue_id, st);
       }
       AssignClean(&st->message_id, p.message_id, 1024);
       return;
@@ -748,7 +751,7 @@ void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
       if (p.notification.find("non-delivery") != sv::npos) {
         if (QueueState* st = Find(p.queue_id)) {
           st->bounce_queue_id.assign(p.notification_queue_id);
-          FactsChanged(p.queue_id);
+          FactsChanged(p.queue_id, st);
         }
       }
       return;
@@ -820,19 +823,18 @@ void LogCorrelator::set_track_queue_facts(bool on) {
 
 void LogCorrelator::TakeQueueFacts(std::vector<QueueFacts>* changed,
                                    std::vector<std::string>* forgotten) {
-  auto sorted_unique = [](std::vector<std::string>& ids) {
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  };
+  // Each list holds an id at most once: a state is listed as changed only while not already
+  // listed (facts_dirty), and as forgotten only when removed while stored, which a take
+  // always comes between.
   std::vector<std::string>& ids = impl_->facts_changed;
   std::vector<std::string>& gone = impl_->facts_forgotten;
-  sorted_unique(ids);
-  sorted_unique(gone);
   for (std::string& id : gone) forgotten->push_back(std::move(id));
   for (const std::string& id : ids) {
     QueueState* st = impl_->queues.Peek(id);
-    if (st == nullptr) continue;  // came and went since the last call
-    QueueFacts f;
+    // Gone since (came and went between two takes), or a new state of a reused id listed
+    // again below.
+    if (st == nullptr || !st->facts_dirty) continue;
+    QueueFacts& f = changed->emplace_back();
     f.queue_id = id;
     f.sender = st->sender;
     f.sender_known = st->sender_known;
@@ -840,8 +842,8 @@ void LogCorrelator::TakeQueueFacts(std::vector<QueueFacts>* changed,
     f.bounce_queue_id = st->bounce_queue_id;
     f.size = st->size;
     f.nrcpt = st->nrcpt;
-    changed->push_back(std::move(f));
     st->stored = true;
+    st->facts_dirty = false;
   }
   ids.clear();
   gone.clear();

@@ -205,12 +205,11 @@ class LogCorrelator {
   void set_rules(std::shared_ptr<const RuleSet> rules);
 
   // Queue facts (see QueueFacts). With tracking on, TakeQueueFacts hands out, once per call,
-  // the facts of every queue id whose facts changed since the last call (`changed`, sorted by
-  // queue id) and the ids of those that were handed out or restored before and are now
-  // forgotten (`forgotten`: Postfix removed the message, or the table evicted it): a keeper
-  // that deletes `forgotten` and then stores `changed` holds what the correlator knows. A queue
-  // id that came and went between two calls appears in neither. Off by default (parse-log
-  // needs none of it).
+  // the facts of every queue id whose facts changed since the last call (`changed`) and the ids of
+  // those that were handed out or restored before and are now forgotten (`forgotten`: Postfix
+  // removed the message, or the table evicted it): a keeper that deletes `forgotten` and then
+  // stores `changed` holds what the correlator knows. A queue id that came and went between two
+  // calls appears in neither. Off by default (parse-log needs none of it).
   void set_track_queue_facts(bool on);
   void TakeQueueFacts(std::vector<QueueFacts>* changed, std::vector<std::string>* forgotten);
   // Gives back facts kept from an earlier run, before its first line (later lines about the

@@ -43,6 +43,9 @@ struct QueueState {
   // The facts above were handed out by LogCorrelator::TakeQueueFacts (or restored from there):
   // someone keeps a copy, so forgetting this queue id must be reported (set_forgotten_sink).
   bool stored = false;
+  // Its facts changed since the last LogCorrelator::TakeQueueFacts (its id is in the list of
+  // changed ids once).
+  bool facts_dirty = false;
 };
 
 class QueueTable {
@@ -264,6 +267,7 @@ class QueueTable {
     st.size = -1;
     st.nrcpt = -1;
     st.stored = false;
+    st.facts_dirty = false;
     for (PendingRecipient& p : st.pending) Recycle(std::move(p));
     st.pending.clear();
     free_.push_back(index);
