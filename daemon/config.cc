@@ -417,19 +417,15 @@ Expected<Config> ParseConfig(std::string_view text, const std::string& name) {
   Reader r(name);
   ParseTables(r, root, &c);
   if (r.failed()) return Status::Error(r.error());
-  // [alerts] and [report] belong to the reports code, which checks its own keys.
-  const toml::node* alerts = root.get("alerts");
-  if (alerts != nullptr && !alerts->is_table())
-    return Status::Error(name + ": alerts: must be a table");
-  Expected<AlertConfig> a =
-      AlertConfigFromToml(alerts != nullptr ? alerts->as_table() : nullptr, name);
+  // [alerts] and [report] belong to the reports code, which checks its own keys (and words its
+  // errors as the Reader does: file:line: section.key: reason).
+  const toml::table* alerts = r.Table(root, "", "alerts");
+  const toml::table* report = r.Table(root, "", "report");
+  if (r.failed()) return Status::Error(r.error());
+  Expected<AlertConfig> a = AlertConfigFromToml(alerts, name);
   if (!a) return a.status();
   c.alerts = std::move(*a);
-  const toml::node* report = root.get("report");
-  if (report != nullptr && !report->is_table())
-    return Status::Error(name + ": report: must be a table");
-  Expected<ReportConfig> rep =
-      ReportConfigFromToml(report != nullptr ? report->as_table() : nullptr, name);
+  Expected<ReportConfig> rep = ReportConfigFromToml(report, name);
   if (!rep) return rep.status();
   c.report = std::move(*rep);
   return c;

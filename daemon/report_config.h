@@ -34,7 +34,8 @@ struct ReportConfig {
 };
 
 // Reads the [report] table (nullptr: all defaults). Unknown keys and bad values are errors
-// naming the file and key: "bounced.toml: [report] trend_days: must be an integer from 7 to 30".
+// naming the file, the line and the key, as for every other section of bounced.toml:
+// "bounced.toml:12: report.trend_days: must be an integer from 7 to 30".
 Expected<ReportConfig> ReportConfigFromToml(const toml::table* report, std::string_view file);
 
 }  // namespace bounced

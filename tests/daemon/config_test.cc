@@ -149,5 +149,25 @@ TEST(Config, RefusesUnknownKeysAndBadValuesWithFileLineKeyAndReason) {
   ExpectRefused("[storage\n", "b.toml:1:");
 }
 
+// [alerts] and [report] are read by the reports code; their errors say where, as the others do.
+TEST(Config, RefusesBadAlertsAndReportKeysWithFileLineKeyAndReason) {
+  ExpectRefused("[alerts]\nenabled = true\nthreshold = 3\n",
+                "b.toml:3: alerts.threshold: unknown key");
+  ExpectRefused("[alerts]\n\nfactor = 0.5\n",
+                "b.toml:3: alerts.factor: must be a number from 1 to 1000");
+  ExpectRefused("[alerts]\nmin_count = -1\n",
+                "b.toml:2: alerts.min_count: must be an integer from 1 to 1000000");
+  ExpectRefused("[alerts]\ncommand = 1\n", "b.toml:2: alerts.command: must be a string");
+  ExpectRefused("[report]\ntop = 5\ntrend_days = 3\n",
+                "b.toml:3: report.trend_days: must be an integer from 7 to 30");
+  ExpectRefused("[report]\nsendmail = \"sendmail\"\n",
+                "b.toml:2: report.sendmail: must be an absolute path");
+  ExpectRefused("[report]\nsubject = \"a\\nBcc: x@example.com\"\n",
+                "b.toml:2: report.subject: control characters");
+  ExpectRefused("[report]\ncolour = \"red\"\n", "b.toml:2: report.colour: unknown key");
+  ExpectRefused("alerts = 1\n", "b.toml:1: alerts: must be a table");
+  ExpectRefused("\nreport = \"x\"\n", "b.toml:2: report: must be a table");
+}
+
 }  // namespace
 }  // namespace bounced
