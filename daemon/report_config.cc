@@ -1,6 +1,8 @@
 // report_config.cc: parses [report] (see report_config.h).
 #include "daemon/report_config.h"
 
+#include "daemon/report_mail.h"
+
 namespace bounced {
 namespace {
 
@@ -50,9 +52,20 @@ Expected<ReportConfig> ReportConfigFromToml(const toml::table* report, std::stri
     };
     Status s;
     if (key == "mail_to") {
+      // Checked here, not first when the report is mailed (a timer, at night): "" = no mail.
       s = text(c.mail_to);
+      if (s.ok() && !c.mail_to.empty()) {
+        if (auto to = ParseRecipients(c.mail_to); !to)
+          s = Status::Error(KeyError(file, v, key, to.error()));
+      }
     } else if (key == "mail_from") {
       s = text(c.mail_from);
+      if (s.ok() && !c.mail_from.empty()) {
+        if (Status a = CheckMailAddress(c.mail_from); !a) {
+          s = Status::Error(
+              KeyError(file, v, key, "not a mail address: '" + c.mail_from + "': " + a.message()));
+        }
+      }
     } else if (key == "subject") {
       s = text(c.subject);
     } else if (key == "sendmail") {

@@ -4,6 +4,7 @@
 // here so unknown keys are refused in one place). Every key is optional:
 //   [report]
 //   mail_to = ""                       # where `bouncectl report --mail` sends it; "" = nowhere
+//                                      # ("a@example.com, b@example.com": bare addresses)
 //   mail_from = ""                     # From: and envelope sender; "" = sendmail's default
 //   subject = "bounced daily report"   # the date, host and headline numbers are appended
 //   sendmail = "/usr/sbin/sendmail"

@@ -169,5 +169,42 @@ TEST(Config, RefusesBadAlertsAndReportKeysWithFileLineKeyAndReason) {
   ExpectRefused("\nreport = \"x\"\n", "b.toml:2: report: must be a table");
 }
 
+// mail_to ends up on sendmail's command line and in the To: header: what is not an address is
+// refused when the file is read, not when the report timer first mails at night.
+TEST(Config, RefusesReportMailToEntriesThatAreNotAddresses) {
+  auto c = ParseConfig(
+      "[report]\nmail_to = \"postmaster@example.com, ops+bounces@mail.example.com\"\n"
+      "mail_from = \"bounced@mx.example.com\"\n",
+      "b.toml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->report.mail_to, "postmaster@example.com, ops+bounces@mail.example.com");
+  ASSERT_TRUE(ParseConfig("[report]\nmail_to = \"\"\n", "b.toml").ok());  // "" = no mail
+
+  ExpectRefused("[report]\nmail_to = \"not an address\"\n",
+                "b.toml:2: report.mail_to: not a mail address: 'not': no @domain");
+  ExpectRefused("[report]\ntop = 3\nmail_to = \"ops@example.com, nobody\"\n",
+                "b.toml:3: report.mail_to: not a mail address: 'nobody': no @domain");
+  ExpectRefused("[report]\nmail_to = \"Ops <ops@example.com>\"\n",
+                "b.toml:2: report.mail_to: not a mail address: 'Ops'");
+  ExpectRefused("[report]\nmail_to = \"<ops@example.com>\"\n",
+                "report.mail_to: not a mail address: '<ops@example.com>': '<' in the local part");
+  ExpectRefused("[report]\nmail_to = \"ops@example.com>\"\n", "'>' in the domain");
+  ExpectRefused(
+      "[report]\nmail_to = \"-oQ/tmp@example.com\"\n",
+      "b.toml:2: report.mail_to: not a mail address: '-oQ/tmp@example.com': starts with '-'");
+  ExpectRefused("[report]\nmail_to = \"ops@example.com\\r\\nBcc: x@example.net\"\n",
+                "b.toml:2: report.mail_to: control characters");
+  ExpectRefused("[report]\nmail_to = \"ops@\"\n", "b.toml:2: report.mail_to: not a mail address");
+  ExpectRefused("[report]\nmail_to = \"@example.com\"\n", "empty local part");
+  ExpectRefused("[report]\nmail_to = \"ops@example..com\"\n", "an empty label in the domain");
+  ExpectRefused("[report]\nmail_to = \"ops;rm@example.com\"\n", "';' in the local part");
+  ExpectRefused("[report]\nmail_to = \" , \"\n", "b.toml:2: report.mail_to: no mail address given");
+  ExpectRefused("[report]\nmail_from = \"Bounced <bounced@example.com>\"\n",
+                "b.toml:2: report.mail_from: not a mail address");
+  ExpectRefused("[report]\nmail_from = \"a@example.com,b@example.com\"\n",
+                "b.toml:2: report.mail_from: not a mail address: 'a@example.com,b@example.com': a "
+                "comma in the address");
+}
+
 }  // namespace
 }  // namespace bounced
