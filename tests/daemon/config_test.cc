@@ -169,6 +169,62 @@ TEST(Config, RefusesBadAlertsAndReportKeysWithFileLineKeyAndReason) {
   ExpectRefused("\nreport = \"x\"\n", "b.toml:2: report: must be a table");
 }
 
+// The socketmap answers "OK " + the filled template: a template that makes an empty or
+// malformed access(5)/transport(5) answer is refused when the file is read, on its line.
+TEST(Config, RefusesSocketmapTemplatesThatMakeNoProperAnswer) {
+  for (const char* good :
+       {"REJECT", "REJECT suppressed {address} ({category})", "DEFER try later", "DISCARD",
+        "WARN {address} is suppressed", "HOLD", "450 4.2.1 <{address}>: suppressed since {date}",
+        "554 5.7.1 suppressed after {reason}"}) {
+    auto c = ParseConfig(std::string("[socketmap]\naccess_action = \"") + good + "\"\n", "b.toml");
+    ASSERT_TRUE(c.ok()) << good << ": " << c.error();
+    EXPECT_EQ(c->socketmap.access_action, good);
+  }
+  ASSERT_TRUE(
+      ParseConfig("[socketmap]\ntransport_action = \"discard:suppressed\"\n", "b.toml").ok());
+  ASSERT_TRUE(
+      ParseConfig("[socketmap]\ntransport_action = \":[relay.example.com]\"\n", "b.toml").ok());
+
+  // Postfix reads an empty result, and an all-numeric one, as OK: the suppressed recipient
+  // would be accepted (and relayed: postfix-config lists the map first).
+  ExpectRefused("[socketmap]\naccess_action = \"\"\n",
+                "b.toml:2: socketmap.access_action: must not be empty");
+  ExpectRefused("[socketmap]\nsocket = \"\"\naccess_action = \"   \"\n",
+                "b.toml:3: socketmap.access_action: must not be empty");
+  ExpectRefused("[socketmap]\naccess_action = \"550\"\n",
+                "b.toml:2: socketmap.access_action: needs a text after the reply code");
+  ExpectRefused("[socketmap]\naccess_action = \"550   \"\n",
+                "b.toml:2: socketmap.access_action: needs a text after the reply code");
+  ExpectRefused("[socketmap]\naccess_action = \"250 2.0.0 fine\"\n",
+                "b.toml:2: socketmap.access_action: reply code must be 4xx or 5xx");
+  ExpectRefused("[socketmap]\naccess_action = \"5501 no\"\n",
+                "socketmap.access_action: reply code must be 4xx or 5xx");
+  ExpectRefused("[socketmap]\naccess_action = \"OK\"\n",
+                "b.toml:2: socketmap.access_action: 'OK' would accept suppressed recipients");
+  ExpectRefused("[socketmap]\naccess_action = \"relay\"\n", "'relay' would accept");
+  ExpectRefused("[socketmap]\naccess_action = \"permit_mynetworks\"\n",
+                "'permit_mynetworks' would accept");
+  ExpectRefused("[socketmap]\naccess_action = \" 550 5.1.1 x\"\n",
+                "b.toml:2: socketmap.access_action: must not start with a blank");
+  ExpectRefused("[socketmap]\naccess_action = \"550 5.1.1 x\\r\\n250 ok\"\n",
+                "b.toml:2: socketmap.access_action: must be one line of printable ASCII");
+  ExpectRefused("[socketmap]\naccess_action = \"550 5.1.1 <{addr}>: suppressed\"\n",
+                "b.toml:2: socketmap.access_action: unknown placeholder at '{addr}>: sup'");
+  ExpectRefused("[socketmap]\naccess_action = \"{address} REJECT\"\n",
+                "socketmap.access_action: must start with the action, not a placeholder");
+
+  ExpectRefused("[socketmap]\ntransport_action = \"\"\n",
+                "b.toml:2: socketmap.transport_action: must not be empty");
+  ExpectRefused("[socketmap]\ntransport_action = \"error 5.1.1 suppressed\"\n",
+                "b.toml:2: socketmap.transport_action: must be a transport(5) result");
+  ExpectRefused("[socketmap]\ntransport_action = \":\"\n",
+                "b.toml:2: socketmap.transport_action: \":\" alone would route");
+  ExpectRefused("[socketmap]\ntransport_action = \"my error:5.1.1 x\"\n",
+                "socketmap.transport_action: the transport before ':' must be a master.cf");
+  ExpectRefused("[socketmap]\ntransport_action = \"error:5.1.1 {when}\"\n",
+                "socketmap.transport_action: unknown placeholder");
+}
+
 // mail_to ends up on sendmail's command line and in the To: header: what is not an address is
 // refused when the file is read, not when the report timer first mails at night.
 TEST(Config, RefusesReportMailToEntriesThatAreNotAddresses) {
