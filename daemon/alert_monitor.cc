@@ -23,8 +23,15 @@ extern char** environ;
 namespace bounced {
 namespace {
 
-std::string KeyError(std::string_view file, std::string_view key, std::string_view why) {
-  return std::string(file) + ": [alerts] " + std::string(key) + ": " + std::string(why);
+// "bounced.toml:12: alerts.factor: must be ...", as config.cc words every other section's errors.
+std::string KeyError(std::string_view file, const toml::node& value, std::string_view key,
+                     std::string_view why) {
+  std::string where(file);
+  if (value.source().begin.line != 0) {
+    where += ':';
+    where += std::to_string(value.source().begin.line);
+  }
+  return where + ": alerts." + std::string(key) + ": " + std::string(why);
 }
 
 int64_t NowMs() {
@@ -52,35 +59,35 @@ Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string
       return x;
     };
     if (key == "enabled") {
-      if (!v.is_boolean()) return Status::Error(KeyError(file, key, "must be true or false"));
+      if (!v.is_boolean()) return Status::Error(KeyError(file, v, key, "must be true or false"));
       c.enabled = *v.value<bool>();
     } else if (key == "window_minutes") {
       auto x = integer(1, 7 * 24 * 60);
-      if (!x) return Status::Error(KeyError(file, key, "must be an integer from 1 to 10080"));
+      if (!x) return Status::Error(KeyError(file, v, key, "must be an integer from 1 to 10080"));
       c.thresholds.window_seconds = *x * 60;
     } else if (key == "baseline_days") {
       auto x = integer(1, 90);
-      if (!x) return Status::Error(KeyError(file, key, "must be an integer from 1 to 90"));
+      if (!x) return Status::Error(KeyError(file, v, key, "must be an integer from 1 to 90"));
       c.thresholds.baseline_seconds = *x * 24 * 3600;
     } else if (key == "factor") {
       auto x = v.value<double>();
       if (!(v.is_number()) || !x || !(*x >= 1.0) || *x > 1000) {
-        return Status::Error(KeyError(file, key, "must be a number from 1 to 1000"));
+        return Status::Error(KeyError(file, v, key, "must be a number from 1 to 1000"));
       }
       c.thresholds.factor = *x;
     } else if (key == "min_count") {
       auto x = integer(1, 1000000);
-      if (!x) return Status::Error(KeyError(file, key, "must be an integer from 1 to 1000000"));
+      if (!x) return Status::Error(KeyError(file, v, key, "must be an integer from 1 to 1000000"));
       c.thresholds.min_count = *x;
     } else if (key == "command") {
-      if (!v.is_string()) return Status::Error(KeyError(file, key, "must be a string"));
+      if (!v.is_string()) return Status::Error(KeyError(file, v, key, "must be a string"));
       c.command = *v.value<std::string>();
     } else if (key == "command_timeout_seconds") {
       auto x = integer(1, 3600);
-      if (!x) return Status::Error(KeyError(file, key, "must be an integer from 1 to 3600"));
+      if (!x) return Status::Error(KeyError(file, v, key, "must be an integer from 1 to 3600"));
       c.command_timeout_seconds = *x;
     } else {
-      return Status::Error(KeyError(file, key, "unknown key"));
+      return Status::Error(KeyError(file, v, key, "unknown key"));
     }
   }
   return c;

@@ -39,7 +39,8 @@ struct AlertConfig {
 };
 
 // Reads the [alerts] table (nullptr: all defaults). Unknown keys and bad values are errors
-// naming the file and key: "bounced.toml: [alerts] factor: must be a number >= 1".
+// naming the file, the line and the key, as for every other section of bounced.toml:
+// "bounced.toml:12: alerts.factor: must be a number from 1 to 1000".
 Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string_view file);
 
 // True for the events the detector counts: failures whose fault is the sender's (policy,

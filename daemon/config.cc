@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "classifier/result.h"
+#include "daemon/socketmap.h"
 
 namespace bounced {
 namespace {
@@ -330,9 +331,16 @@ void ParseTables(Reader& r, const toml::table& root, Config* c) {
     c->socketmap.idle_timeout = Ms(idle);
     r.String(*t, "socketmap", "access_action", &c->socketmap.access_action);
     r.String(*t, "socketmap", "transport_action", &c->socketmap.transport_action);
-    if (c->socketmap.transport_action.find(':') == std::string::npos) {
-      r.Fail(t->get("transport_action"), "socketmap.transport_action",
-             "must be a transport(5) result like \"error:5.1.1 ...\"");
+    // A template the socketmap would turn into an empty or malformed answer ("OK " and nothing,
+    // which Postfix reads as OK) is refused here, on its line: before any lookup gets it.
+    if (!r.failed()) {
+      if (Status s = ValidateSocketmapConfig(c->socketmap); !s.ok()) {
+        const std::string& msg = s.message();  // "socketmap.KEY: reason"
+        const size_t colon = msg.find(": ");
+        const std::string key = msg.substr(0, colon);
+        const toml::node* n = t->get(key.substr(key.find('.') + 1));
+        r.Fail(n != nullptr ? n : t, key, msg.substr(colon + 2));
+      }
     }
   }
   if (const toml::table* t = r.Table(root, "", "rules")) {
@@ -417,19 +425,15 @@ Expected<Config> ParseConfig(std::string_view text, const std::string& name) {
   Reader r(name);
   ParseTables(r, root, &c);
   if (r.failed()) return Status::Error(r.error());
-  // [alerts] and [report] belong to the reports code, which checks its own keys.
-  const toml::node* alerts = root.get("alerts");
-  if (alerts != nullptr && !alerts->is_table())
-    return Status::Error(name + ": alerts: must be a table");
-  Expected<AlertConfig> a =
-      AlertConfigFromToml(alerts != nullptr ? alerts->as_table() : nullptr, name);
+  // [alerts] and [report] belong to the reports code, which checks its own keys (and words its
+  // errors as the Reader does: file:line: section.key: reason).
+  const toml::table* alerts = r.Table(root, "", "alerts");
+  const toml::table* report = r.Table(root, "", "report");
+  if (r.failed()) return Status::Error(r.error());
+  Expected<AlertConfig> a = AlertConfigFromToml(alerts, name);
   if (!a) return a.status();
   c.alerts = std::move(*a);
-  const toml::node* report = root.get("report");
-  if (report != nullptr && !report->is_table())
-    return Status::Error(name + ": report: must be a table");
-  Expected<ReportConfig> rep =
-      ReportConfigFromToml(report != nullptr ? report->as_table() : nullptr, name);
+  Expected<ReportConfig> rep = ReportConfigFromToml(report, name);
   if (!rep) return rep.status();
   c.report = std::move(*rep);
   return c;

@@ -1,11 +1,20 @@
 // report_config.cc: parses [report] (see report_config.h).
 #include "daemon/report_config.h"
 
+#include "daemon/report_mail.h"
+
 namespace bounced {
 namespace {
 
-std::string KeyError(std::string_view file, std::string_view key, std::string_view why) {
-  return std::string(file) + ": [report] " + std::string(key) + ": " + std::string(why);
+// "bounced.toml:12: report.top: must be ...", as config.cc words every other section's errors.
+std::string KeyError(std::string_view file, const toml::node& value, std::string_view key,
+                     std::string_view why) {
+  std::string where(file);
+  if (value.source().begin.line != 0) {
+    where += ':';
+    where += std::to_string(value.source().begin.line);
+  }
+  return where + ": report." + std::string(key) + ": " + std::string(why);
 }
 
 bool HasControl(const std::string& s) {
@@ -25,17 +34,17 @@ Expected<ReportConfig> ReportConfigFromToml(const toml::table* report, std::stri
     // A plain reference: clang 14 (the fuzz build) cannot capture structured bindings.
     const toml::node& v = value;
     auto text = [&](std::string& out) -> Status {
-      if (!v.is_string()) return Status::Error(KeyError(file, key, "must be a string"));
+      if (!v.is_string()) return Status::Error(KeyError(file, v, key, "must be a string"));
       out = *v.value<std::string>();
       // These end up in mail headers and a command line: no line breaks smuggled in.
-      if (HasControl(out)) return Status::Error(KeyError(file, key, "control characters"));
+      if (HasControl(out)) return Status::Error(KeyError(file, v, key, "control characters"));
       return Status::Ok();
     };
     auto integer = [&](int min, int max, int& out) -> Status {
       auto x = v.value<int64_t>();
       if (!v.is_integer() || !x || *x < min || *x > max) {
         return Status::Error(KeyError(
-            file, key,
+            file, v, key,
             "must be an integer from " + std::to_string(min) + " to " + std::to_string(max)));
       }
       out = static_cast<int>(*x);
@@ -43,15 +52,26 @@ Expected<ReportConfig> ReportConfigFromToml(const toml::table* report, std::stri
     };
     Status s;
     if (key == "mail_to") {
+      // Checked here, not first when the report is mailed (a timer, at night): "" = no mail.
       s = text(c.mail_to);
+      if (s.ok() && !c.mail_to.empty()) {
+        if (auto to = ParseRecipients(c.mail_to); !to)
+          s = Status::Error(KeyError(file, v, key, to.error()));
+      }
     } else if (key == "mail_from") {
       s = text(c.mail_from);
+      if (s.ok() && !c.mail_from.empty()) {
+        if (Status a = CheckMailAddress(c.mail_from); !a) {
+          s = Status::Error(
+              KeyError(file, v, key, "not a mail address: '" + c.mail_from + "': " + a.message()));
+        }
+      }
     } else if (key == "subject") {
       s = text(c.subject);
     } else if (key == "sendmail") {
       s = text(c.sendmail);
       if (s.ok() && (c.sendmail.empty() || c.sendmail[0] != '/')) {
-        s = Status::Error(KeyError(file, key, "must be an absolute path"));
+        s = Status::Error(KeyError(file, v, key, "must be an absolute path"));
       }
     } else if (key == "advice") {
       s = text(c.advice);
@@ -60,7 +80,7 @@ Expected<ReportConfig> ReportConfigFromToml(const toml::table* report, std::stri
     } else if (key == "top") {
       s = integer(1, 100, c.top);
     } else {
-      s = Status::Error(KeyError(file, key, "unknown key"));
+      s = Status::Error(KeyError(file, v, key, "unknown key"));
     }
     if (!s.ok()) return s;
   }

@@ -4,6 +4,7 @@
 // here so unknown keys are refused in one place). Every key is optional:
 //   [report]
 //   mail_to = ""                       # where `bouncectl report --mail` sends it; "" = nowhere
+//                                      # ("a@example.com, b@example.com": bare addresses)
 //   mail_from = ""                     # From: and envelope sender; "" = sendmail's default
 //   subject = "bounced daily report"   # the date, host and headline numbers are appended
 //   sendmail = "/usr/sbin/sendmail"
@@ -34,7 +35,8 @@ struct ReportConfig {
 };
 
 // Reads the [report] table (nullptr: all defaults). Unknown keys and bad values are errors
-// naming the file and key: "bounced.toml: [report] trend_days: must be an integer from 7 to 30".
+// naming the file, the line and the key, as for every other section of bounced.toml:
+// "bounced.toml:12: report.trend_days: must be an integer from 7 to 30".
 Expected<ReportConfig> ReportConfigFromToml(const toml::table* report, std::string_view file);
 
 }  // namespace bounced

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -103,28 +104,70 @@ std::string BuildReportMail(const ReportMail& m) {
   return msg;
 }
 
-Expected<std::vector<std::string>> ParseRecipients(const std::string& list) {
-  std::vector<std::string> out;
-  std::string cur;
-  auto flush = [&]() -> Status {
-    if (cur.empty()) return Status::Ok();
-    if (cur[0] == '-' || cur.find('@') == std::string::npos) {
-      return Status::Error("not a mail address: '" + cur + "'");
-    }
-    out.push_back(cur);
-    cur.clear();
-    return Status::Ok();
-  };
-  for (unsigned char c : list) {
-    if (c == ',' || c == ' ' || c == '\t') {
-      if (Status s = flush(); !s) return s;
-    } else if (c < 0x20 || c == 0x7f) {
-      return Status::Error("control character in mail address list");
-    } else {
-      cur += static_cast<char>(c);
+Status CheckMailAddress(std::string_view address) {
+  if (address.empty()) return Status::Error("empty address");
+  for (unsigned char c : address) {
+    if (c < 0x20 || c == 0x7f) return Status::Error("control character in the address");
+    if (c >= 0x80) return Status::Error("not ASCII");
+    if (c == ' ' || c == '\t') return Status::Error("a blank in the address");
+    if (c == ',') return Status::Error("a comma in the address (one address per entry)");
+  }
+  if (address[0] == '-') return Status::Error("starts with '-' (a sendmail option)");
+  const size_t at = address.rfind('@');
+  if (at == std::string_view::npos) return Status::Error("no @domain");
+  const std::string_view local = address.substr(0, at);
+  const std::string_view domain = address.substr(at + 1);
+  if (local.empty()) return Status::Error("empty local part");
+  if (domain.empty()) return Status::Error("empty domain");
+  constexpr std::string_view kAtextSpecials = "!#$%&'*+-/=?^_`{|}~";
+  for (char c : local) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' &&
+        kAtextSpecials.find(c) == std::string_view::npos) {
+      return Status::Error(std::string("'") + c + "' in the local part");
     }
   }
-  if (Status s = flush(); !s) return s;
+  if (local.front() == '.' || local.back() == '.' || local.find("..") != std::string_view::npos) {
+    return Status::Error("a dot at the start or end of the local part, or two in a row");
+  }
+  if (domain.front() == '[') {
+    // An address literal: "[192.0.2.1]", "[IPv6:2001:db8::1]".
+    bool ok = domain.size() > 2 && domain.back() == ']';
+    for (char c : domain.substr(1, domain.size() - 2)) {
+      ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == ':');
+    }
+    return ok ? Status::Ok() : Status::Error("bad address literal in the domain");
+  }
+  size_t label = 0;
+  for (char c : domain) {
+    if (c == '.') {
+      if (label == 0) break;
+      label = 0;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '-') {
+      ++label;
+    } else {
+      return Status::Error(std::string("'") + c + "' in the domain");
+    }
+  }
+  if (label == 0) return Status::Error("an empty label in the domain");
+  return Status::Ok();
+}
+
+Expected<std::vector<std::string>> ParseRecipients(const std::string& list) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < list.size()) {
+    const size_t end = list.find_first_of(", \t", i);
+    const std::string entry = list.substr(i, end == std::string::npos ? end : end - i);
+    i = end == std::string::npos ? list.size() : end + 1;
+    if (entry.empty()) continue;
+    if (Status s = CheckMailAddress(entry); !s) {
+      // A control character is not echoed: it could break the line the error is printed on.
+      const bool printable = s.message().find("control") == std::string::npos;
+      return Status::Error("not a mail address" +
+                           (printable ? ": '" + entry + "'" : std::string()) + ": " + s.message());
+    }
+    out.push_back(entry);
+  }
   if (out.empty()) return Status::Error("no mail address given");
   return out;
 }

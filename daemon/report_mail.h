@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -26,9 +27,16 @@ struct ReportMail {
 
 // The whole RFC 5322 message, CRLF-free (sendmail wants local line ends).
 std::string BuildReportMail(const ReportMail& mail);
-// Splits "a@x, b@y c@z" into addresses; rejects anything with control characters or without
-// '@', and addresses starting with '-' (they would be sendmail options).
+// Splits "a@x, b@y c@z" into addresses (commas and blanks separate them), each checked by
+// CheckMailAddress; an empty list is an error.
 Expected<std::vector<std::string>> ParseRecipients(const std::string& list);
+// One bare address, as sendmail's argument and a To:/From: header take it: local@domain, the
+// local part RFC 5321's dot-atom (letters, digits, !#$%&'*+-/=?^_`{|}~ and inner dots), the
+// domain dot-separated labels of letters, digits and '-' or an address literal ("[192.0.2.1]").
+// So nothing that would be a sendmail option (a leading '-'), end or fold a header (CR, LF, any
+// control character), or list or name another address (',', blanks, '<', '"', '(' ...). Quoted
+// local parts and non-ASCII addresses are refused too. The error says why, without the address.
+Status CheckMailAddress(std::string_view address);
 Status SendReportMail(const std::string& sendmail_path, const ReportMail& mail);
 
 }  // namespace bounced

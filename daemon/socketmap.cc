@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <ctime>
 
 #include "daemon/netstring.h"
@@ -102,6 +103,101 @@ std::string FillTemplate(
     out += tmpl[i++];
   }
   return out;
+}
+
+namespace {
+
+constexpr std::string_view kTemplatePlaceholders[] = {"{address}", "{date}", "{reason}",
+                                                      "{category}"};
+
+// What both templates need: one line of printable ASCII, no leading blank, known placeholders.
+Status CheckTemplateText(std::string_view tmpl) {
+  if (tmpl.find_first_not_of(" \t") == std::string_view::npos) {
+    return Status::Error("must not be empty (the answer would be \"OK \" with nothing after it)");
+  }
+  for (unsigned char c : tmpl) {
+    if (c < 0x20 || c >= 0x7f) {
+      return Status::Error("must be one line of printable ASCII (no control characters)");
+    }
+  }
+  if (tmpl[0] == ' ' || tmpl[0] == '\t') return Status::Error("must not start with a blank");
+  for (size_t pos = tmpl.find('{'); pos != std::string_view::npos; pos = tmpl.find('{', pos + 1)) {
+    bool known = false;
+    for (std::string_view p : kTemplatePlaceholders)
+      known = known || tmpl.substr(pos, p.size()) == p;
+    if (!known) {
+      return Status::Error("unknown placeholder at '" + std::string(tmpl.substr(pos, 12)) +
+                           "' (known: {address} {date} {reason} {category})");
+    }
+  }
+  if (tmpl[0] == '{') return Status::Error("must start with the action, not a placeholder");
+  return Status::Ok();
+}
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// smtpd's reading of an access(5) result (check_table_result in Postfix's smtpd_check.c).
+Status CheckAccessAction(std::string_view tmpl) {
+  if (Status s = CheckTemplateText(tmpl); !s.ok()) return s;
+  const size_t blank = tmpl.find_first_of(" \t");
+  const std::string_view action = tmpl.substr(0, blank);
+  const std::string_view text =
+      blank == std::string_view::npos ? std::string_view() : tmpl.substr(blank);
+  const bool has_text = text.find_first_not_of(" \t") != std::string_view::npos;
+  if (action.find_first_not_of("0123456789") == std::string_view::npos) {
+    if (action.size() != 3 || (action[0] != '4' && action[0] != '5')) {
+      return Status::Error("reply code must be 4xx or 5xx (Postfix reads any other number as OK)");
+    }
+    if (!has_text) {
+      return Status::Error("needs a text after the reply code (a bare number is OK to Postfix)");
+    }
+    return Status::Ok();
+  }
+  if (EqualsNoCase(action, "OK") || EqualsNoCase(action, "RELAY") ||
+      (action.size() >= 6 && EqualsNoCase(action.substr(0, 6), "permit"))) {
+    return Status::Error("'" + std::string(action) +
+                         "' would accept suppressed recipients (and relay them: the map comes "
+                         "first in smtpd_recipient_restrictions)");
+  }
+  return Status::Ok();
+}
+
+Status CheckTransportAction(std::string_view tmpl) {
+  if (Status s = CheckTemplateText(tmpl); !s.ok()) return s;
+  const size_t colon = tmpl.find(':');
+  if (colon == std::string_view::npos) {
+    return Status::Error("must be a transport(5) result like \"error:5.1.1 ...\"");
+  }
+  for (char c : tmpl.substr(0, colon)) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return Status::Error("the transport before ':' must be a master.cf service name");
+    }
+  }
+  if (colon == 0 && tmpl.substr(1).find_first_not_of(" \t") == std::string_view::npos) {
+    return Status::Error("\":\" alone would route suppressed mail as usual");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateSocketmapConfig(const SocketmapConfig& config) {
+  if (Status s = CheckAccessAction(config.access_action); !s.ok()) {
+    return Status::Error("socketmap.access_action: " + s.message());
+  }
+  if (Status s = CheckTransportAction(config.transport_action); !s.ok()) {
+    return Status::Error("socketmap.transport_action: " + s.message());
+  }
+  return Status::Ok();
 }
 
 std::string SocketmapAnswer(Services& services, const SocketmapConfig& config,

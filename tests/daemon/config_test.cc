@@ -149,5 +149,118 @@ TEST(Config, RefusesUnknownKeysAndBadValuesWithFileLineKeyAndReason) {
   ExpectRefused("[storage\n", "b.toml:1:");
 }
 
+// [alerts] and [report] are read by the reports code; their errors say where, as the others do.
+TEST(Config, RefusesBadAlertsAndReportKeysWithFileLineKeyAndReason) {
+  ExpectRefused("[alerts]\nenabled = true\nthreshold = 3\n",
+                "b.toml:3: alerts.threshold: unknown key");
+  ExpectRefused("[alerts]\n\nfactor = 0.5\n",
+                "b.toml:3: alerts.factor: must be a number from 1 to 1000");
+  ExpectRefused("[alerts]\nmin_count = -1\n",
+                "b.toml:2: alerts.min_count: must be an integer from 1 to 1000000");
+  ExpectRefused("[alerts]\ncommand = 1\n", "b.toml:2: alerts.command: must be a string");
+  ExpectRefused("[report]\ntop = 5\ntrend_days = 3\n",
+                "b.toml:3: report.trend_days: must be an integer from 7 to 30");
+  ExpectRefused("[report]\nsendmail = \"sendmail\"\n",
+                "b.toml:2: report.sendmail: must be an absolute path");
+  ExpectRefused("[report]\nsubject = \"a\\nBcc: x@example.com\"\n",
+                "b.toml:2: report.subject: control characters");
+  ExpectRefused("[report]\ncolour = \"red\"\n", "b.toml:2: report.colour: unknown key");
+  ExpectRefused("alerts = 1\n", "b.toml:1: alerts: must be a table");
+  ExpectRefused("\nreport = \"x\"\n", "b.toml:2: report: must be a table");
+}
+
+// The socketmap answers "OK " + the filled template: a template that makes an empty or
+// malformed access(5)/transport(5) answer is refused when the file is read, on its line.
+TEST(Config, RefusesSocketmapTemplatesThatMakeNoProperAnswer) {
+  for (const char* good :
+       {"REJECT", "REJECT suppressed {address} ({category})", "DEFER try later", "DISCARD",
+        "WARN {address} is suppressed", "HOLD", "450 4.2.1 <{address}>: suppressed since {date}",
+        "554 5.7.1 suppressed after {reason}"}) {
+    auto c = ParseConfig(std::string("[socketmap]\naccess_action = \"") + good + "\"\n", "b.toml");
+    ASSERT_TRUE(c.ok()) << good << ": " << c.error();
+    EXPECT_EQ(c->socketmap.access_action, good);
+  }
+  ASSERT_TRUE(
+      ParseConfig("[socketmap]\ntransport_action = \"discard:suppressed\"\n", "b.toml").ok());
+  ASSERT_TRUE(
+      ParseConfig("[socketmap]\ntransport_action = \":[relay.example.com]\"\n", "b.toml").ok());
+
+  // Postfix reads an empty result, and an all-numeric one, as OK: the suppressed recipient
+  // would be accepted (and relayed: postfix-config lists the map first).
+  ExpectRefused("[socketmap]\naccess_action = \"\"\n",
+                "b.toml:2: socketmap.access_action: must not be empty");
+  ExpectRefused("[socketmap]\nsocket = \"\"\naccess_action = \"   \"\n",
+                "b.toml:3: socketmap.access_action: must not be empty");
+  ExpectRefused("[socketmap]\naccess_action = \"550\"\n",
+                "b.toml:2: socketmap.access_action: needs a text after the reply code");
+  ExpectRefused("[socketmap]\naccess_action = \"550   \"\n",
+                "b.toml:2: socketmap.access_action: needs a text after the reply code");
+  ExpectRefused("[socketmap]\naccess_action = \"250 2.0.0 fine\"\n",
+                "b.toml:2: socketmap.access_action: reply code must be 4xx or 5xx");
+  ExpectRefused("[socketmap]\naccess_action = \"5501 no\"\n",
+                "socketmap.access_action: reply code must be 4xx or 5xx");
+  ExpectRefused("[socketmap]\naccess_action = \"OK\"\n",
+                "b.toml:2: socketmap.access_action: 'OK' would accept suppressed recipients");
+  ExpectRefused("[socketmap]\naccess_action = \"relay\"\n", "'relay' would accept");
+  ExpectRefused("[socketmap]\naccess_action = \"permit_mynetworks\"\n",
+                "'permit_mynetworks' would accept");
+  ExpectRefused("[socketmap]\naccess_action = \" 550 5.1.1 x\"\n",
+                "b.toml:2: socketmap.access_action: must not start with a blank");
+  ExpectRefused("[socketmap]\naccess_action = \"550 5.1.1 x\\r\\n250 ok\"\n",
+                "b.toml:2: socketmap.access_action: must be one line of printable ASCII");
+  ExpectRefused("[socketmap]\naccess_action = \"550 5.1.1 <{addr}>: suppressed\"\n",
+                "b.toml:2: socketmap.access_action: unknown placeholder at '{addr}>: sup'");
+  ExpectRefused("[socketmap]\naccess_action = \"{address} REJECT\"\n",
+                "socketmap.access_action: must start with the action, not a placeholder");
+
+  ExpectRefused("[socketmap]\ntransport_action = \"\"\n",
+                "b.toml:2: socketmap.transport_action: must not be empty");
+  ExpectRefused("[socketmap]\ntransport_action = \"error 5.1.1 suppressed\"\n",
+                "b.toml:2: socketmap.transport_action: must be a transport(5) result");
+  ExpectRefused("[socketmap]\ntransport_action = \":\"\n",
+                "b.toml:2: socketmap.transport_action: \":\" alone would route");
+  ExpectRefused("[socketmap]\ntransport_action = \"my error:5.1.1 x\"\n",
+                "socketmap.transport_action: the transport before ':' must be a master.cf");
+  ExpectRefused("[socketmap]\ntransport_action = \"error:5.1.1 {when}\"\n",
+                "socketmap.transport_action: unknown placeholder");
+}
+
+// mail_to ends up on sendmail's command line and in the To: header: what is not an address is
+// refused when the file is read, not when the report timer first mails at night.
+TEST(Config, RefusesReportMailToEntriesThatAreNotAddresses) {
+  auto c = ParseConfig(
+      "[report]\nmail_to = \"postmaster@example.com, ops+bounces@mail.example.com\"\n"
+      "mail_from = \"bounced@mx.example.com\"\n",
+      "b.toml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->report.mail_to, "postmaster@example.com, ops+bounces@mail.example.com");
+  ASSERT_TRUE(ParseConfig("[report]\nmail_to = \"\"\n", "b.toml").ok());  // "" = no mail
+
+  ExpectRefused("[report]\nmail_to = \"not an address\"\n",
+                "b.toml:2: report.mail_to: not a mail address: 'not': no @domain");
+  ExpectRefused("[report]\ntop = 3\nmail_to = \"ops@example.com, nobody\"\n",
+                "b.toml:3: report.mail_to: not a mail address: 'nobody': no @domain");
+  ExpectRefused("[report]\nmail_to = \"Ops <ops@example.com>\"\n",
+                "b.toml:2: report.mail_to: not a mail address: 'Ops'");
+  ExpectRefused("[report]\nmail_to = \"<ops@example.com>\"\n",
+                "report.mail_to: not a mail address: '<ops@example.com>': '<' in the local part");
+  ExpectRefused("[report]\nmail_to = \"ops@example.com>\"\n", "'>' in the domain");
+  ExpectRefused(
+      "[report]\nmail_to = \"-oQ/tmp@example.com\"\n",
+      "b.toml:2: report.mail_to: not a mail address: '-oQ/tmp@example.com': starts with '-'");
+  ExpectRefused("[report]\nmail_to = \"ops@example.com\\r\\nBcc: x@example.net\"\n",
+                "b.toml:2: report.mail_to: control characters");
+  ExpectRefused("[report]\nmail_to = \"ops@\"\n", "b.toml:2: report.mail_to: not a mail address");
+  ExpectRefused("[report]\nmail_to = \"@example.com\"\n", "empty local part");
+  ExpectRefused("[report]\nmail_to = \"ops@example..com\"\n", "an empty label in the domain");
+  ExpectRefused("[report]\nmail_to = \"ops;rm@example.com\"\n", "';' in the local part");
+  ExpectRefused("[report]\nmail_to = \" , \"\n", "b.toml:2: report.mail_to: no mail address given");
+  ExpectRefused("[report]\nmail_from = \"Bounced <bounced@example.com>\"\n",
+                "b.toml:2: report.mail_from: not a mail address");
+  ExpectRefused("[report]\nmail_from = \"a@example.com,b@example.com\"\n",
+                "b.toml:2: report.mail_from: not a mail address: 'a@example.com,b@example.com': a "
+                "comma in the address");
+}
+
 }  // namespace
 }  // namespace bounced

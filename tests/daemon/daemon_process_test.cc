@@ -1029,6 +1029,40 @@ TEST(DaemonProcess, CheckConfigRefusesUnknownKeysWithFileLineAndKey) {
   EXPECT_NE(out.find("embedded defaults"), std::string::npos) << out;
 }
 
+// An empty [socketmap] access_action would answer "OK " and nothing, which Postfix reads as OK:
+// --check-config and a reload refuse it on its line, and the running answer stays as it was.
+TEST(DaemonProcess, AnEmptySocketmapAccessActionIsRefusedByCheckConfigAndReload) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int rc = -1;
+  std::string out = d.Ctl("suppress victim@example.com --reason test", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const std::string before =
+      SocketmapAsk(d.socketmap_socket(), "recipient_access victim@example.com");
+  ASSERT_EQ(before.rfind("OK 550 5.1.1 <victim@example.com>: ", 0), 0u) << before;
+
+  std::string cfg = d.BaseConfig();
+  const std::string socket_line = "socket = \"" + d.socketmap_socket() + "\"\n";
+  const size_t at = cfg.find(socket_line);
+  ASSERT_NE(at, std::string::npos) << cfg;
+  cfg.insert(at + socket_line.size(), "access_action = \"\"\n");
+  const int line = 1 + static_cast<int>(std::count(cfg.begin(), cfg.begin() + at, '\n')) + 1;
+  std::ofstream(d.config_path()) << cfg;
+  const std::string where =
+      d.config_path() + ":" + std::to_string(line) + ": socketmap.access_action: must not be empty";
+
+  out = Shell(kBounced + " --check-config --config " + d.config_path() + " 2>&1", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(where), std::string::npos) << out;
+
+  out = d.Ctl("reload", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(where), std::string::npos) << out;
+  EXPECT_EQ(SocketmapAsk(d.socketmap_socket(), "recipient_access victim@example.com"), before);
+  EXPECT_TRUE(d.Alive());
+}
+
 // A rules.d bounced may not list would otherwise be read as empty: the rules in it silently
 // not in force.
 TEST(DaemonProcess, CheckConfigRefusesARulesDirectoryItCannotList) {

@@ -194,7 +194,7 @@ TEST(AlertConfigTest, RefusesUnknownKeysAndBadValuesNamingThem) {
   auto unknown = toml::parse("[alerts]\nthreshold = 3\n");
   auto c = AlertConfigFromToml(unknown["alerts"].as_table(), "x.toml");
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error(), "x.toml: [alerts] threshold: unknown key");
+  EXPECT_EQ(c.error(), "x.toml:2: alerts.threshold: unknown key");
   auto bad = toml::parse("[alerts]\nfactor = 0.5\n");
   c = AlertConfigFromToml(bad["alerts"].as_table(), "x.toml");
   ASSERT_FALSE(c.ok());

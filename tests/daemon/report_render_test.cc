@@ -299,6 +299,38 @@ TEST(ReportMailTest, RecipientListsAreCheckedBeforeTheyReachACommandLine) {
   EXPECT_FALSE(ParseRecipients("-oQ/tmp@x.example").ok());
   EXPECT_FALSE(ParseRecipients("nobody").ok());
   EXPECT_FALSE(ParseRecipients("").ok());
+  EXPECT_FALSE(ParseRecipients("ops@example.com, Ops <ops@example.com>").ok());
+  EXPECT_FALSE(ParseRecipients("ops@example.com\nBcc: x@example.net").ok());
+}
+
+TEST(ReportMailTest, AcceptsOnlyBareAddresses) {
+  for (const char* good :
+       {"postmaster@example.com", "o.p+s-1@mx-1.example.com", "!#$%&'*/=?^_`{|}~@example.com",
+        "ops@[192.0.2.1]", "ops@[IPv6:2001:db8::1]", "ops@localhost"}) {
+    EXPECT_TRUE(CheckMailAddress(good).ok()) << good;
+  }
+  for (const char* bad : {"",
+                          "ops",
+                          "ops@",
+                          "@example.com",
+                          "ops@@example.com",
+                          "-f@example.com",
+                          "a b@example.com",
+                          "a,b@example.com",
+                          "<ops@example.com>",
+                          "\"ops\"@example.com",
+                          "ops@example.com\r",
+                          ".ops@example.com",
+                          "o..ps@example.com",
+                          "ops.@example.com",
+                          "ops@.example.com",
+                          "ops@example.com.",
+                          "ops@exa_mple.com",
+                          "ops@[192.0.2.1",
+                          "ops@[]",
+                          "op\xc3\xa9@example.com"}) {
+    EXPECT_FALSE(CheckMailAddress(bad).ok()) << bad;
+  }
 }
 
 TEST(ReportMailTest, HandsTheMessageToSendmail) {
