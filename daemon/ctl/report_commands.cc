@@ -351,20 +351,27 @@ void CheckQuerySocket(Doctor& d, const Config& cfg) {
   std::string line = ReadSome(fd, 1 << 20);
   close(fd);
   auto reply = nlohmann::json::parse(line, nullptr, false);
-  if (reply.is_discarded() || !reply.value("ok", false)) {
+  // Anything but bounced's {"ok": true, "result": {...}} (another program's socket) is a
+  // finding, not a reason to stop the other checks.
+  const bool answered = reply.is_object() && reply.value("ok", nlohmann::json()) == true &&
+                        reply.contains("result") && reply["result"].is_object();
+  if (!answered) {
     d.Fail("query socket " + path + " answered no health: " + line.substr(0, 200),
            "check bounced's log (journalctl -u bounced)");
     return;
   }
   const auto& h = reply["result"];
-  if (h.value("healthy", false)) {
-    d.Ok("bounced answers on " + path + " (version " + h.value("version", "?") + ", healthy)");
+  if (h.value("healthy", nlohmann::json()) == true) {
+    const nlohmann::json version = h.value("version", nlohmann::json("?"));
+    d.Ok("bounced answers on " + path + " (version " +
+         (version.is_string() ? version.get<std::string>() : version.dump()) + ", healthy)");
   } else {
     d.Fail(
         "bounced answers on " + path + " but reports itself unhealthy: " + h.dump().substr(0, 300),
         "read the storage part of `bouncectl --json health` and bounced's log");
   }
-  if (h.contains("alerts") && h["alerts"].contains("open") && !h["alerts"]["open"].empty()) {
+  if (h.contains("alerts") && h["alerts"].is_object() && h["alerts"].contains("open") &&
+      !h["alerts"]["open"].empty()) {
     d.Warn(std::to_string(h["alerts"]["open"].size()) + " open sender-side rejection alert(s)",
            "see `bouncectl report` for the codes and what to do");
   }
