@@ -139,13 +139,19 @@ bool Call(const Context& ctx, const json& request, json* reply, std::string* err
   return c.Connect(ctx.socket_path, error) && c.Send(request, error) && c.Receive(reply, error);
 }
 
+// Text from bounced as the readable output shows it: stored reasons, addresses and errors came
+// from people and files (a --reason, an import, a bounce), and a mail admin's terminal must not
+// obey an escape sequence in them. Sanitize (classifier/text.h) drops control characters, folds
+// whitespace and replaces bytes that are not UTF-8; --json output is escaped JSON already.
+std::string Shown(std::string_view text) { return Sanitize(text, text.size() * 3); }
+
 // Prints a refusal from bounced (and its list of errors) and sets the exit status.
 void PrintRefusal(Context& ctx, const std::string& cmd, const json& reply) {
   std::fprintf(stderr, "bouncectl: %s: %s\n", cmd.c_str(),
-               reply.value("error", std::string("failed")).c_str());
+               Shown(reply.value("error", std::string("failed"))).c_str());
   if (reply.contains("errors") && reply["errors"].is_array()) {
     for (const auto& e : reply["errors"]) {
-      if (e.is_string()) std::fprintf(stderr, "  %s\n", e.get<std::string>().c_str());
+      if (e.is_string()) std::fprintf(stderr, "  %s\n", Shown(e.get<std::string>()).c_str());
     }
   }
   ctx.exit_code = kExitFailed;
@@ -174,10 +180,11 @@ void Run(Context& ctx, const json& request, const std::function<void(const json&
   }
 }
 
+// j[key] as the readable output shows it (Shown), or "" when it is not a string.
 std::string Str(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return "";
-  return it->get<std::string>();
+  return Shown(it->get_ref<const std::string&>());
 }
 
 // j[key] when j is an object that has it, else null: the replies are read through const
@@ -211,7 +218,7 @@ std::string StatusLine(const json& s) {
                        Str(s, "reason") + (category.empty() ? "" : ", " + category) + ", " +
                        Str(s, "source") + ")";
     std::string detail = Str(sup, "detail");
-    if (!detail.empty()) line += ": \"" + detail.substr(0, 160) + "\"";
+    if (!detail.empty()) line += ": \"" + Sanitize(detail, 160) + "\"";  // whole characters
     std::string expires = Str(s, "expires");
     line += expires.empty() ? "; never expires" : "; expires " + Day(expires);
     line += ". To lift it: bouncectl unsuppress " + addr + " --reason \"...\"";
@@ -286,7 +293,7 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
               << " recipient(s) recorded";
     if (many) std::cout << " (" << Str(r, "time") << ")";
     for (const auto& w : r.value("warnings", json::array())) {
-      std::cout << "\n  warning: " << (w.is_string() ? w.get<std::string>() : w.dump());
+      std::cout << "\n  warning: " << (w.is_string() ? Shown(w.get<std::string>()) : w.dump());
     }
     for (const auto& rc : At(r, "recipients")) {
       std::cout << "\n  " << Str(rc, "recipient") << ": " << Str(rc, "category") << " "
@@ -299,7 +306,7 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
     ++not_bounces;
     ctx.exit_code = kExitFailed;
     std::fprintf(stderr, "bouncectl: ingest-dsn: %s%s\n", many ? (where + ": ").c_str() : "",
-                 why.c_str());
+                 Shown(why).c_str());
   };
   ForEachMessage(
       files, mbox,
@@ -626,7 +633,7 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
           for (const auto& e : At(r, "events")) {
             rows.push_back({Str(e, "time"), Str(e, "source"), Str(e, "log_status"),
                             Str(e, "category"), Str(e, "status"), Str(e, "provider_code"),
-                            Str(e, "diagnostic").substr(0, 80)});
+                            Sanitize(Str(e, "diagnostic"), 80)});
           }
           PrintTable({"TIME", "SOURCE", "STATUS", "CATEGORY", "DSN", "CODE", "DIAGNOSTIC"}, rows);
         }

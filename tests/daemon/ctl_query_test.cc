@@ -1,11 +1,13 @@
 // ctl_query_test.cc: bouncectl's query commands as a process against sockets that are not a
 // well-behaved bounced: a socket of another program that answers JSON of another shape fails the
 // request (exit 1, said on stderr) instead of aborting bouncectl, and doctor reports it as a
-// finding and goes on with its other checks.
+// finding and goes on with its other checks. Text a person or a file gave bounced (a --reason,
+// an import) reaches the terminal without its control characters.
 #include <gtest/gtest.h>
 #include <poll.h>
 
 #include <atomic>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
@@ -129,6 +131,59 @@ TEST(CtlQuery, DoctorReportsAForeignQuerySocketAndGoesOn) {
   // The checks after it still ran.
   EXPECT_NE(out.find("socketmap disabled"), std::string::npos) << out;
   EXPECT_NE(out.find("problem"), std::string::npos) << out;
+}
+
+bool HasControls(const std::string& s) {
+  for (unsigned char c : s) {
+    if ((c < 0x20 && c != '\n') || c == 0x7F) return true;
+  }
+  return s.find("\xC2\x9B") != std::string::npos;  // C1 CSI
+}
+
+TEST(CtlQuery, StoredTextReachesTheTerminalWithoutControlCharacters) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  // An OSC title change, a colour, a bell and a C1 CSI: what a hostile reason may carry.
+  const std::string hostile =
+      "asked\x1b]0;pwned\x07 \x1b[31mby\xC2\x9B"
+      "2J phone";
+  int rc = -1;
+  std::string out = d.Ctl("suppress victim@example.com --reason " + Quote(hostile), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_FALSE(HasControls(out)) << out;
+  out = d.Ctl("allow example.net --reason " + Quote(hostile), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  for (const char* cmd : {"list", "status victim@example.com", "allowlist"}) {
+    out = d.Ctl(cmd, &rc);
+    EXPECT_EQ(rc, 0) << cmd << ": " << out;
+    EXPECT_FALSE(HasControls(out)) << cmd << ": " << out;
+    EXPECT_NE(out.find("by"), std::string::npos) << cmd << ": " << out;  // the text is still there
+  }
+  // The daemon's refusal quotes what it was given.
+  out = d.Ctl("allow " +
+                  Quote("ex\x1b[1m"
+                        "ample.org") +
+                  " --reason test",
+              &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_FALSE(HasControls(out)) << out;
+  // --json keeps the text as stored, escaped.
+  out = d.Ctl("--json list", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\\u001b]0;pwned"), std::string::npos) << out;
+  // The daily report (text) names the day's manual suppressions with their reasons.
+  char today[16];
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  std::strftime(today, sizeof today, "%Y-%m-%d", &utc);
+  out = Shell(
+      kBouncectl + " --config " + Quote(d.config_path()) + " report --date " + today + " 2>&1",
+      &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("pwned"), std::string::npos) << out;
+  EXPECT_FALSE(HasControls(out)) << out;
 }
 
 }  // namespace
