@@ -1,0 +1,44 @@
+// ctl_classify_test.cc: the offline commands' options as bouncectl takes them: a --rules path
+// that is a folder is a usage error for parse, parse-log and classify (not a run without the
+// extra rules).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/daemon/daemon_harness.h"
+
+namespace bounced::testing {
+namespace {
+
+TEST(CtlClassify, RulesFolderIsAUsageError) {
+  TempDir dir;
+  const std::string folder = dir / "rules.d";
+  fs::create_directory(folder);
+  const std::string log = kTestData + "/postfix/cs01.log";
+  for (const std::string& cmd :
+       {"parse " + Quote(kTestData + "/milter/remote_dsn.eml"), "parse-log " + Quote(log),
+        std::string("classify '550 5.1.1 x'")}) {
+    int rc = -1;
+    const std::string err = dir / "err";
+    std::string out = Shell(kBouncectl + " " + cmd.substr(0, cmd.find(' ')) + " --rules " +
+                                Quote(folder) + cmd.substr(cmd.find(' ')) + " 2>" + Quote(err),
+                            &rc);
+    EXPECT_EQ(rc, 2) << cmd;
+    EXPECT_EQ(out, "") << cmd;
+    EXPECT_NE(ReadFile(err).find("cannot read rules file " + folder + ": Is a directory"),
+              std::string::npos)
+        << cmd << ": " << ReadFile(err);
+  }
+}
+
+TEST(CtlClassify, RulesFromAPipeStillLoad) {
+  int rc = -1;
+  std::string out = Shell("echo '' | " + kBouncectl +
+                              " classify --rules /dev/stdin '550 5.1.1 <a@b.example> user unknown'",
+                          &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"category\":\"user_unknown\""), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace bounced::testing
