@@ -1,6 +1,7 @@
 // ctl_classify_test.cc: the offline commands' options as bouncectl takes them: a --rules path
 // that is a folder is a usage error for parse, parse-log and classify (not a run without the
-// extra rules).
+// extra rules); classify's --status and --reply-code are refused when the classifier would drop
+// them, and used when given.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -37,6 +38,27 @@ TEST(CtlClassify, RulesFromAPipeStillLoad) {
                               " classify --rules /dev/stdin '550 5.1.1 <a@b.example> user unknown'",
                           &rc);
   EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"category\":\"user_unknown\""), std::string::npos) << out;
+}
+
+TEST(CtlClassify, RefusesAStatusOrReplyCodeItWouldIgnore) {
+  for (const char* args : {"--status 9.9.9", "--status 5.1", "--status x", "--status ''",
+                           "--reply-code 99999999999999999999", "--reply-code 650",
+                           "--reply-code 55", "--reply-code -550"}) {
+    int rc = -1;
+    std::string out = Shell(kBouncectl + " classify " + args + " 'mailbox unavailable' 2>&1", &rc);
+    EXPECT_EQ(rc, 2) << args << ": " << out;
+    EXPECT_EQ(out.find("\"category\""), std::string::npos) << args << ": " << out;
+  }
+}
+
+TEST(CtlClassify, UsesTheStatusAndReplyCodeGiven) {
+  int rc = -1;
+  std::string out = Shell(
+      kBouncectl + " classify --status 5.1.1 --reply-code 550 'mailbox unavailable' 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"status\":\"5.1.1\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"reply_code\":\"550\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"category\":\"user_unknown\""), std::string::npos) << out;
 }
 
