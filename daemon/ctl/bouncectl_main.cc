@@ -26,6 +26,22 @@ std::string Command(const CLI::App& app) {
   return subs.empty() ? std::string("error") : subs.front()->get_name();
 }
 
+// The first argument that is neither a global option nor its value, when it names no command
+// (CLI11 only says "A subcommand is required" for `bouncectl stauts ADDR`); "" otherwise.
+std::string UnknownCommand(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--socket" || arg == "--config") {
+      ++i;  // its value
+      continue;
+    }
+    if (arg.size() > 1 && arg[0] == '-') continue;
+    auto named = [&arg](const CLI::App* sub) { return sub->get_name() == arg; };
+    return app.get_subcommands(named).empty() ? arg : std::string();
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,6 +60,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const std::string unknown = UnknownCommand(app, argc, argv); !unknown.empty()) {
+      std::fprintf(stderr, "bouncectl: unknown command '%s' (bouncectl --help lists them)\n",
+                   unknown.c_str());
+      return bounced::ctl::kExitUsage;
+    }
     int rc = app.exit(e);
     return rc == 0 ? bounced::ctl::kExitOk : bounced::ctl::kExitUsage;
   } catch (const nlohmann::json::exception& e) {

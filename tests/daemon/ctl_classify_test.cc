@@ -1,7 +1,7 @@
 // ctl_classify_test.cc: the offline commands' options as bouncectl takes them: a --rules path
 // that is a folder is a usage error for parse, parse-log and classify (not a run without the
 // extra rules); classify's --status and --reply-code are refused when the classifier would drop
-// them, and used when given.
+// them, and used when given. A mistyped command is named as such.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -60,6 +60,20 @@ TEST(CtlClassify, UsesTheStatusAndReplyCodeGiven) {
   EXPECT_NE(out.find("\"status\":\"5.1.1\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"reply_code\":\"550\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"category\":\"user_unknown\""), std::string::npos) << out;
+}
+
+TEST(CtlClassify, MistypedCommandIsNamed) {
+  int rc = -1;
+  std::string out =
+      Shell(kBouncectl + " --socket /nonexistent.sock stauts someone@example.com 2>&1", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("unknown command 'stauts'"), std::string::npos) << out;
+  // A known command missing its argument still gets CLI11's own message.
+  out = Shell(kBouncectl + " status 2>&1", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("address is required"), std::string::npos) << out;
+  out = Shell(kBouncectl + " --version 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
 }
 
 }  // namespace
