@@ -2,6 +2,10 @@
 // on files and the database; the others talk to a running bounced over its query socket.
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "daemon/ctl/commands.h"
 
@@ -13,6 +17,32 @@
 // back, and the first touch of each of its 512 small pages is a fault on the host as well.
 // MIMALLOC_LARGE_OS_PAGES=1 in the environment still turns it on (with
 // MIMALLOC_EAGER_COMMIT_DELAY=0 for the worker threads' heaps too).
+
+namespace {
+
+// The subcommand being run, for error messages.
+std::string Command(const CLI::App& app) {
+  std::vector<CLI::App*> subs = app.get_subcommands();
+  return subs.empty() ? std::string("error") : subs.front()->get_name();
+}
+
+// The first argument that is neither a global option nor its value, when it names no command
+// (CLI11 only says "A subcommand is required" for `bouncectl stauts ADDR`); "" otherwise.
+std::string UnknownCommand(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--socket" || arg == "--config") {
+      ++i;  // its value
+      continue;
+    }
+    if (arg.size() > 1 && arg[0] == '-') continue;
+    auto named = [&arg](const CLI::App* sub) { return sub->get_name() == arg; };
+    return app.get_subcommands(named).empty() ? arg : std::string();
+  }
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   bounced::ctl::Context ctx;
@@ -30,8 +60,24 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const std::string unknown = UnknownCommand(app, argc, argv); !unknown.empty()) {
+      std::fprintf(stderr, "bouncectl: unknown command '%s' (bouncectl --help lists them)\n",
+                   unknown.c_str());
+      return bounced::ctl::kExitUsage;
+    }
     int rc = app.exit(e);
     return rc == 0 ? bounced::ctl::kExitOk : bounced::ctl::kExitUsage;
+  } catch (const nlohmann::json::exception& e) {
+    // A reply of the protocol's shape whose result is not what the command reads (a socket
+    // that is not bounced's, a newer bounced): a failed request, said as such, not an abort.
+    std::fflush(stdout);
+    std::fprintf(stderr, "bouncectl: %s: unexpected reply from bounced: %s\n", Command(app).c_str(),
+                 e.what());
+    return bounced::ctl::kExitFailed;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "bouncectl: %s: %s\n", Command(app).c_str(), e.what());
+    return bounced::ctl::kExitFailed;
   }
   if (ctx.fast_exit) {
     std::fflush(nullptr);

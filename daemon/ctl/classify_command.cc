@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "classifier/result_json.h"
@@ -30,6 +31,31 @@ struct ClassifyOptions {
 };
 
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+bool AllDigits(std::string_view s) {
+  return !s.empty() && s.size() <= 3 && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// --status and --reply-code as the classifier takes them (class 2, 4 or 5); anything else would
+// be dropped without a word and the reply text's own code used instead, so it is refused.
+const CLI::Validator kEnhancedStatus(
+    [](std::string& v) -> std::string {
+      std::string_view s = v;
+      size_t a = s.find('.'), b = a == std::string_view::npos ? a : s.find('.', a + 1);
+      if (s.size() >= 5 && (s[0] == '2' || s[0] == '4' || s[0] == '5') && a == 1 &&
+          b != std::string_view::npos && AllDigits(s.substr(2, b - 2)) &&
+          AllDigits(s.substr(b + 1))) {
+        return {};
+      }
+      return "'" + v + "' is not an enhanced status code (CLASS.SUBJECT.DETAIL, class 2, 4 or 5)";
+    },
+    "X.Y.Z");
+const CLI::Validator kReplyCode(
+    [](std::string& v) -> std::string {
+      if (v.size() == 3 && (v[0] == '2' || v[0] == '4' || v[0] == '5') && AllDigits(v)) return {};
+      return "'" + v + "' is not an SMTP reply code (three digits, 2xx, 4xx or 5xx)";
+    },
+    "NNN");
 
 std::string TextForm(const Result& r) {
   const CategoryInfo& info = Describe(r.category);
@@ -86,8 +112,9 @@ void RegisterClassifyCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("--remote-mta", opt->remote_mta, "remote MTA host name (for the provider)");
   cmd->add_option("--stage", opt->stage, "SMTP stage of the reply")
       ->check(CLI::IsMember({"connect", "helo", "mail", "rcpt", "data", "eom"}));
-  cmd->add_option("--status", opt->status, "enhanced status code, e.g. 5.1.1");
-  cmd->add_option("--reply-code", opt->reply_code, "SMTP reply code, e.g. 550");
+  cmd->add_option("--status", opt->status, "enhanced status code, e.g. 5.1.1")
+      ->check(kEnhancedStatus);
+  cmd->add_option("--reply-code", opt->reply_code, "SMTP reply code, e.g. 550")->check(kReplyCode);
   cmd->add_option("--dsn-action", opt->dsn_action, "DSN action")
       ->check(CLI::IsMember({"failed", "delayed", "delivered", "relayed", "expanded", "expired"}));
   cmd->add_option("--format", opt->format, "output format")

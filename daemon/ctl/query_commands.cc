@@ -53,6 +53,7 @@ class QueryConnection {
       return false;
     }
     std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    path_ = path;
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
       *error = "cannot connect to bounced at " + path + ": " + std::strerror(errno) +
                " (is bounced running? use --socket PATH for another socket)";
@@ -103,11 +104,31 @@ class QueryConnection {
     }
     in_.erase(0, nl + 1);
     scanned_ = 0;
+    // JSON of another shape (a socket that is not bounced's, or a newer protocol): said here
+    // once, so that the commands may read "ok", "error" and "more" without checking types.
+    if (!ReplyShapeOk(*reply)) {
+      *error = "unexpected reply (not bounced's query protocol; is " + path_ +
+               " bounced's query socket?): " +
+               reply->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200);
+      return false;
+    }
     return true;
   }
 
  private:
+  // {"ok": bool, ...} with "error" a string and "more" a bool when present (query_handler.h).
+  static bool ReplyShapeOk(const json& r) {
+    if (!r.is_object()) return false;
+    auto ok = r.find("ok");
+    if (ok == r.end() || !ok->is_boolean()) return false;
+    auto error = r.find("error");
+    if (error != r.end() && !error->is_string()) return false;
+    auto more = r.find("more");
+    return more == r.end() || more->is_boolean();
+  }
+
   int fd_ = -1;
+  std::string path_;
   std::string in_;      // received, not yet returned
   size_t scanned_ = 0;  // in_ before this has no newline
 };
@@ -118,13 +139,19 @@ bool Call(const Context& ctx, const json& request, json* reply, std::string* err
   return c.Connect(ctx.socket_path, error) && c.Send(request, error) && c.Receive(reply, error);
 }
 
+// Text from bounced as the readable output shows it: stored reasons, addresses and errors came
+// from people and files (a --reason, an import, a bounce), and a mail admin's terminal must not
+// obey an escape sequence in them. Sanitize (classifier/text.h) drops control characters, folds
+// whitespace and replaces bytes that are not UTF-8; --json output is escaped JSON already.
+std::string Shown(std::string_view text) { return Sanitize(text, text.size() * 3); }
+
 // Prints a refusal from bounced (and its list of errors) and sets the exit status.
 void PrintRefusal(Context& ctx, const std::string& cmd, const json& reply) {
   std::fprintf(stderr, "bouncectl: %s: %s\n", cmd.c_str(),
-               reply.value("error", std::string("failed")).c_str());
+               Shown(reply.value("error", std::string("failed"))).c_str());
   if (reply.contains("errors") && reply["errors"].is_array()) {
     for (const auto& e : reply["errors"]) {
-      if (e.is_string()) std::fprintf(stderr, "  %s\n", e.get<std::string>().c_str());
+      if (e.is_string()) std::fprintf(stderr, "  %s\n", Shown(e.get<std::string>()).c_str());
     }
   }
   ctx.exit_code = kExitFailed;
@@ -153,10 +180,20 @@ void Run(Context& ctx, const json& request, const std::function<void(const json&
   }
 }
 
+// j[key] as the readable output shows it (Shown), or "" when it is not a string.
 std::string Str(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return "";
-  return it->get<std::string>();
+  return Shown(it->get_ref<const std::string&>());
+}
+
+// j[key] when j is an object that has it, else null: the replies are read through const
+// references, where operator[] of a missing key is undefined behaviour, not an exception.
+const json& At(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
 }
 
 // "2026-11-29T17:09:53Z" -> "2026-11-29"; "" stays "".
@@ -164,10 +201,11 @@ std::string Day(const std::string& t) { return t.substr(0, 10); }
 
 std::string StatusLine(const json& s) {
   std::string addr = Str(s, "address");
-  const json& sup = s["suppression"];
+  const json& sup = At(s, "suppression");
   if (s.value("allowlisted", false)) {
-    std::string line = addr + " is not suppressed: allowlisted (" + Str(s["allowed_by"], "kind") +
-                       " " + Str(s["allowed_by"], "entry") + ")";
+    std::string line = addr + " is not suppressed: allowlisted (" +
+                       Str(At(s, "allowed_by"), "kind") + " " + Str(At(s, "allowed_by"), "entry") +
+                       ")";
     if (!sup.is_null()) {
       line += ", which overrides a " + Str(sup, "source") + " suppression since " +
               Day(Str(sup, "created"));
@@ -180,7 +218,7 @@ std::string StatusLine(const json& s) {
                        Str(s, "reason") + (category.empty() ? "" : ", " + category) + ", " +
                        Str(s, "source") + ")";
     std::string detail = Str(sup, "detail");
-    if (!detail.empty()) line += ": \"" + detail.substr(0, 160) + "\"";
+    if (!detail.empty()) line += ": \"" + Sanitize(detail, 160) + "\"";  // whole characters
     std::string expires = Str(s, "expires");
     line += expires.empty() ? "; never expires" : "; expires " + Day(expires);
     line += ". To lift it: bouncectl unsuppress " + addr + " --reason \"...\"";
@@ -188,14 +226,14 @@ std::string StatusLine(const json& s) {
   }
   std::string line = addr + " is not suppressed";
   if (!sup.is_null()) line += " (suppression expired " + Day(Str(sup, "expires")) + ")";
-  const json& events = s["events"];
+  const json& events = At(s, "events");
   if (!events.is_array() || events.empty()) return line + "; no delivery events recorded";
   const json& last = events.front();
   line += "; last event " + Day(Str(last, "time")) + ": " + Str(last, "log_status") + " " +
           Str(last, "category");
   std::string status = Str(last, "status");
   if (!status.empty()) line += " " + status;
-  const json& state = s["state"];
+  const json& state = At(s, "state");
   if (state.is_object() && state.value("incidents", 0) > 0) {
     line += "; " + std::to_string(state.value("incidents", 0)) + " failure incident(s) since " +
             Day(Str(state, "incidents_since")) + " count toward suppression";
@@ -251,12 +289,13 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
       return;
     }
     if (many) std::cout << where << ": ";
-    std::cout << Str(r, "kind") << " with " << r["recipients"].size() << " recipient(s) recorded";
+    std::cout << Str(r, "kind") << " with " << At(r, "recipients").size()
+              << " recipient(s) recorded";
     if (many) std::cout << " (" << Str(r, "time") << ")";
     for (const auto& w : r.value("warnings", json::array())) {
-      std::cout << "\n  warning: " << (w.is_string() ? w.get<std::string>() : w.dump());
+      std::cout << "\n  warning: " << (w.is_string() ? Shown(w.get<std::string>()) : w.dump());
     }
-    for (const auto& rc : r["recipients"]) {
+    for (const auto& rc : At(r, "recipients")) {
       std::cout << "\n  " << Str(rc, "recipient") << ": " << Str(rc, "category") << " "
                 << Str(rc, "status");
     }
@@ -267,7 +306,7 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
     ++not_bounces;
     ctx.exit_code = kExitFailed;
     std::fprintf(stderr, "bouncectl: ingest-dsn: %s%s\n", many ? (where + ": ").c_str() : "",
-                 why.c_str());
+                 Shown(why).c_str());
   };
   ForEachMessage(
       files, mbox,
@@ -589,12 +628,12 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     cmd->callback([&ctx, address, verbose] {
       Run(ctx, {{"cmd", "status"}, {"address", *address}}, [&](const json& r) {
         std::cout << StatusLine(r) << "\n";
-        if (*verbose && r["events"].is_array() && !r["events"].empty()) {
+        if (*verbose && At(r, "events").is_array() && !At(r, "events").empty()) {
           std::vector<std::vector<std::string>> rows;
-          for (const auto& e : r["events"]) {
+          for (const auto& e : At(r, "events")) {
             rows.push_back({Str(e, "time"), Str(e, "source"), Str(e, "log_status"),
                             Str(e, "category"), Str(e, "status"), Str(e, "provider_code"),
-                            Str(e, "diagnostic").substr(0, 80)});
+                            Sanitize(Str(e, "diagnostic"), 80)});
           }
           PrintTable({"TIME", "SOURCE", "STATUS", "CATEGORY", "DSN", "CODE", "DIAGNOSTIC"}, rows);
         }
@@ -739,7 +778,7 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
       if (*per_day) req["per_day"] = true;
       Run(ctx, req, [&](const json& r) {
         std::vector<std::vector<std::string>> rows;
-        for (const auto& row : r["rows"]) {
+        for (const auto& row : At(r, "rows")) {
           std::vector<std::string> cols;
           if (*per_day) cols.push_back(Str(row, "day"));
           cols.push_back(Str(row, "key").empty() ? "(unknown)" : Str(row, "key"));
@@ -757,9 +796,9 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         }
         std::cout << "last " << r.value("days", 0) << " day(s)\n";
         PrintTable(header, rows);
-        if (r.contains("alerts") && r["alerts"].contains("open") && !r["alerts"]["open"].empty()) {
-          std::cout << r["alerts"]["open"].size()
-                    << " open alert(s): " << r["alerts"]["open"].dump() << "\n";
+        if (!At(At(r, "alerts"), "open").empty()) {
+          std::cout << At(At(r, "alerts"), "open").size()
+                    << " open alert(s): " << At(At(r, "alerts"), "open").dump() << "\n";
         }
       });
     });
@@ -769,10 +808,10 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand("reload", "reload the configuration and rules");
     cmd->callback([&ctx] {
       Run(ctx, {{"cmd", "reload"}}, [&](const json& r) {
-        std::cout << "reloaded: " << r.value("rules", 0) << " rules from " << r["rule_files"].size()
-                  << " file(s)";
-        if (!r["restart_needed"].empty()) {
-          std::cout << "; needs a restart to change: " << r["restart_needed"].dump();
+        std::cout << "reloaded: " << r.value("rules", 0) << " rules from "
+                  << At(r, "rule_files").size() << " file(s)";
+        if (!At(r, "restart_needed").empty()) {
+          std::cout << "; needs a restart to change: " << At(r, "restart_needed").dump();
         }
         std::cout << "\n";
       });
@@ -782,7 +821,7 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand("health", "is bounced well: storage, input, sockets, milter");
     cmd->callback([&ctx] {
       Run(ctx, {{"cmd", "health"}}, [&](const json& r) {
-        const json& st = r["storage"];
+        const json& st = At(r, "storage");
         const json& in = r.value("input", json::object());
         // The exit status follows the verdict, for scripts and monitoring.
         if (!r.value("healthy", false)) ctx.exit_code = kExitFailed;
@@ -805,8 +844,8 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
                   << in.value("skipped_too_long", 0) << " too-long lines skipped";
         if (!Str(in, "problem").empty()) std::cout << "; PROBLEM: " << Str(in, "problem");
         std::cout << "\n";
-        std::cout << "rules: " << r["rules"].value("count", 0) << " rules from "
-                  << r["rules"]["files"].dump() << "\n";
+        std::cout << "rules: " << At(r, "rules").value("count", 0) << " rules from "
+                  << At(At(r, "rules"), "files").dump() << "\n";
         const json& sm = r.value("socketmap", json::object());
         if (sm.value("enabled", false)) {
           std::cout << "socketmap: " << Str(sm, "path") << ", " << sm.value("lookups", 0)

@@ -65,6 +65,25 @@ Expected<AdviceBook> LoadAdvice(const std::string& configured, bool explicit_pat
   return Status::Error("no advice file at " + configured + "; the report has no advice texts");
 }
 
+// The text report without control characters but its line ends: C0 (tabs too), DEL and C1
+// (U+0080-U+009F). Its texts come from the database, where a manual --reason is stored as given;
+// the report is read on a terminal (and mailed), which must not obey an escape sequence in it.
+std::string WithoutControls(std::string text) {
+  size_t out = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\n') || c == 0x7F) continue;
+    if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      ++i;
+      continue;
+    }
+    text[out++] = text[i];
+  }
+  text.resize(out);
+  return text;
+}
+
 int RunReport(const Context& ctx, const ReportOptions& o) {
   Expected<Config> cfg = ReadConfig(ctx);
   if (!cfg) {
@@ -123,7 +142,7 @@ int RunReport(const Context& ctx, const ReportOptions& o) {
     if (list.empty()) {
       // The timer runs `report --mail`; without an address the report goes to the journal.
       std::cerr << "bouncectl report: no [report] mail_to configured; printing instead\n";
-      std::cout << RenderText(report);
+      std::cout << WithoutControls(RenderText(report));
       return kExitOk;
     }
     Expected<std::vector<std::string>> to = ParseRecipients(list);
@@ -136,7 +155,7 @@ int RunReport(const Context& ctx, const ReportOptions& o) {
     mail.to = *to;
     mail.subject = cfg->report.subject + (report.host.empty() ? "" : " (" + report.host + ")") +
                    " " + Headline(report);
-    mail.text = RenderText(report);
+    mail.text = WithoutControls(RenderText(report));
     mail.html = RenderHtml(report);
     mail.date = req.now ? req.now : static_cast<int64_t>(time(nullptr));
     mail.boundary_seed = std::to_string(mail.date) + "_" + std::to_string(getpid());
@@ -152,7 +171,7 @@ int RunReport(const Context& ctx, const ReportOptions& o) {
 
   std::string out = format == "json"   ? RenderJson(report)
                     : format == "html" ? RenderHtml(report)
-                                       : RenderText(report);
+                                       : WithoutControls(RenderText(report));
   if (o.output.empty()) {
     std::cout << out;
     return kExitOk;
@@ -351,20 +370,27 @@ void CheckQuerySocket(Doctor& d, const Config& cfg) {
   std::string line = ReadSome(fd, 1 << 20);
   close(fd);
   auto reply = nlohmann::json::parse(line, nullptr, false);
-  if (reply.is_discarded() || !reply.value("ok", false)) {
+  // Anything but bounced's {"ok": true, "result": {...}} (another program's socket) is a
+  // finding, not a reason to stop the other checks.
+  const bool answered = reply.is_object() && reply.value("ok", nlohmann::json()) == true &&
+                        reply.contains("result") && reply["result"].is_object();
+  if (!answered) {
     d.Fail("query socket " + path + " answered no health: " + line.substr(0, 200),
            "check bounced's log (journalctl -u bounced)");
     return;
   }
   const auto& h = reply["result"];
-  if (h.value("healthy", false)) {
-    d.Ok("bounced answers on " + path + " (version " + h.value("version", "?") + ", healthy)");
+  if (h.value("healthy", nlohmann::json()) == true) {
+    const nlohmann::json version = h.value("version", nlohmann::json("?"));
+    d.Ok("bounced answers on " + path + " (version " +
+         (version.is_string() ? version.get<std::string>() : version.dump()) + ", healthy)");
   } else {
     d.Fail(
         "bounced answers on " + path + " but reports itself unhealthy: " + h.dump().substr(0, 300),
         "read the storage part of `bouncectl --json health` and bounced's log");
   }
-  if (h.contains("alerts") && h["alerts"].contains("open") && !h["alerts"]["open"].empty()) {
+  if (h.contains("alerts") && h["alerts"].is_object() && h["alerts"].contains("open") &&
+      !h["alerts"]["open"].empty()) {
     d.Warn(std::to_string(h["alerts"]["open"].size()) + " open sender-side rejection alert(s)",
            "see `bouncectl report` for the codes and what to do");
   }

@@ -1,0 +1,190 @@
+// ctl_query_test.cc: bouncectl's query commands as a process against sockets that are not a
+// well-behaved bounced: a socket of another program that answers JSON of another shape fails the
+// request (exit 1, said on stderr) instead of aborting bouncectl, and doctor reports it as a
+// finding and goes on with its other checks. Text a person or a file gave bounced (a --reason,
+// an import) reaches the terminal without its control characters.
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <atomic>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/daemon/daemon_harness.h"
+
+namespace bounced::testing {
+namespace {
+
+// A Unix socket that answers every connection's first request line with `reply`, whatever
+// was asked, and closes it.
+class CannedSocket {
+ public:
+  CannedSocket(std::string path, std::string reply) : path_(std::move(path)) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof(addr.sun_path) - 1);
+    ::unlink(path_.c_str());
+    bound_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+             ::listen(fd_, 16) == 0;
+    thread_ = std::thread([this, reply = std::move(reply)] { Serve(reply); });
+  }
+  ~CannedSocket() {
+    stop_ = true;
+    thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+  CannedSocket(const CannedSocket&) = delete;
+  CannedSocket& operator=(const CannedSocket&) = delete;
+
+  bool bound() const { return bound_; }
+
+ private:
+  void Serve(const std::string& reply) {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      timeval tv{5, 0};
+      ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      RecvUntil(c, [](const std::string& s) { return s.find('\n') != std::string::npos; });
+      SendAll(c, reply);
+      ::close(c);
+    }
+  }
+
+  std::string path_;
+  int fd_ = -1;
+  bool bound_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(CtlQuery, ReplyOfAnotherShapeFailsTheRequestWithoutAborting) {
+  TempDir dir;
+  const std::string sock = dir / "foreign.sock";
+  const std::string input = dir / "list.csv";
+  AppendFile(input, "address\nsomeone@example.com\n");
+  const std::vector<std::string> commands = {
+      "status someone@example.com",
+      "list",
+      "health",
+      "allowlist",
+      "stats",
+      "reload",
+      "export",
+      "suppress someone@example.com --reason test",
+      "import " + Quote(input),
+      "ingest-dsn " + Quote(kTestData + "/milter/remote_dsn.eml"),
+  };
+  // Valid JSON, but not {"ok": bool, ...}; or bounced's shape with a result of another type.
+  for (const char* reply : {"[]\n", "null\n", "{\"ok\":false,\"error\":5}\n", "{\"ok\":\"yes\"}\n",
+                            "{\"ok\":true,\"result\":5}\n",
+                            "{\"ok\":true,\"result\":{\"storage\":{\"events\":\"x\"}}}\n"}) {
+    CannedSocket foreign(sock, reply);
+    ASSERT_TRUE(foreign.bound());
+    for (const std::string& cmd : commands) {
+      int rc = -1;
+      std::string out = Shell(kBouncectl + " --socket " + Quote(sock) + " " + cmd + " 2>&1", &rc);
+      // Exit 0 is fine where the command reads nothing of the result (suppress prints fields
+      // that are absent as empty); an abort (134 through the shell: SIGABRT) or 2 is not.
+      EXPECT_TRUE(rc == 0 || rc == 1) << cmd << " on " << reply << "rc " << rc << ": " << out;
+      EXPECT_EQ(out.find("terminate called"), std::string::npos) << cmd << " on " << reply << out;
+      if (rc == 1) {
+        EXPECT_NE(out.find("bouncectl: "), std::string::npos) << cmd << " on " << reply << out;
+      }
+    }
+  }
+}
+
+TEST(CtlQuery, ForeignSocketIsNamedAsSuch) {
+  TempDir dir;
+  const std::string sock = dir / "foreign.sock";
+  CannedSocket foreign(sock, "[1,2,3]\n");
+  ASSERT_TRUE(foreign.bound());
+  int rc = -1;
+  std::string out =
+      Shell(kBouncectl + " --socket " + Quote(sock) + " status a@example.com 2>&1", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("unexpected reply"), std::string::npos) << out;
+  EXPECT_NE(out.find(sock), std::string::npos) << out;
+}
+
+TEST(CtlQuery, DoctorReportsAForeignQuerySocketAndGoesOn) {
+  TempDir dir;
+  const std::string sock = dir / "foreign.sock";
+  CannedSocket foreign(sock, "[]\n");
+  ASSERT_TRUE(foreign.bound());
+  const std::string config = dir / "bounced.toml";
+  AppendFile(config, "[storage]\npath = \"" + (dir / "bounced.db") + "\"\n[input.log]\npath = \"" +
+                         (dir / "mail.log") + "\"\n[query]\nsocket = \"" + sock +
+                         "\"\n[socketmap]\nsocket = \"\"\n");
+  int rc = -1;
+  std::string out =
+      Shell(kBouncectl + " --config " + Quote(config) + " doctor --no-postfix 2>&1", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("FAIL  query socket " + sock), std::string::npos) << out;
+  // The checks after it still ran.
+  EXPECT_NE(out.find("socketmap disabled"), std::string::npos) << out;
+  EXPECT_NE(out.find("problem"), std::string::npos) << out;
+}
+
+bool HasControls(const std::string& s) {
+  for (unsigned char c : s) {
+    if ((c < 0x20 && c != '\n') || c == 0x7F) return true;
+  }
+  return s.find("\xC2\x9B") != std::string::npos;  // C1 CSI
+}
+
+TEST(CtlQuery, StoredTextReachesTheTerminalWithoutControlCharacters) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  // An OSC title change, a colour, a bell and a C1 CSI: what a hostile reason may carry.
+  const std::string hostile =
+      "asked\x1b]0;pwned\x07 \x1b[31mby\xC2\x9B"
+      "2J phone";
+  int rc = -1;
+  std::string out = d.Ctl("suppress victim@example.com --reason " + Quote(hostile), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_FALSE(HasControls(out)) << out;
+  out = d.Ctl("allow example.net --reason " + Quote(hostile), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  for (const char* cmd : {"list", "status victim@example.com", "allowlist"}) {
+    out = d.Ctl(cmd, &rc);
+    EXPECT_EQ(rc, 0) << cmd << ": " << out;
+    EXPECT_FALSE(HasControls(out)) << cmd << ": " << out;
+    EXPECT_NE(out.find("by"), std::string::npos) << cmd << ": " << out;  // the text is still there
+  }
+  // The daemon's refusal quotes what it was given.
+  out = d.Ctl("allow " +
+                  Quote("ex\x1b[1m"
+                        "ample.org") +
+                  " --reason test",
+              &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_FALSE(HasControls(out)) << out;
+  // --json keeps the text as stored, escaped.
+  out = d.Ctl("--json list", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\\u001b]0;pwned"), std::string::npos) << out;
+  // The daily report (text) names the day's manual suppressions with their reasons.
+  char today[16];
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  std::strftime(today, sizeof today, "%Y-%m-%d", &utc);
+  out = Shell(
+      kBouncectl + " --config " + Quote(d.config_path()) + " report --date " + today + " 2>&1",
+      &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("pwned"), std::string::npos) << out;
+  EXPECT_FALSE(HasControls(out)) << out;
+}
+
+}  // namespace
+}  // namespace bounced::testing
