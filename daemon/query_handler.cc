@@ -203,11 +203,25 @@ ExportFormat FormatFrom(const json& req) {
   return *f;
 }
 
+// The reason of a manual change, as stored and shown (status, list, the report, a terminal):
+// control characters (C0, DEL and C1, which a terminal obeys) become spaces, as an import's do.
 std::string ReasonFrom(const json& req) {
   std::string reason = StringField(req, "reason", false);
   if (reason.empty()) throw RequestError{"a reason is required for manual changes (--reason)"};
   if (reason.size() > 1000) throw RequestError{"reason longer than 1000 bytes"};
-  return reason;
+  std::string out;
+  out.reserve(reason.size());
+  for (size_t i = 0; i < reason.size(); ++i) {
+    auto u = static_cast<unsigned char>(reason[i]);
+    auto next = i + 1 < reason.size() ? static_cast<unsigned char>(reason[i + 1]) : 0;
+    if (u == 0xC2 && next >= 0x80 && next <= 0x9F) {  // U+0080..U+009F in UTF-8
+      out += ' ';
+      ++i;
+    } else {
+      out += (u < 0x20 || u == 0x7f) ? ' ' : reason[i];
+    }
+  }
+  return out;
 }
 
 std::shared_ptr<Store> RequireStore(Services& services) {

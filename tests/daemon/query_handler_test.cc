@@ -50,6 +50,23 @@ class QueryHandlerTest : public ::testing::Test {
   PeerCred root_{1, 0, 0};
 };
 
+// A manual reason is stored without control characters (an escape sequence typed or pasted
+// into --reason would otherwise reach every terminal that lists it).
+TEST_F(QueryHandlerTest, ManualReasonsAreStoredWithoutControlCharacters) {
+  json r = Ask({{"cmd", "suppress"},
+                {"address", "a@example.com"},
+                {"reason",
+                 "ticket\x1b]0;pwned\x07 42\r\n\xc2\x9b"
+                 "31m \xc3\xa9t\xc3\xa9"}});
+  ASSERT_TRUE(r["ok"]) << r;
+  EXPECT_EQ(r["result"]["reason"], "ticket ]0;pwned  42   31m \xc3\xa9t\xc3\xa9") << r;
+  r = Ask({{"cmd", "allow"}, {"entry", "b@example.com"}, {"reason", "ok\x1b[2J"}});
+  ASSERT_TRUE(r["ok"]) << r;
+  r = Ask({{"cmd", "allowlist"}});
+  ASSERT_TRUE(r["ok"]) << r;
+  EXPECT_EQ(r["result"][0]["reason"], "ok [2J") << r;
+}
+
 TEST_F(QueryHandlerTest, RefusesAnExpirySpanThatWouldOverflow) {
   for (const char* span :
        {"999999999999999d", "99999999999999999999999d", "9999999999999w", "36526d"}) {
