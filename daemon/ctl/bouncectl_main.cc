@@ -52,6 +52,11 @@ int main(int argc, char** argv) {
   app.add_option("--socket", ctx.socket_path, "query socket of the running bounced");
   app.add_option("--config", ctx.config_path, "bounced configuration file");
   app.add_flag("--json", ctx.json, "print JSON instead of readable tables");
+  app.add_option("--timeout", ctx.reply_timeout_seconds,
+                 "query commands: give up when bounced says nothing for this many seconds "
+                 "(0: wait for ever)")
+      ->check(CLI::Range(0, 86400))
+      ->capture_default_str();
   bounced::ctl::RegisterParseCommands(app, ctx);
   bounced::ctl::RegisterParseLogCommand(app, ctx);
   bounced::ctl::RegisterClassifyCommand(app, ctx);

@@ -23,6 +23,9 @@ struct Context {
   std::string socket_path = "/run/bounced/query.sock";
   std::string config_path = "/etc/bounced/bounced.toml";
   bool json = false;
+  // --timeout: how long a query command waits for bounced to say anything more (idle, not in
+  // all: a long export or import keeps sending or is waited for by its own reply); 0 = no limit.
+  int reply_timeout_seconds = 300;
   int exit_code = kExitOk;
   // Set by a command whose work ends with its output written (parse): main then flushes the
   // standard streams and ends the process at once (std::_Exit) instead of running destructors

@@ -3,6 +3,7 @@
 // allowlist, list, export, import, stats, reload, health, ingest-dsn. One JSON request line
 // out, one JSON reply line back (protocol: daemon/query_handler.h). --json prints the reply's
 // result as is; otherwise readable text and tables. Exit 1 when the daemon refuses or is away.
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -40,7 +41,8 @@ class QueryConnection {
     if (fd_ >= 0) ::close(fd_);
   }
 
-  bool Connect(const std::string& path, std::string* error) {
+  bool Connect(const std::string& path, int timeout_seconds, std::string* error) {
+    timeout_seconds_ = timeout_seconds;
     fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) {
       *error = std::string("socket: ") + std::strerror(errno);
@@ -82,6 +84,17 @@ class QueryConnection {
     size_t nl;
     while ((nl = in_.find('\n', scanned_)) == std::string::npos) {
       scanned_ = in_.size();
+      if (timeout_seconds_ > 0) {
+        pollfd p{fd_, POLLIN, 0};
+        int ready = ::poll(&p, 1, timeout_seconds_ * 1000);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready == 0) {
+          *error = "no reply from bounced at " + path_ + " for " +
+                   std::to_string(timeout_seconds_) +
+                   " s (is it stuck? see its log; --timeout 0 waits for ever)";
+          return false;
+        }
+      }
       char buf[65536];
       ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
       if (n < 0 && errno == EINTR) continue;
@@ -128,6 +141,7 @@ class QueryConnection {
   }
 
   int fd_ = -1;
+  int timeout_seconds_ = 0;
   std::string path_;
   std::string in_;      // received, not yet returned
   size_t scanned_ = 0;  // in_ before this has no newline
@@ -136,7 +150,8 @@ class QueryConnection {
 // Sends one request and reads one reply line.
 bool Call(const Context& ctx, const json& request, json* reply, std::string* error) {
   QueryConnection c;
-  return c.Connect(ctx.socket_path, error) && c.Send(request, error) && c.Receive(reply, error);
+  return c.Connect(ctx.socket_path, ctx.reply_timeout_seconds, error) && c.Send(request, error) &&
+         c.Receive(reply, error);
 }
 
 // Text from bounced as the readable output shows it: stored reasons, addresses and errors came
@@ -389,7 +404,7 @@ std::optional<size_t> StreamExport(Context& ctx, json request, const std::string
   request["stream"] = true;
   QueryConnection c;
   std::string error;
-  if (!c.Connect(ctx.socket_path, &error) || !c.Send(request, &error)) {
+  if (!c.Connect(ctx.socket_path, ctx.reply_timeout_seconds, &error) || !c.Send(request, &error)) {
     PrintFailure(ctx, "export", error);
     return std::nullopt;
   }
@@ -524,7 +539,8 @@ void StreamImport(Context& ctx, const std::string& file, const std::string& form
 
   QueryConnection c;
   std::string error;
-  if (!c.Connect(ctx.socket_path, &error)) return PrintFailure(ctx, "import", error);
+  if (!c.Connect(ctx.socket_path, ctx.reply_timeout_seconds, &error))
+    return PrintFailure(ctx, "import", error);
   // Part 0 carries no data: its reply says the limits (and refusals come before any reading).
   json req{{"cmd", "import"}, {"format", format}, {"part", 0}, {"more", true}, {"data", ""}};
   if (!reason.empty()) req["reason"] = reason;

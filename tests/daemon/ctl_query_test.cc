@@ -114,6 +114,29 @@ TEST(CtlQuery, ForeignSocketIsNamedAsSuch) {
   EXPECT_NE(out.find(sock), std::string::npos) << out;
 }
 
+// A socket that takes the connection and never answers (a bounced stopped with SIGSTOP, or
+// stuck): the query command gives up after --timeout seconds of silence, with exit 1, instead
+// of waiting for ever.
+TEST(CtlQuery, ASilentSocketIsGivenUpOnAfterTheTimeout) {
+  TempDir dir;
+  const std::string sock = dir / "silent.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, sock.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);  // never accepted: the kernel's backlog holds the connection
+  int rc = -1;
+  std::string out = Shell(
+      kBouncectl + " --timeout 1 --socket " + Quote(sock) + " status a@example.com 2>&1", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("no reply from bounced at " + sock + " for 1 s"), std::string::npos) << out;
+  out = Shell(kBouncectl + " --timeout -1 status a@example.com 2>&1", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  ::close(fd);
+}
+
 TEST(CtlQuery, DoctorReportsAForeignQuerySocketAndGoesOn) {
   TempDir dir;
   const std::string sock = dir / "foreign.sock";
