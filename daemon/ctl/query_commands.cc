@@ -383,7 +383,9 @@ void AddListOptions(CLI::App* cmd, ListOptions& o) {
   cmd->add_option("--domain", o.domain, "only addresses at this domain");
   cmd->add_option("--since", o.since, "created since: 2026-11-01, 2026-11-01T12:00:00Z or 7d");
   cmd->add_option("--source", o.source, "only this source: bounce, complaint, manual, import");
-  cmd->add_option("--limit", o.limit, "at most this many");
+  // bounced's own bound (query_handler.cc): refused here as a usage error (exit 2).
+  cmd->add_option("--limit", o.limit, "at most this many (0: all)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 40));
   cmd->add_flag("--include-expired", o.include_expired, "also expired entries");
 }
 

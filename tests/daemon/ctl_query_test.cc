@@ -137,6 +137,19 @@ TEST(CtlQuery, ASilentSocketIsGivenUpOnAfterTheTimeout) {
   ::close(fd);
 }
 
+// A --limit bounced would refuse is a usage error here (exit 2), before any connection.
+TEST(CtlQuery, ALimitOutOfRangeIsAUsageError) {
+  for (const char* limit : {"-1", "99999999999999999"}) {
+    for (const char* cmd : {"list", "export"}) {
+      int rc = -1;
+      std::string out = Shell(
+          kBouncectl + " --socket /nonexistent/q.sock " + cmd + " --limit " + limit + " 2>&1", &rc);
+      EXPECT_EQ(rc, 2) << cmd << " --limit " << limit << ": " << out;
+      EXPECT_NE(out.find("--limit"), std::string::npos) << out;
+    }
+  }
+}
+
 TEST(CtlQuery, DoctorReportsAForeignQuerySocketAndGoesOn) {
   TempDir dir;
   const std::string sock = dir / "foreign.sock";
