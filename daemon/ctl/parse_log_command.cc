@@ -567,7 +567,8 @@ void RegisterParseLogCommand(CLI::App& app, Context& ctx) {
       "parse-log", "classify every delivery in a Postfix log; one JSON line per event");
   cmd->footer(kHelp);
   auto* format = cmd->add_option("--format", opt->format,
-                                 "output format (default jsonl; the summary defaults to text)")
+                                 "output format (default jsonl; the summary defaults to text, "
+                                 "or JSON with the global --json)")
                      ->check(CLI::IsMember({"jsonl", "text"}));
   cmd->add_flag("--summary", opt->summary,
                 "print counts per status, category and provider instead of events");
@@ -587,7 +588,8 @@ void RegisterParseLogCommand(CLI::App& app, Context& ctx) {
                   "oldest first, whatever their order: mail.log* works); gzip, bzip2, xz and "
                   "zstd files are decompressed; '-' or none: stdin");
   cmd->callback([opt, format, &ctx] {
-    if (opt->summary && format->count() == 0) opt->format = "text";
+    // The global --json asks for JSON whatever the command's own default is.
+    if (opt->summary && format->count() == 0 && !ctx.json) opt->format = "text";
     ctx.exit_code = RunParseLog(*opt);
   });
 }

@@ -100,6 +100,21 @@ TEST(CtlParseLog, PipelinePrintsWhatOneThreadPrintsOnRealLogs) {
 // Lines of every length around the limit, with and without "\r" just at it, each several times
 // in a row so that block and read boundaries (every 64 KiB or more) fall inside some of them, and
 // real lines around them.
+// The global --json makes the summary JSON, as --format=jsonl does; an explicit --format wins.
+TEST(CtlParseLog, GlobalJsonMakesTheSummaryJson) {
+  TempDir dir;
+  const std::string log = kTestData + "/sample/mail.log";
+  Output flag = ParseLog(dir, kBouncectl + " --json parse-log --year 2026 --summary " + Quote(log));
+  Output format =
+      ParseLog(dir, kBouncectl + " parse-log --year 2026 --summary --format=jsonl " + Quote(log));
+  EXPECT_EQ(flag.rc, 0) << flag.err;
+  EXPECT_EQ(flag.out, format.out);
+  EXPECT_EQ(SummaryJson(flag.out)["events"], 128) << flag.out;
+  Output text = ParseLog(
+      dir, kBouncectl + " --json parse-log --year 2026 --summary --format=text " + Quote(log));
+  EXPECT_EQ(text.out.rfind("events: 128", 0), 0u) << text.out;
+}
+
 TEST(CtlParseLog, PipelineCountsLongLinesAcrossBlocksAsOneThreadDoes) {
   TempDir dir;
   const std::string logs = TestLogs();
