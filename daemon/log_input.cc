@@ -193,6 +193,9 @@ bool ResumeQueueFacts(Store& store, const std::string& input, int64_t now,
     *error = facts.error();
     return false;
   }
+  // Tracking first: should the stored facts be more than the table holds, the ones it evicts
+  // are reported forgotten and deleted with the first batch.
+  correlator.set_track_queue_facts(true);
   std::vector<std::string> stale;
   size_t restored = 0;
   for (const QueueFacts& f : *facts) {
@@ -203,7 +206,6 @@ bool ResumeQueueFacts(Store& store, const std::string& input, int64_t now,
       ++restored;
     }
   }
-  correlator.set_track_queue_facts(true);
   if (restored > 0 || !stale.empty()) {
     spdlog::info(
         "{}: resumed with what earlier lines said about {} queue ids ({} too old, dropped)", input,

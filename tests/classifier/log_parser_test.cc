@@ -315,6 +315,21 @@ TEST(LogCorrelator, QueueFactsAreHandedOutOnceAndForgottenWhenRemoved) {
   EXPECT_EQ(forgotten, std::vector<std::string>{"EEEE0000005"});
   ASSERT_EQ(changed.size(), 1u);
   EXPECT_EQ(changed[0].queue_id, "FFFF0000006");
+
+  // More facts restored than the table holds: the evicted ones are reported forgotten, so their
+  // keeper drops them too.
+  LogCorrelator full(RuleSet::Default(), nullptr);
+  full.set_track_queue_facts(true);
+  full.set_max_tracked_queue_ids(2);
+  for (const char* id : {"AAAA0000011", "AAAA0000012", "AAAA0000013"}) {
+    kept.queue_id = id;
+    full.RestoreQueueFacts(kept);
+  }
+  changed.clear();
+  forgotten.clear();
+  full.TakeQueueFacts(&changed, &forgotten);
+  EXPECT_TRUE(changed.empty());
+  EXPECT_EQ(forgotten, std::vector<std::string>{"AAAA0000011"});
 }
 
 TEST(LogCorrelator, ExpiryWithoutKnownRecipientsIsReportedOnce) {
