@@ -162,8 +162,13 @@ std::string Shown(std::string_view text) { return Sanitize(text, text.size() * 3
 
 // Prints a refusal from bounced (and its list of errors) and sets the exit status.
 void PrintRefusal(Context& ctx, const std::string& cmd, const json& reply) {
-  std::fprintf(stderr, "bouncectl: %s: %s\n", cmd.c_str(),
-               Shown(reply.value("error", std::string("failed"))).c_str());
+  std::string error = Shown(reply.value("error", std::string("failed")));
+  // The store names its operation already ("unsuppress: x is not suppressed"): said once.
+  if (error.size() > cmd.size() + 2 && error.compare(0, cmd.size(), cmd) == 0 &&
+      error.compare(cmd.size(), 2, ": ") == 0) {
+    error.erase(0, cmd.size() + 2);
+  }
+  std::fprintf(stderr, "bouncectl: %s: %s\n", cmd.c_str(), error.c_str());
   if (reply.contains("errors") && reply["errors"].is_array()) {
     for (const auto& e : reply["errors"]) {
       if (e.is_string()) std::fprintf(stderr, "  %s\n", Shown(e.get<std::string>()).c_str());

@@ -150,6 +150,23 @@ TEST(CtlQuery, ALimitOutOfRangeIsAUsageError) {
   }
 }
 
+// A refusal names the command once ("bouncectl: unsuppress: ..."), though the store's message
+// names its operation too.
+TEST(CtlQuery, ARefusalNamesTheCommandOnce) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int rc = -1;
+  std::string out = d.Ctl("unsuppress nobody@example.com --reason test", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("bouncectl: unsuppress: nobody@example.com is not suppressed"),
+            std::string::npos)
+      << out;
+  out = d.Ctl("allow 'ex ample.org' --reason test", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("bouncectl: allow: 'ex ample.org' is neither"), std::string::npos) << out;
+}
+
 TEST(CtlQuery, DoctorReportsAForeignQuerySocketAndGoesOn) {
   TempDir dir;
   const std::string sock = dir / "foreign.sock";
