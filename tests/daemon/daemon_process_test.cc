@@ -961,6 +961,60 @@ TEST(DaemonProcess, JournalResumesAtTheFirstEntryAfterAVacuumedCursor) {
       "suppressed", false));
 }
 
+// The journal input keeps a message's queue facts with its cursor too: a bounce read by a later
+// run (here after journald vacuumed the entries read before) still carries the sender and the
+// message-id of the entries the earlier run read.
+TEST(DaemonProcess, JournalEventsAfterARestartKeepTheSenderAndMessageId) {
+  const std::string remote = "/lib/systemd/systemd-journal-remote";
+  if (!fs::exists(remote)) GTEST_SKIP() << "systemd-journal-remote is not installed";
+  TempDir dir;
+  auto make = [&](int first, const std::vector<std::pair<std::string, std::string>>& entries) {
+    std::string text;
+    int i = first;
+    for (const auto& [ident, message] : entries) {
+      const uint64_t t = 1795964994000000 + uint64_t(i++) * 1000000;
+      text +=
+          "__REALTIME_TIMESTAMP=" + std::to_string(t) +
+          "\n__MONOTONIC_TIMESTAMP=" + std::to_string(t / 1000) +
+          "\n_BOOT_ID=0123456789abcdef0123456789abcdef\n_HOSTNAME=mta\nSYSLOG_IDENTIFIER=" + ident +
+          "\nSYSLOG_PID=101\nMESSAGE=" + message + "\n\n";
+    }
+    std::ofstream(dir / "in.export") << text;
+    fs::remove(dir / "postfix.journal");
+    int rc = -1;
+    std::string out = Shell(
+        remote + " --output=" + dir / "postfix.journal" + " " + dir / "in.export" + " 2>&1", &rc);
+    EXPECT_EQ(rc, 0) << out;
+  };
+  make(0, {{"postfix/cleanup", "5C6D7E8F9A: message-id=<journal.kept@restart>"},
+           {"postfix/qmgr",
+            "5C6D7E8F9A: from=<news@sender.example>, size=533, nrcpt=1 (queue "
+            "active)"}});
+  BouncedProcess d(dir);
+  std::string cfg = d.BaseConfig();
+  const std::string log_path = "path = \"" + d.log() + "\"";
+  cfg.replace(cfg.find(log_path), log_path.size(),
+              "path = \"journal\"\njournal_files = [\"" + dir / "postfix.journal" + "\"]");
+  std::ofstream(d.config_path()) << cfg;
+  int rc = -1;
+  std::string out = Shell(kBounced + " --config " + d.config_path() + " --once 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  make(2, {{"postfix/smtp",
+            "5C6D7E8F9A: to=<gone@example.com>, relay=mx.example.com[192.0.2.1]:25, delay=1, "
+            "delays=0/0/0/1, dsn=5.1.1, status=bounced (host mx.example.com[192.0.2.1] said: 550 "
+            "5.1.1 User unknown (in reply to RCPT TO command))"},
+           {"postfix/qmgr", "5C6D7E8F9A: removed"}});
+  out = Shell(kBounced + " --config " + d.config_path() + " --once 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  d.Start();
+  json st = d.Query({{"cmd", "status"}, {"address", "gone@example.com"}});
+  ASSERT_TRUE(st.value("ok", false)) << st.dump();
+  ASSERT_FALSE(st["result"]["events"].empty()) << st.dump() << out;
+  const json& e = st["result"]["events"][0];
+  EXPECT_EQ(e.value("sender", ""), "news@sender.example") << st.dump();
+  EXPECT_EQ(e.value("message_id", ""), "<journal.kept@restart>") << st.dump();
+}
+
 TEST(DaemonProcess, OnceReadsTheLogToItsEndAndExits) {
   TempDir dir;
   BouncedProcess d(dir);
