@@ -18,20 +18,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/config.h"
+
 extern char** environ;
 
 namespace bounced {
 namespace {
 
-// "bounced.toml:12: alerts.factor: must be ...", as config.cc words every other section's errors.
 std::string KeyError(std::string_view file, const toml::node& value, std::string_view key,
                      std::string_view why) {
-  std::string where(file);
-  if (value.source().begin.line != 0) {
-    where += ':';
-    where += std::to_string(value.source().begin.line);
-  }
-  return where + ": alerts." + std::string(key) + ": " + std::string(why);
+  return ConfigError(file, &value, "alerts." + std::string(key), why);
 }
 
 int64_t NowMs() {

@@ -14,6 +14,19 @@
 #include "daemon/socketmap.h"
 
 namespace bounced {
+
+std::string ConfigError(std::string_view file, const toml::node* node, std::string_view key,
+                        std::string_view why) {
+  std::string where(file);
+  if (node != nullptr && node->source().begin.line != 0) {
+    // Appended in two steps: GCC 12 at -O3 warns (-Wrestrict, a false positive) about
+    // ":" + std::to_string(...).
+    where += ':';
+    where += std::to_string(node->source().begin.line);
+  }
+  return where + ": " + std::string(key) + ": " + std::string(why);
+}
+
 namespace {
 
 // Collects the first error with its location; later checks are skipped once one failed.
@@ -26,14 +39,7 @@ class Reader {
 
   void Fail(const toml::node* node, std::string_view key, std::string_view reason) {
     if (failed()) return;
-    std::string where = file_;
-    if (node != nullptr && node->source().begin.line != 0) {
-      // Appended in two steps: GCC 12 at -O3 warns (-Wrestrict, a false positive) about
-      // ":" + std::to_string(...).
-      where += ':';
-      where += std::to_string(node->source().begin.line);
-    }
-    error_ = where + ": " + std::string(key) + ": " + std::string(reason);
+    error_ = ConfigError(file_, node, key, reason);
   }
 
   // Refuses keys of `table` not in `allowed`.

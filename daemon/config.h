@@ -10,7 +10,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <toml++/toml.h>
 
 #include "common/status.h"
 #include "daemon/alert_monitor.h"
@@ -22,6 +25,11 @@ namespace bounced {
 
 inline constexpr const char* kDefaultConfigPath = "/etc/bounced/bounced.toml";
 inline constexpr const char* kDefaultRulesFile = "/usr/share/bounced/rules/default.toml";
+
+// How every configuration error reads: "FILE:LINE: KEY: WHY" ("bounced.toml:12: alerts.factor:
+// must be ..."), without the line when `node` is null or has none.
+std::string ConfigError(std::string_view file, const toml::node* node, std::string_view key,
+                        std::string_view why);
 
 struct StorageConfig {
   std::string path = "/var/lib/bounced/bounced.db";

@@ -1,20 +1,15 @@
 // report_config.cc: parses [report] (see report_config.h).
 #include "daemon/report_config.h"
 
+#include "daemon/config.h"
 #include "daemon/report_mail.h"
 
 namespace bounced {
 namespace {
 
-// "bounced.toml:12: report.top: must be ...", as config.cc words every other section's errors.
 std::string KeyError(std::string_view file, const toml::node& value, std::string_view key,
                      std::string_view why) {
-  std::string where(file);
-  if (value.source().begin.line != 0) {
-    where += ':';
-    where += std::to_string(value.source().begin.line);
-  }
-  return where + ": report." + std::string(key) + ": " + std::string(why);
+  return ConfigError(file, &value, "report." + std::string(key), why);
 }
 
 bool HasControl(const std::string& s) {
