@@ -6,19 +6,10 @@
 
 #include <toml++/toml.h>
 
+#include "classifier/text.h"
+
 namespace bounced {
 namespace {
-
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 Status ReadStrings(const toml::node* node, std::vector<std::string>& out,
                    const std::string& where) {
