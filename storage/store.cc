@@ -909,6 +909,27 @@ Status StoreImpl::LoadBounceSources() {
   return bounces_from_dsn_ ? LoadDsnBounceIndex() : Status::Ok();
 }
 
+namespace {
+
+// The first event id of the day of `since` and the days after it (event_days), or -1 when they
+// have no events: the rows from `since` on are then a range of ids, read without an index on
+// time (a few rows of that day before `since` are the caller's to skip).
+Expected<int64_t> FirstEventIdOfDays(sql::Db& db, int64_t since) {
+  sql::Stmt first;
+  if (Status s = first.Prepare(db,
+                               "SELECT coalesce(min(first_id), -1) FROM event_days "
+                               "WHERE day >= ?1 AND length(day) = 10");
+      !s) {
+    return s;
+  }
+  first.Bind(1, DayOf(since));
+  auto r = first.Step();
+  if (!r) return r.status();
+  return *r ? first.Int(0) : int64_t{-1};
+}
+
+}  // namespace
+
 Status StoreImpl::LoadDsnBounceIndex() {
   // The newest event day (a day in the future from a bad clock counts as tomorrow); the index
   // then covers the lookup's window before it and one day of slack. event_days holds every
@@ -932,17 +953,9 @@ Status StoreImpl::LoadDsnBounceIndex() {
   const int64_t covered_from =
       std::max<int64_t>(0, newest - kSameBounceWindowSeconds - kSameBounceSlackSeconds);
   dsn_bounces_.Reset(covered_from);
-  sql::Stmt first;
-  if (Status s = first.Prepare(wdb_,
-                               "SELECT coalesce(min(first_id), -1) FROM event_days "
-                               "WHERE day >= ?1 AND length(day) = 10");
-      !s) {
-    return s;
-  }
-  first.Bind(1, DayOf(covered_from));
-  auto r = first.Step();
-  if (!r) return r.status();
-  const int64_t first_id = *r ? first.Int(0) : -1;
+  auto first = FirstEventIdOfDays(wdb_, covered_from);
+  if (!first) return first.status();
+  const int64_t first_id = *first;
   if (first_id < 0) return Status::Ok();  // no events on those days
   sql::Stmt st;
   if (Status s = st.Prepare(wdb_,
@@ -2349,17 +2362,9 @@ Expected<std::vector<StoredEvent>> StoreImpl::QueueEvents(const QueueEventsQuery
   } else {
     // The ids of the days from `since` on are a range (event_days), read in one pass without
     // an index on time, as LoadDsnBounceIndex does.
-    sql::Stmt first;
-    if (Status s = first.Prepare(**db,
-                                 "SELECT coalesce(min(first_id), -1) FROM event_days "
-                                 "WHERE day >= ?1 AND length(day) = 10");
-        !s) {
-      return s;
-    }
-    first.Bind(1, DayOf(since));
-    auto r = first.Step();
-    if (!r) return r.status();
-    first_id = *r ? first.Int(0) : -1;
+    auto first = FirstEventIdOfDays(**db, since);
+    if (!first) return first.status();
+    first_id = *first;
     if (first_id < 0) return out;  // no events on those days
     rows = "SELECT id FROM event_rows WHERE id >= ?1 AND queue_id = ?3 AND time >= ?2";
   }
