@@ -714,16 +714,18 @@ void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
       QueueState* st = FindOrCreate(p.queue_id);
       if (track_facts) {
         // Every retry of a deferred message logs its qmgr line again: a change only if it says
-        // something new.
+        // something new. The sender is cleaned once, into the scratch string, then swapped in.
         AssignAddress(&scratch_fact, p.sender);
         if (st->sender_known && st->size == p.size && st->nrcpt == p.nrcpt &&
             st->sender == scratch_fact) {
           return;
         }
         FactsChanged(p.queue_id, st);
+        st->sender.swap(scratch_fact);
+      } else {
+        AssignAddress(&st->sender, p.sender);
       }
       st->sender_known = true;
-      AssignAddress(&st->sender, p.sender);
       st->size = p.size;
       st->nrcpt = p.nrcpt;
       return;
@@ -740,8 +742,10 @@ void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
         AssignClean(&scratch_fact, p.message_id, 1024);
         if (st->message_id == scratch_fact) return;
         FactsChanged(p.queue_id, st);
+        st->message_id.swap(scratch_fact);
+      } else {
+        AssignClean(&st->message_id, p.message_id, 1024);
       }
-      AssignClean(&st->message_id, p.message_id, 1024);
       return;
     }
     case LogLineKind::kNotification:
