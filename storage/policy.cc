@@ -2,7 +2,11 @@
 #include "storage/policy.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
+#include <string>
+#include <system_error>
+#include <vector>
 
 namespace bounced {
 namespace {
@@ -13,7 +17,31 @@ void ResetCount(PolicyFields& s) {
   s.last_incident = 0;
   s.pending_delivery = 0;
   s.pending_message_id.clear();
+  s.pending_earlier.clear();
 }
+
+// Stores `list` into `s`'s pending_* fields, the latest as pending_delivery.
+void SetPendingDeliveries(PolicyFields& s, std::vector<PendingDelivery> list) {
+  std::stable_sort(
+      list.begin(), list.end(),
+      [](const PendingDelivery& a, const PendingDelivery& b) { return a.time < b.time; });
+  s.pending_earlier.clear();
+  s.pending_delivery = 0;
+  s.pending_message_id.clear();
+  if (list.empty()) return;
+  for (size_t i = 0; i + 1 < list.size(); ++i) {
+    s.pending_earlier += std::to_string(list[i].time);
+    s.pending_earlier += ' ';
+    s.pending_earlier += list[i].message_id;
+    s.pending_earlier += '\n';
+  }
+  s.pending_delivery = list.back().time;
+  s.pending_message_id = std::move(list.back().message_id);
+}
+
+// Whether a Message-ID (MessageIdKey form) can tell messages apart here: not empty, and one
+// line (a pending_earlier line holds it).
+bool KnownMessage(std::string_view id) { return !id.empty() && id.find('\n') == id.npos; }
 
 }  // namespace
 
@@ -43,8 +71,13 @@ PolicyDecision ApplyEvent(const SuppressionPolicy& p, RecipientState& s, const E
       s.last_failure = std::max(s.last_failure, t);
     }
   }
-  PolicyFields f{s.incidents,           s.incidents_since,  s.last_incident,
-                 s.manual_unsuppressed, s.pending_delivery, std::move(s.pending_message_id)};
+  PolicyFields f{s.incidents,
+                 s.incidents_since,
+                 s.last_incident,
+                 s.manual_unsuppressed,
+                 s.pending_delivery,
+                 std::move(s.pending_message_id),
+                 std::move(s.pending_earlier)};
   PolicyDecision d = ApplyPolicy(p, f, e, t);
   s.incidents = static_cast<int>(f.incidents);
   s.incidents_since = f.incidents_since;
@@ -52,6 +85,7 @@ PolicyDecision ApplyEvent(const SuppressionPolicy& p, RecipientState& s, const E
   s.manual_unsuppressed = f.manual_unsuppressed;
   s.pending_delivery = f.pending_delivery;
   s.pending_message_id = std::move(f.pending_message_id);
+  s.pending_earlier = std::move(f.pending_earlier);
   return d;
 }
 
@@ -60,6 +94,28 @@ std::string_view MessageIdKey(std::string_view id) {
   while (!id.empty() && (id.back() == ' ' || id.back() == '\t')) id.remove_suffix(1);
   if (id.size() >= 2 && id.front() == '<' && id.back() == '>') id = id.substr(1, id.size() - 2);
   return id;
+}
+
+std::vector<PendingDelivery> PendingDeliveries(int64_t latest, std::string_view latest_id,
+                                               std::string_view earlier) {
+  std::vector<PendingDelivery> out;
+  while (!earlier.empty()) {
+    const size_t nl = earlier.find('\n');
+    const std::string_view line = earlier.substr(0, nl);
+    earlier = nl == std::string_view::npos ? std::string_view() : earlier.substr(nl + 1);
+    const size_t sp = line.find(' ');
+    if (sp == std::string_view::npos || sp + 1 == line.size()) continue;
+    int64_t t = 0;
+    auto [end, ec] = std::from_chars(line.data(), line.data() + sp, t);
+    if (ec != std::errc() || end != line.data() + sp) continue;
+    out.push_back(PendingDelivery{t, std::string(line.substr(sp + 1))});
+  }
+  if (latest != 0) out.push_back(PendingDelivery{latest, std::string(latest_id)});
+  return out;
+}
+
+std::vector<PendingDelivery> PendingDeliveries(const PolicyFields& s) {
+  return PendingDeliveries(s.pending_delivery, s.pending_message_id, s.pending_earlier);
 }
 
 bool PolicyConcerns(const SuppressionPolicy& p, const Event& e) {
@@ -86,15 +142,26 @@ PolicyDecision ApplyPolicy(const SuppressionPolicy& p, PolicyFields& s, const Ev
     if (s.incidents == 0 || t < s.last_incident) return d;
     // A relay that answers 250 and bounces later makes Postfix log status=sent before the DSN
     // of the same message arrives: such a delivery proves nothing yet, so it is only noted, and
-    // the next counted failure decides (below). Deliveries of two different messages, or of one
-    // whose Message-ID is unknown (which may be any message), clear the count at once: whichever
-    // message fails next, another one was delivered after the incidents.
+    // the counted failures that follow decide (below). A delivery whose Message-ID is unknown
+    // (which may be any message) clears the count at once, and so do deliveries of more than
+    // kMaxPendingDeliveries messages waiting together.
     const std::string_view id = MessageIdKey(e.message_id);
-    if (id.empty() || (s.pending_delivery != 0 && id != s.pending_message_id)) {
+    if (!KnownMessage(id)) {
+      ResetCount(s);
+      return d;
+    }
+    std::vector<PendingDelivery> pending = PendingDeliveries(s);
+    auto same = std::find_if(pending.begin(), pending.end(),
+                             [&](const PendingDelivery& p) { return p.message_id == id; });
+    if (same != pending.end()) {
+      same->time = std::max(same->time, t);
+    } else {
+      pending.push_back(PendingDelivery{t, std::string(id)});
+    }
+    if (pending.size() > kMaxPendingDeliveries) {
       ResetCount(s);
     } else {
-      if (s.pending_delivery == 0) s.pending_message_id.assign(id);
-      s.pending_delivery = std::max(s.pending_delivery, t);
+      SetPendingDeliveries(s, std::move(pending));
     }
     return d;
   }
@@ -133,16 +200,33 @@ PolicyDecision ApplyPolicy(const SuppressionPolicy& p, PolicyFields& s, const Ev
     // count whether they were read before it or after.
     if (!counts || operator_lifted_later) return d;
     if (s.pending_delivery != 0) {
-      // The deliveries noted since the last incident were of one message. This failure's own
-      // (its Message-ID the same) proves nothing: it was accepted, then bounced. Any other
-      // message's, or a failure whose message is unknown, means another message got through
-      // after the incidents: they are cleared and this failure starts a new count.
+      // Deliveries are waiting. This failure's own message's delivery proves nothing: it was
+      // accepted, then bounced; it is dropped. A delivery of another message before this one
+      // was accepted (or, when its acceptance was not seen, before this failure) means that
+      // message got through after the incidents: they are cleared and this failure starts a
+      // new count. Deliveries after it may bounce yet (a relay has several of the recipient's
+      // messages in hand) and wait on. A failure whose message is unknown may be of any
+      // message: it clears the count too.
       const std::string_view id = MessageIdKey(e.message_id);
-      if (id.empty() || id != s.pending_message_id) {
+      if (!KnownMessage(id)) {
         ResetCount(s);
       } else {
-        s.pending_delivery = 0;
-        s.pending_message_id.clear();
+        std::vector<PendingDelivery> pending = PendingDeliveries(s);
+        int64_t accepted = t;
+        auto own = std::find_if(pending.begin(), pending.end(),
+                                [&](const PendingDelivery& p) { return p.message_id == id; });
+        if (own != pending.end()) {
+          accepted = own->time;
+          pending.erase(own);
+        }
+        const bool other_got_through =
+            std::any_of(pending.begin(), pending.end(),
+                        [&](const PendingDelivery& p) { return p.time < accepted; });
+        if (other_got_through) {
+          ResetCount(s);
+        } else {
+          SetPendingDeliveries(s, std::move(pending));
+        }
       }
     }
     // Failures close to an incident already counted (a burst of retries, several messages at

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "storage/store.h"
 
@@ -39,19 +40,41 @@ struct PolicyFields {
   int64_t incidents_since = 0;
   int64_t last_incident = 0;
   int64_t manual_unsuppressed = 0;
-  // Deliveries of one message (pending_message_id, in MessageIdKey form, never empty while
-  // pending_delivery is set) after the last incident; pending_delivery is the latest of them.
-  // They clear the incidents at the next counted failure of any other message; a failure of
-  // that very message (accepted, then bounced: a relay's DSN) drops them and counts. Set only
-  // while incidents > 0.
+  // Deliveries after the last incident that have not decided anything yet, one per message
+  // (at most kMaxPendingDeliveries): a relay may accept a message and bounce it later, so a
+  // delivery waits for the counted failures that follow. The latest is pending_delivery (its
+  // time; 0: none pending) and pending_message_id (MessageIdKey form, never empty while
+  // pending_delivery is set); the others are in pending_earlier, one "TIME MESSAGE-ID\n" line
+  // each (unix seconds), oldest first. A counted failure of message M drops M's own delivery
+  // (accepted, then bounced) and clears the incidents when another message was delivered before
+  // M was: that one got through, since bounces come back in the order the relay accepted the
+  // messages. Deliveries after M's wait on. Set only while incidents > 0.
   int64_t pending_delivery = 0;
   std::string pending_message_id;
+  std::string pending_earlier;
   bool operator==(const PolicyFields&) const = default;
 };
+
+// Deliveries of more messages than this waiting at once mean the mailbox takes mail: the count
+// is cleared then.
+inline constexpr size_t kMaxPendingDeliveries = 8;
 
 // A Message-ID as the policy compares it: without surrounding blanks and angle brackets (the
 // log has "<id@host>", a DSN's parser gives "id@host"); a view into `message_id`, "" when none.
 std::string_view MessageIdKey(std::string_view message_id);
+
+// One delivery waiting (PolicyFields::pending_*): when, and of which message (MessageIdKey form).
+struct PendingDelivery {
+  int64_t time = 0;
+  std::string message_id;
+};
+
+// The deliveries pending_delivery, pending_message_id and pending_earlier hold, oldest first
+// (a pending_earlier line that does not read as "TIME ID", in an edited database, is skipped).
+std::vector<PendingDelivery> PendingDeliveries(int64_t pending_delivery,
+                                               std::string_view pending_message_id,
+                                               std::string_view pending_earlier);
+std::vector<PendingDelivery> PendingDeliveries(const PolicyFields& fields);
 
 // The policy half of ApplyEvent: folds `e` into `fields` and decides; ApplyEvent is this plus
 // the derived fields. The writer calls it directly (it keeps only these fields).

@@ -33,6 +33,7 @@ extern const std::string_view kSchemaV1Sql;  // storage/schema.sql, embedded at 
 extern const std::string_view kSchemaV2Sql;  // storage/migrate_2.sql
 extern const std::string_view kSchemaV3Sql;  // storage/migrate_3.sql
 extern const std::string_view kSchemaV4Sql;  // storage/migrate_4.sql
+extern const std::string_view kSchemaV5Sql;  // storage/migrate_5.sql
 
 namespace {
 
@@ -40,7 +41,7 @@ namespace {
 constexpr int32_t kApplicationId = 0x626f756e;
 // Migration N turns schema N-1 into N. Index 0 is version 1 (the whole schema.sql).
 const std::string_view* const kMigrations[] = {&kSchemaV1Sql, &kSchemaV2Sql, &kSchemaV3Sql,
-                                               &kSchemaV4Sql};
+                                               &kSchemaV4Sql, &kSchemaV5Sql};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 // A log bounce and the DSN Postfix sends for it are the same incident when their queue id and
@@ -143,7 +144,7 @@ StoredEvent ReadEvent(const sql::Stmt& st) {
 constexpr std::string_view kStateColumns =
     "address, first_seen, last_event, last_category, last_log_status, last_delivered, "
     "last_failure, incidents, incidents_since, last_incident, manual_unsuppressed, events, "
-    "pending_delivery, pending_message_id";
+    "pending_delivery, pending_message_id, pending_earlier";
 
 RecipientState ReadState(const sql::Stmt& st) {
   RecipientState r;
@@ -161,6 +162,7 @@ RecipientState ReadState(const sql::Stmt& st) {
   r.events = st.Int(11);
   r.pending_delivery = st.Int(12);
   r.pending_message_id = st.Text(13);
+  r.pending_earlier = st.Text(14);
   return r;
 }
 
@@ -1024,7 +1026,7 @@ Status StoreImpl::PrepareWriter() {
       {&w_.put_policy,
        "INSERT OR REPLACE INTO recipient_policy (address, display, first_seen, incidents, "
        "incidents_since, last_incident, manual_unsuppressed, pending_delivery, "
-       "pending_message_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
+       "pending_message_id, pending_earlier) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
       {&w_.delete_policy, "DELETE FROM recipient_policy WHERE address = ?1"},
       {&w_.get_suppression,
        "SELECT address, display, reason, category, source, first_event, last_event, created, "
@@ -1124,7 +1126,7 @@ Status StoreImpl::LoadPolicyRows() {
   if (Status s = st.Prepare(wdb_,
                             "SELECT address, display, first_seen, incidents, incidents_since, "
                             "last_incident, manual_unsuppressed, pending_delivery, "
-                            "pending_message_id FROM recipient_policy");
+                            "pending_message_id, pending_earlier FROM recipient_policy");
       !s) {
     return s;
   }
@@ -1138,6 +1140,7 @@ Status StoreImpl::LoadPolicyRows() {
     p.fields.manual_unsuppressed = st.Int(6);
     p.fields.pending_delivery = st.Int(7);
     p.fields.pending_message_id = st.Text(8);
+    p.fields.pending_earlier = st.Text(9);
     policy_rows_.emplace(st.Text(0), std::move(p));
   });
 }
@@ -2008,7 +2011,8 @@ Status StoreImpl::WritePendingW() {
         .Bind(6, f.last_incident)
         .Bind(7, f.manual_unsuppressed)
         .Bind(8, f.pending_delivery)
-        .BindRef(9, f.pending_message_id);
+        .BindRef(9, f.pending_message_id)
+        .BindRef(10, f.pending_earlier);
     if (Status s = w_.put_policy.Run(); !s) return s;
   }
   // The memory now matches what COMMIT will hold; an empty row is no row.

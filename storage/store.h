@@ -53,7 +53,7 @@ namespace bounced {
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated at Open;
 // newer files are refused.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // ---------------------------------------------------------------------------------------------
 // Addresses
@@ -237,6 +237,9 @@ struct RecipientState {
   // the count first, a failure of this message does not (accepted, then bounced).
   int64_t pending_delivery = 0;
   std::string pending_message_id;
+  // Deliveries of other messages waiting with it, older than pending_delivery: one
+  // "TIME MESSAGE-ID" line each (storage/policy.h, PendingDeliveries reads them).
+  std::string pending_earlier;
 };
 
 struct AddressStatus {

@@ -2,6 +2,7 @@
 #include "storage/store_json.h"
 
 #include "classifier/result_json.h"
+#include "storage/policy.h"
 
 namespace bounced {
 namespace {
@@ -84,6 +85,13 @@ nlohmann::json ToJson(const AddressStatus& s) {
                   {"pending_message_id", r.pending_message_id.empty()
                                              ? nlohmann::json(nullptr)
                                              : nlohmann::json(r.pending_message_id)}};
+    // Every delivery waiting, oldest first (the latest is pending_delivery's, above).
+    nlohmann::json pending = nlohmann::json::array();
+    for (const PendingDelivery& p :
+         PendingDeliveries(r.pending_delivery, r.pending_message_id, r.pending_earlier)) {
+      pending.push_back({{"message_id", p.message_id}, {"delivered", TimeOrNull(p.time)}});
+    }
+    j["state"]["pending_deliveries"] = std::move(pending);
   } else {
     j["state"] = nullptr;
   }

@@ -257,12 +257,18 @@ std::string StatusLine(const json& s) {
   if (state.is_object() && state.value("incidents", 0) > 0) {
     line += "; " + std::to_string(state.value("incidents", 0)) + " failure incident(s) since " +
             Day(Str(state, "incidents_since")) + " count toward suppression";
-    // A delivery after them waits for the next failure: it resets the count unless that failure
-    // is of the delivered message itself (a relay that accepted it and bounced it later).
+    // Deliveries after them wait (storage/policy.h): each starts the count over when a message
+    // accepted after it fails first, and not when it bounces itself (a relay that accepted it
+    // and sent a DSN later).
     std::string pending = Str(state, "pending_delivery");
+    const json& waiting = At(state, "pending_deliveries");
+    const size_t n = waiting.is_array() ? waiting.size() : 0;
     if (!pending.empty()) {
-      line += " (message <" + Str(state, "pending_message_id") + "> delivered " + Day(pending) +
-              ": the next failure of another message resets the count)";
+      line += n > 1 ? " (" + std::to_string(n) + " deliveries waiting, the latest message <"
+                    : " (message <";
+      line += Str(state, "pending_message_id") + "> delivered " + Day(pending) +
+              (n > 1 ? ": each one" : ": it") +
+              " starts the count over if a message accepted after it fails before it bounces)";
     }
   }
   return line;

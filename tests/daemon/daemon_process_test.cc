@@ -652,6 +652,33 @@ TEST(DaemonProcess, IngestDsnRecordsOncePerMessageAndRecipient) {
   EXPECT_NE(out.find("not a bounce"), std::string::npos) << out;
 }
 
+// What a smarthost that accepts a message to full@example.org and bounces it later leaves:
+// Postfix's log lines for message `id` (queue id `qid`) accepted on 2026-11-`day` at 10:00:0x
+// (status=sent to the relay, which queued it as E3DE4A74B`tag`), and the relay's DSN for it
+// (from tests/data's Postfix DSN full-16.eml, dated `date`, quoting the original's Message-ID).
+std::string RelaySentLines(const std::string& day, const std::string& qid, const std::string& id,
+                           const std::string& tag, int second = 0) {
+  const std::string at = "2026-11-" + day + "T10:00:0";
+  return at + std::to_string(second) + "+00:00 mta postfix/cleanup[100]: " + qid +
+         ": message-id=<" + id + ">\n" + at + std::to_string(second + 1) +
+         "+00:00 mta postfix/smtp[101]: " + qid +
+         ": to=<full@example.org>, relay=smarthost.example.net[192.0.2.25]:587, delay=0.5, "
+         "delays=0.1/0/0.2/0.2, dsn=2.0.0, status=sent (250 2.0.0 Ok: queued as E3DE4A74B" +
+         tag + ")\n";
+}
+std::string RelayDsn(const std::string& id, const std::string& date, const std::string& tag) {
+  std::string m = ReadFile(kTestData + "/dsn/postfix/full-16.eml");
+  auto replace = [&m](const std::string& from, const std::string& to) {
+    for (size_t at = m.find(from); at != std::string::npos; at = m.find(from, at + to.size()))
+      m.replace(at, from.size(), to);
+  };
+  replace("Sun, 29 Nov 2026 17:09:55", date);
+  replace("<20261129170955.029161@vm>", "<" + id + ">");
+  replace("20261129170955.F12C4A74BBB", "bounce" + tag);
+  replace("E3DE4A74BB8", "E3DE4A74B" + tag);
+  return m;
+}
+
 // A smarthost that accepts every message (status=sent in the log) and sends a DSN for it later
 // (mailbox full), fed with ingest-dsn: the log's Message-ID (<...>, from the cleanup line) and
 // the one the DSN quotes are the same message's, so its delivery does not reset the count, and
@@ -660,25 +687,13 @@ TEST(DaemonProcess, MailboxThatARelayAcceptsAndBouncesLaterIsSuppressedAtTheThre
   TempDir dir;
   BouncedProcess d(dir);
   d.Start();
-  const std::string eml = ReadFile(kTestData + "/dsn/postfix/full-16.eml");
-  auto replaced = [](std::string m, const std::string& from, const std::string& to) {
-    for (size_t at = m.find(from); at != std::string::npos; at = m.find(from, at + to.size()))
-      m.replace(at, from.size(), to);
-    return m;
-  };
   int rc = -1;
   std::string out;
   for (int i = 0; i < 3; ++i) {
     const std::string day = "0" + std::to_string(1 + 4 * i);  // 2026-11-01, -05, -09
-    const std::string qid = "1A2B3C4D5" + std::to_string(i);
     const std::string id = "news" + std::to_string(i) + "@shop.example";
-    AppendFile(d.log(), "2026-11-" + day + "T10:00:00+00:00 mta postfix/cleanup[100]: " + qid +
-                            ": message-id=<" + id + ">\n2026-11-" + day +
-                            "T10:00:01+00:00 mta postfix/smtp[101]: " + qid +
-                            ": to=<full@example.org>, relay=smarthost.example.net[192.0.2.25]:587, "
-                            "delay=0.5, delays=0.1/0/0.2/0.2, dsn=2.0.0, status=sent (250 2.0.0 "
-                            "Ok: queued as E3DE4A74BB" +
-                            std::to_string(i) + ")\n");
+    AppendFile(d.log(),
+               RelaySentLines(day, "1A2B3C4D5" + std::to_string(i), id, "B" + std::to_string(i)));
     ASSERT_TRUE(d.WaitForEvents(2 * i + 1));
     if (i == 1) {
       out = d.Ctl("status full@example.org", &rc);
@@ -688,13 +703,9 @@ TEST(DaemonProcess, MailboxThatARelayAcceptsAndBouncesLaterIsSuppressedAtTheThre
           << out;
     }
     const char* const weekday[] = {"Sun", "Thu", "Mon"};
-    std::string dsn = replaced(eml, "Sun, 29 Nov 2026 17:09:55",
-                               std::string(weekday[i]) + ", " + day + " Nov 2026 11:00:00");
-    dsn = replaced(dsn, "<20261129170955.029161@vm>", "<" + id + ">");
-    dsn = replaced(dsn, "20261129170955.F12C4A74BBB", "bounce" + std::to_string(i));
-    dsn = replaced(dsn, "E3DE4A74BB8", "E3DE4A74BB" + std::to_string(i));
     const std::string file = dir / ("dsn" + std::to_string(i) + ".eml");
-    AppendFile(file, dsn);
+    AppendFile(file, RelayDsn(id, std::string(weekday[i]) + ", " + day + " Nov 2026 11:00:00",
+                              "B" + std::to_string(i)));
     out = d.Ctl("ingest-dsn " + Quote(file), &rc);
     EXPECT_EQ(rc, 0) << out;
     ASSERT_TRUE(d.WaitForEvents(2 * i + 2));
@@ -704,6 +715,58 @@ TEST(DaemonProcess, MailboxThatARelayAcceptsAndBouncesLaterIsSuppressedAtTheThre
               i == 2)
         << out;
   }
+  EXPECT_EQ(d.Stop(), 0);
+}
+
+// The same relay with two of the recipient's messages in hand at once (a newsletter and a
+// receipt accepted before the newsletter's DSN came back): both deliveries wait, each DSN drops
+// its own message's, and the third incident suppresses.
+TEST(DaemonProcess, RelayHoldingTwoMessagesAtOnceStillReachesTheThreshold) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int rc = -1;
+  AppendFile(d.log(), RelaySentLines("01", "1A2B3C4D50", "news0@shop.example", "B0"));
+  ASSERT_TRUE(d.WaitForEvents(1));
+  AppendFile(dir / "dsn0.eml", RelayDsn("news0@shop.example", "Sun, 01 Nov 2026 11:00:00", "B0"));
+  std::string out = d.Ctl("ingest-dsn " + Quote(dir / "dsn0.eml"), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  ASSERT_TRUE(d.WaitForEvents(2));
+  AppendFile(d.log(), RelaySentLines("05", "1A2B3C4D51", "news1@shop.example", "B1") +
+                          RelaySentLines("05", "1A2B3C4D52", "receipt2@shop.example", "B2", 5));
+  ASSERT_TRUE(d.WaitForEvents(4));
+  out = d.Ctl("status full@example.org", &rc);
+  EXPECT_NE(out.find("1 failure incident(s) since 2026-11-01 count toward suppression (2 "
+                     "deliveries waiting, the latest message <receipt2@shop.example> delivered "
+                     "2026-11-05"),
+            std::string::npos)
+      << out;
+  out = d.Ctl("--json status full@example.org", &rc);
+  EXPECT_NE(out.find("\"pending_deliveries\":[{\"delivered\":\"2026-11-05T10:00:01Z\","
+                     "\"message_id\":\"news1@shop.example\"},{\"delivered\":"
+                     "\"2026-11-05T10:00:06Z\",\"message_id\":\"receipt2@shop.example\"}]"),
+            std::string::npos)
+      << out;
+  AppendFile(dir / "dsn1.eml", RelayDsn("news1@shop.example", "Thu, 05 Nov 2026 11:00:00", "B1"));
+  out = d.Ctl("ingest-dsn " + Quote(dir / "dsn1.eml"), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  ASSERT_TRUE(d.WaitForEvents(5));
+  out = d.Ctl("status full@example.org", &rc);
+  EXPECT_EQ(out.find("SUPPRESSED"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 failure incident(s) since 2026-11-01 count toward suppression (message "
+                     "<receipt2@shop.example> delivered 2026-11-05"),
+            std::string::npos)
+      << out;
+  AppendFile(dir / "dsn2.eml",
+             RelayDsn("receipt2@shop.example", "Mon, 09 Nov 2026 11:00:00", "B2"));
+  out = d.Ctl("ingest-dsn " + Quote(dir / "dsn2.eml"), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  ASSERT_TRUE(d.WaitForEvents(6));
+  out = d.Ctl("status full@example.org", &rc);
+  EXPECT_NE(out.find("full@example.org is SUPPRESSED since 2026-11-09 (repeated_failure, "
+                     "mailbox_full"),
+            std::string::npos)
+      << out;
   EXPECT_EQ(d.Stop(), 0);
 }
 

@@ -284,6 +284,19 @@ TEST(StoreMigrationTest, NewerVersionIsStillRefusedAfterTheMigrationExists) {
 
 // Version 4 adds queue_facts (the log correlator's facts kept with the input position): a
 // version-3 database gets the table, keeps its rows, and the facts round-trip with a batch.
+// Turns a database of this version back into version 4: without recipient_policy's
+// pending_earlier (storage/migrate_5.sql), and with version 3's recipient_state view (the view
+// reads the column, so it goes first and comes back as migrate_3.sql made it).
+void DowngradeToVersionFour(const std::string& path) {
+  const std::string v3 = ReadFile(BOUNCED_SOURCE_DIR "/storage/migrate_3.sql");
+  const size_t view = v3.find("DROP VIEW recipient_state;");
+  ASSERT_NE(view, std::string::npos);
+  ExecSql(path,
+          "DROP VIEW recipient_state; ALTER TABLE recipient_policy DROP COLUMN pending_earlier; "
+          "CREATE VIEW recipient_state AS SELECT 1;" +
+              v3.substr(view) + "PRAGMA user_version = 4;");
+}
+
 TEST(StoreMigrationTest, VersionThreeDatabaseGetsTheQueueFactsTable) {
   TempDir dir;
   const std::string path = dir.File("v2.db");
@@ -292,11 +305,12 @@ TEST(StoreMigrationTest, VersionThreeDatabaseGetsTheQueueFactsTable) {
     ASSERT_NE(s, nullptr);
     WriteHistory(*s);
   }
+  DowngradeToVersionFour(path);
   ExecSql(path, "DROP TABLE queue_facts; PRAGMA user_version = 3");
   const std::string events = Dump(path, kEventsSql);
   auto s = OpenStore(path);
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), 4);
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(Dump(path, kEventsSql), events);
   Batch b;
   b.position = InputPosition{"log:/var/log/mail.log", 7, 8192, ""};
@@ -328,6 +342,76 @@ TEST(StoreMigrationTest, VersionThreeDatabaseGetsTheQueueFactsTable) {
   Batch orphan;
   orphan.queue_facts.push_back(f);
   EXPECT_FALSE(s->Write(orphan).ok());
+}
+
+// A version-4 file (schema.sql, then migrate_2.sql to migrate_4.sql) with a recipient two
+// mailbox_full incidents in and one relay delivery noted: Open adds pending_earlier empty (a
+// version-4 row has at most the one delivery), the recipient_state view gets it too, and the
+// count carries on under the version-5 rule: a second message accepted before the first one's
+// DSN waits for its own, and the third incident suppresses.
+TEST(StoreMigrationTest, VersionFourDatabaseGetsEarlierPendingDeliveriesAndCountsOn) {
+  TempDir dir;
+  const std::string path = dir.File("v4.db");
+  ExecSql(path, ReadFile(BOUNCED_SOURCE_DIR "/storage/schema.sql") +
+                    ReadFile(BOUNCED_SOURCE_DIR "/storage/migrate_2.sql") +
+                    ReadFile(BOUNCED_SOURCE_DIR "/storage/migrate_3.sql") +
+                    ReadFile(BOUNCED_SOURCE_DIR "/storage/migrate_4.sql") +
+                    "PRAGMA user_version = 4; PRAGMA application_id = 1651471726;");
+  const int64_t t1 = kT0, t2 = kT0 + 4 * kDay, t3 = kT0 + 5 * kDay;
+  ExecSql(path,
+          "INSERT INTO events (time, day, source, source_ref, message_id, recipient, "
+          "recipient_key, domain, log_status, category, fault, action, hard_bounce) VALUES "
+          "(" +
+              std::to_string(t1) +
+              ", '', 'milter', 'dsn.1', 'm1@shop.example', 'full@example.com', "
+              "'full@example.com', 'example.com', 'bounced', 'mailbox_full', 'recipient', "
+              "'count', 0),"
+              "(" +
+              std::to_string(t2) +
+              ", '', 'milter', 'dsn.2', 'm2@shop.example', 'full@example.com', "
+              "'full@example.com', 'example.com', 'bounced', 'mailbox_full', 'recipient', "
+              "'count', 0);"
+              "INSERT INTO recipient_policy (address, incidents, incidents_since, last_incident, "
+              "pending_delivery, pending_message_id) VALUES ('full@example.com', 2, " +
+              std::to_string(t1) + ", " + std::to_string(t2) + ", " + std::to_string(t3) +
+              ", 'm3@shop.example');");
+
+  auto s = OpenStore(path);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(Dump(path,
+                 "SELECT address, incidents, pending_delivery, pending_message_id, "
+                 "pending_earlier FROM recipient_state"),
+            "full@example.com|2|" + std::to_string(t3) + "|m3@shop.example||\n");
+
+  // m4 goes through the relay too before m3's DSN comes back: both wait.
+  Event sent = MakeEvent("full@example.com", Category::kDelivered, "sent", t3 + 600);
+  sent.message_id = "<m4@shop.example>";
+  ASSERT_TRUE(s->Write(Batch{{sent}, std::nullopt}).ok());
+  auto st = s->GetStatus("full@example.com", 10);
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_TRUE(st->state.has_value());
+  EXPECT_EQ(st->state->incidents, 2);
+  EXPECT_EQ(st->state->pending_delivery, t3 + 600);
+  EXPECT_EQ(st->state->pending_message_id, "m4@shop.example");
+  EXPECT_EQ(st->state->pending_earlier, std::to_string(t3) + " m3@shop.example\n");
+  int n = 0;
+  for (const char* id : {"m3@shop.example", "m4@shop.example"}) {
+    Event dsn = MakeEvent("full@example.com", Category::kMailboxFull, "bounced",
+                          kT0 + (8 + n) * kDay, EventSource::kMilter);
+    dsn.source_ref = std::string("dsn.") + id;
+    dsn.message_id = id;
+    ASSERT_TRUE(s->Write(Batch{{dsn}, std::nullopt}).ok());
+    ++n;
+  }
+  auto hit = s->view().Lookup("full@example.com");
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->category, Category::kMailboxFull);
+  st = s->GetStatus("full@example.com", 10);
+  ASSERT_TRUE(st.ok()) << st.error();
+  EXPECT_EQ(st->suppression->first_event, kT0);
+  EXPECT_EQ(st->state->pending_delivery, 0);
+  EXPECT_EQ(st->state->pending_earlier, "");
 }
 
 // Keys an older bounced wrote with needless quotes (it kept a quoted local part as given, and

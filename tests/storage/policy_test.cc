@@ -266,40 +266,113 @@ TEST(PolicyTest, DeliveryOfAnotherMessageResetsTheCountAtTheNextFailure) {
   EXPECT_EQ(s.incidents_since, kT0 + 10 * kDay);
 }
 
-// Deliveries of two different messages after the incidents, or of one whose Message-ID is not
-// known, reset at once: whichever message fails next, another one got through after them.
-TEST(PolicyTest, DeliveriesOfTwoMessagesOrOfAnUnknownOneResetAtOnce) {
+// A relay may hold several of the recipient's messages before the first one's DSN comes back
+// (a receipt and a newsletter, or a relay that retries for days): every message's delivery
+// waits, and each message's own DSN drops its own. Only a delivery of a message accepted before
+// the failing one proves the mailbox took mail after the incidents.
+TEST(PolicyTest, DeliveriesOfSeveralMessagesWaitForTheirOwnBounces) {
+  SuppressionPolicy p;
+  RecipientState s;
+  ApplyEvent(p, s, FullLog(kT0, "m1@shop.example"), kT0);
+  ApplyEvent(p, s, Sent(kT0 + 4 * kDay, "m2@shop.example"), kT0 + 4 * kDay);
+  ApplyEvent(p, s, Sent(kT0 + 4 * kDay + 60, "m2@shop.example"), kT0 + 4 * kDay + 60);  // same
+  ApplyEvent(p, s, Sent(kT0 + 4 * kDay + 600, "m3@shop.example"), kT0 + 4 * kDay + 600);
+  EXPECT_EQ(s.incidents, 1);  // nothing reset: either message may bounce
+  EXPECT_EQ(s.pending_delivery, kT0 + 4 * kDay + 600);
+  EXPECT_EQ(s.pending_message_id, "m3@shop.example");
+  EXPECT_EQ(s.pending_earlier, std::to_string(kT0 + 4 * kDay + 60) + " m2@shop.example\n");
+  // m2's DSN: m3 was accepted after m2, so it proves nothing yet and waits on.
+  EXPECT_FALSE(
+      ApplyEvent(p, s, FullDsn(kT0 + 4 * kDay + 3600, "m2@shop.example"), kT0 + 4 * kDay + 3600)
+          .suppress);
+  EXPECT_EQ(s.incidents, 2);
+  EXPECT_EQ(s.pending_delivery, kT0 + 4 * kDay + 600);
+  EXPECT_EQ(s.pending_message_id, "m3@shop.example");
+  EXPECT_EQ(s.pending_earlier, "");
+  // m3's DSN days later (the relay retried): the third incident, 8 days after the first.
+  PolicyDecision d = ApplyEvent(p, s, FullDsn(kT0 + 8 * kDay, "m3@shop.example"), kT0 + 8 * kDay);
+  EXPECT_TRUE(d.suppress);
+  EXPECT_EQ(d.reason, kReasonRepeatedFailure);
+  EXPECT_EQ(s.incidents, 3);
+  EXPECT_EQ(s.pending_delivery, 0);
+}
+
+// The other order: the later message bounces first. The earlier one, accepted before it and not
+// bounced, got through, so the count starts over.
+TEST(PolicyTest, ADeliveryBeforeTheFailingMessageResetsTheCount) {
+  SuppressionPolicy p;
+  RecipientState s;
+  ApplyEvent(p, s, FullLog(kT0, "m1@shop.example"), kT0);
+  ApplyEvent(p, s, FullLog(kT0 + 4 * kDay, "m2@shop.example"), kT0 + 4 * kDay);
+  ApplyEvent(p, s, Sent(kT0 + 5 * kDay, "m3@shop.example"), kT0 + 5 * kDay);
+  ApplyEvent(p, s, Sent(kT0 + 5 * kDay + 60, "m4@shop.example"), kT0 + 5 * kDay + 60);
+  EXPECT_EQ(s.incidents, 2);
+  EXPECT_FALSE(
+      ApplyEvent(p, s, FullDsn(kT0 + 8 * kDay, "m4@shop.example"), kT0 + 8 * kDay).suppress);
+  EXPECT_EQ(s.incidents, 1);
+  EXPECT_EQ(s.incidents_since, kT0 + 8 * kDay);
+  EXPECT_EQ(s.pending_delivery, 0);
+  EXPECT_EQ(s.pending_earlier, "");
+  // A failure whose own delivery was not seen (Postfix bounced it itself) is accepted when it
+  // fails: every delivery before that resets, one in the same second waits on.
+  ApplyEvent(p, s, Sent(kT0 + 9 * kDay, "m5@shop.example"), kT0 + 9 * kDay);
+  ApplyEvent(p, s, Sent(kT0 + 10 * kDay, "m6@shop.example"), kT0 + 10 * kDay);
+  ApplyEvent(p, s, FullLog(kT0 + 10 * kDay, "m7@shop.example"), kT0 + 10 * kDay);
+  EXPECT_EQ(s.incidents, 1);  // m5 got through before m7 failed
+  EXPECT_EQ(s.incidents_since, kT0 + 10 * kDay);
+  EXPECT_EQ(s.pending_delivery, 0);  // the reset drops m6's as well
+}
+
+// A delivery whose Message-ID is not known may be of any message, and deliveries of more than
+// kMaxPendingDeliveries messages waiting together mean the mailbox takes mail: both reset at
+// once. A delivery while there is nothing to reset notes nothing.
+TEST(PolicyTest, AnUnknownDeliveryOrTooManyWaitingResetAtOnce) {
   SuppressionPolicy p;
   {
     RecipientState s;
     ApplyEvent(p, s, FullLog(kT0, "m1@shop.example"), kT0);
     ApplyEvent(p, s, Sent(kT0 + kDay, "m2@shop.example"), kT0 + kDay);
-    ApplyEvent(p, s, Sent(kT0 + kDay + 60, "m2@shop.example"), kT0 + kDay + 60);  // same message
-    EXPECT_EQ(s.incidents, 1);
-    EXPECT_EQ(s.pending_delivery, kT0 + kDay + 60);
-    ApplyEvent(p, s, Sent(kT0 + kDay + 120, "m3@shop.example"), kT0 + kDay + 120);
+    ApplyEvent(p, s, Sent(kT0 + kDay + 60, ""), kT0 + kDay + 60);  // e.g. read after a restart
     EXPECT_EQ(s.incidents, 0);
     EXPECT_EQ(s.pending_delivery, 0);
     EXPECT_EQ(s.pending_message_id, "");
-    // m2's own DSN now is a first incident again.
-    ApplyEvent(p, s, FullDsn(kT0 + 2 * kDay, "m2@shop.example"), kT0 + 2 * kDay);
-    EXPECT_EQ(s.incidents, 1);
-    EXPECT_EQ(s.incidents_since, kT0 + 2 * kDay);
   }
   {
     RecipientState s;
     ApplyEvent(p, s, FullLog(kT0, "m1@shop.example"), kT0);
-    ApplyEvent(p, s, Sent(kT0 + kDay, ""), kT0 + kDay);  // e.g. read after a restart
+    for (size_t i = 0; i < kMaxPendingDeliveries; ++i) {
+      const int64_t t = kT0 + kDay + static_cast<int64_t>(i) * 60;
+      ApplyEvent(p, s, Sent(t, "n" + std::to_string(i) + "@shop.example"), t);
+    }
+    EXPECT_EQ(s.incidents, 1);
+    EXPECT_EQ(PendingDeliveries(s.pending_delivery, s.pending_message_id, s.pending_earlier).size(),
+              kMaxPendingDeliveries);
+    ApplyEvent(p, s, Sent(kT0 + 2 * kDay, "one-more@shop.example"), kT0 + 2 * kDay);
     EXPECT_EQ(s.incidents, 0);
     EXPECT_EQ(s.pending_delivery, 0);
+    EXPECT_EQ(s.pending_earlier, "");
   }
   {
-    // A delivery while there is nothing to reset notes nothing.
     RecipientState s;
     ApplyEvent(p, s, Sent(kT0, "m1@shop.example"), kT0);
     EXPECT_EQ(s.pending_delivery, 0);
     EXPECT_EQ(s.pending_message_id, "");
   }
+}
+
+// What an edited database may hold in pending_earlier: lines that do not read as "TIME ID" are
+// skipped, the rest kept in order.
+TEST(PolicyTest, PendingDeliveriesSkipsLinesItCannotRead) {
+  auto list = PendingDeliveries(kT0 + 90, "latest@x",
+                                std::to_string(kT0) + " a@x\nnonsense\n12x b@x\n" +
+                                    std::to_string(kT0 + 30) + " \n\n" + std::to_string(kT0 + 60) +
+                                    " c d@x\n");
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0].message_id, "a@x");
+  EXPECT_EQ(list[1].time, kT0 + 60);
+  EXPECT_EQ(list[1].message_id, "c d@x");
+  EXPECT_EQ(list[2].message_id, "latest@x");
+  EXPECT_TRUE(PendingDeliveries(0, "", "").empty());
 }
 
 // The existing rule holds for noted deliveries: one older than the latest incident (a log read
@@ -657,6 +730,21 @@ TEST(StorePolicyRestartTest, ANotedDeliverySurvivesARestart) {
     write(RemoteDsn("full@example.com", t + 3600, id));
     EXPECT_EQ(suppressed("full@example.com"), i == 2) << "message " << i;
   }
+  // Two messages in the relay's hands at once: both deliveries wait across restarts, each DSN
+  // drops its own, and the third incident suppresses.
+  write(RemoteDsn("two@example.com", kT0, "t1@shop.example"));
+  write(RelaySent("two@example.com", kT0 + 4 * kDay, "t2@shop.example"));
+  write(RelaySent("two@example.com", kT0 + 4 * kDay + 600, "t3@shop.example"));
+  EXPECT_EQ(testing::Scalar(path,
+                            "SELECT count(*) FROM recipient_policy WHERE address = "
+                            "'two@example.com' AND pending_message_id = 't3@shop.example' AND "
+                            "pending_earlier = '" +
+                                std::to_string(kT0 + 4 * kDay) + " t2@shop.example' || char(10)"),
+            1);
+  write(RemoteDsn("two@example.com", kT0 + 4 * kDay + 3600, "t2@shop.example"));
+  EXPECT_FALSE(suppressed("two@example.com"));
+  write(RemoteDsn("two@example.com", kT0 + 8 * kDay, "t3@shop.example"));
+  EXPECT_TRUE(suppressed("two@example.com"));
   // The delivery of another message, noted before the restart, resets the count after it.
   write(RemoteDsn("sync@example.com", kT0, "s1@shop.example"));
   write(RemoteDsn("sync@example.com", kT0 + 4 * kDay, "s2@shop.example"));
@@ -674,10 +762,12 @@ TEST(PolicyTest, EventsThePolicyIgnoresNeitherReadNorChangeItsFields) {
   // and status, that must mean ApplyPolicy leaves any state as it was and never suppresses.
   const PolicyFields states[] = {
       {},
-      {2, kT0 - 5 * kDay, kT0 - kDay, 0, 0, ""},
-      {1, kT0 - kDay, kT0 - kDay, kT0 + kDay, 0, ""},  // unsuppressed after the event
-      {3, kT0 - 8 * kDay, kT0 + 60, kT0 - 2 * kDay, 0, ""},
-      {2, kT0 - 5 * kDay, kT0 - kDay, 0, kT0 - 60, "m1@shop.example"}};  // a noted delivery
+      {2, kT0 - 5 * kDay, kT0 - kDay, 0, 0, "", ""},
+      {1, kT0 - kDay, kT0 - kDay, kT0 + kDay, 0, "", ""},  // unsuppressed after the event
+      {3, kT0 - 8 * kDay, kT0 + 60, kT0 - 2 * kDay, 0, "", ""},
+      {2, kT0 - 5 * kDay, kT0 - kDay, 0, kT0 - 60, "m1@shop.example", ""},  // a noted delivery
+      {2, kT0 - 5 * kDay, kT0 - kDay, 0, kT0 - 60, "m2@shop.example",
+       std::to_string(kT0 - 120) + " m1@shop.example\n"}};  // two noted deliveries
   int ignored = 0;
   for (bool count_deferrals : {false, true}) {
     SuppressionPolicy p;
@@ -698,6 +788,7 @@ TEST(PolicyTest, EventsThePolicyIgnoresNeitherReadNorChangeItsFields) {
           EXPECT_EQ(after.manual_unsuppressed, before.manual_unsuppressed);
           EXPECT_EQ(after.pending_delivery, before.pending_delivery);
           EXPECT_EQ(after.pending_message_id, before.pending_message_id);
+          EXPECT_EQ(after.pending_earlier, before.pending_earlier);
         }
       }
     }
