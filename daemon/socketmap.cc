@@ -3,11 +3,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <strings.h>
-
 #include <cctype>
 #include <ctime>
 
+#include "classifier/text.h"
 #include "daemon/netstring.h"
 
 namespace bounced {
@@ -154,12 +153,8 @@ Status CheckAccessAction(std::string_view tmpl) {
     return Status::Ok();
   }
   // Postfix compares these without case.
-  auto starts = [action](std::string_view word) {
-    return action.size() >= word.size() &&
-           ::strncasecmp(action.data(), word.data(), word.size()) == 0;
-  };
-  if ((action.size() == 2 && starts("OK")) || (action.size() == 5 && starts("RELAY")) ||
-      starts("permit")) {
+  if (EqualsNoCase(action, "OK") || EqualsNoCase(action, "RELAY") ||
+      StartsWithNoCase(action, "permit")) {
     return Status::Error("'" + std::string(action) +
                          "' would accept suppressed recipients (and relay them: the map comes "
                          "first in smtpd_recipient_restrictions)");

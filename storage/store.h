@@ -68,8 +68,9 @@ inline constexpr int kSchemaVersion = 4;
 // domain, control characters, input or key longer than kMaxAddressBytes).
 inline constexpr size_t kMaxAddressBytes = 320;
 std::string NormalizeAddress(std::string_view address, std::string_view delimiters = "+");
-// The domain part of a normalised address ("" when none).
-std::string_view DomainOf(std::string_view normalized_address);
+// The domain part of a key NormalizeAddress made: what follows its last '@' ("" when none), as
+// is (keys are lower-case already). classifier/text.h's DomainOf reads any address spelling.
+std::string_view DomainOfKey(std::string_view key);
 // A domain as keys hold it: lower-case, without trailing dots; "" when it has a character other
 // than letters, digits, '-', '.' and '_' (a leading '@' is the caller's to remove).
 std::string NormalizeDomain(std::string_view domain);

@@ -74,8 +74,8 @@ TEST(AddressTest, RejectsWhatIsNotAnAddress) {
   // Quoting would make the key longer than an address may be.
   EXPECT_EQ(NormalizeAddress(std::string(158, '.') + "@x.org").size(), 158u + 8);
   EXPECT_EQ(NormalizeAddress(std::string(310, '\\') + "@x.org"), "");
-  EXPECT_EQ(DomainOf("a@x.org"), "x.org");
-  EXPECT_EQ(DomainOf("none"), "");
+  EXPECT_EQ(DomainOfKey("a@x.org"), "x.org");
+  EXPECT_EQ(DomainOfKey("none"), "");
 }
 
 }  // namespace
