@@ -224,6 +224,15 @@ std::string ReasonFrom(const json& req) {
   return out;
 }
 
+// The "address" of status, suppress and unsuppress, read first: one that is no address
+// (IsAddress, the rule bouncectl applies before it asks) gets the same error from each command,
+// before any other field is looked at.
+std::string AddressField(const json& req) {
+  std::string address = StringField(req, "address", true);
+  if (!IsAddress(address)) throw RequestError{"invalid address '" + Printable(address) + "'"};
+  return address;
+}
+
 std::shared_ptr<Store> RequireStore(Services& services) {
   std::shared_ptr<Store> s = services.store();
   if (!s) throw RequestError{"storage unavailable: " + services.store_problem()};
@@ -241,10 +250,8 @@ void Check(const Status& s) {
 }
 
 json CmdStatus(Services& services, const json& req) {
-  std::string address = StringField(req, "address", true);
-  AddressStatus st = Unwrap(RequireStore(services)->GetStatus(address, 10));
-  if (st.key.empty()) throw RequestError{"'" + Printable(address) + "' is not an email address"};
-  return ToJson(st);
+  std::string address = AddressField(req);
+  return ToJson(Unwrap(RequireStore(services)->GetStatus(address, 10)));
 }
 
 // The in-memory answer only (what Postfix and the milter see), without SQLite: for scripts
@@ -342,7 +349,7 @@ json CmdHealth(Services& services) {
 
 json CmdSuppress(Services& services, const PeerCred& peer, const json& req) {
   ManualSuppression m;
-  m.address = StringField(req, "address", true);
+  m.address = AddressField(req);
   m.category = StringField(req, "category", false);
   if (!m.category.empty() && !CategoryFromName(m.category)) {
     throw RequestError{"unknown category '" + Printable(m.category) + "'"};
@@ -356,7 +363,7 @@ json CmdSuppress(Services& services, const PeerCred& peer, const json& req) {
 }
 
 json CmdUnsuppress(Services& services, const PeerCred& peer, const json& req) {
-  std::string address = StringField(req, "address", true);
+  std::string address = AddressField(req);
   Actor who{static_cast<int64_t>(peer.uid), ReasonFrom(req)};
   Check(RequireStore(services)->Unsuppress(address, who));
   spdlog::info("query: uid {} unsuppressed {} ({})", peer.uid, Printable(address),

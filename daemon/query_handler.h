@@ -27,6 +27,10 @@
 //                                                                  parse`, recorded once per
 //                                                                  Message-ID + recipient)
 //   reload                                                 write  (config and rules)
+// The address of status, suppress and unsuppress may be spelt any way (case, <>, a +extension):
+// it names the stored key (NormalizeAddress, storage/store.h). One that is no address (no '@',
+// an empty local part or domain, control characters, too long: IsAddress) is refused first,
+// before the other fields, alike by the three: {"ok": false, "error": "invalid address 'x'"}.
 // `since` is unix seconds, an RFC 3339 date/time, or a relative "7d" / "12h"; `expires` is unix
 // seconds, a date, a relative "30d" or "never" (also 0): it must lie in the future and at most
 // 100 years ahead (spans too: "since" 200y is refused), else the request is refused.

@@ -3,11 +3,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <strings.h>
-
 #include <cctype>
 #include <ctime>
 
+#include "classifier/text.h"
 #include "daemon/netstring.h"
 
 namespace bounced {
@@ -136,6 +135,62 @@ Status CheckTemplateText(std::string_view tmpl) {
   return Status::Ok();
 }
 
+// A master.cf service name, as a transport(5) result or a FILTER names it.
+bool IsServiceName(std::string_view name) {
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The argument of FILTER and REDIRECT (access(5): "FILTER transport:destination", "REDIRECT
+// user@domain"). smtpd ignores either action when its argument is unusable (a warning in its
+// log, then the next restriction: the suppressed recipient gets through), and takes all the text
+// after the action as the argument, blanks included. So it must be one word, and fixed text: a
+// placeholder is filled at lookup time, where {date} or {reason} would put blanks into it.
+Status CheckRouteArgument(std::string_view action, std::string_view argument) {
+  const bool filter = EqualsNoCase(action, "FILTER");
+  const std::string what = filter ? "FILTER's transport:destination" : "REDIRECT's address";
+  const std::string skipped = std::string(" (Postfix would skip the ") +
+                              (filter ? "FILTER" : "REDIRECT") +
+                              " and let the suppressed recipient through)";
+  if (argument.empty()) {
+    return Status::Error((filter ? std::string("FILTER needs transport:destination after it, e.g. "
+                                               "\"FILTER smtp:[127.0.0.1]:10025\"")
+                                 : std::string("REDIRECT needs a user@domain address after it")) +
+                         skipped);
+  }
+  if (argument.find('{') != std::string_view::npos) {
+    return Status::Error(what + " must be fixed text, without placeholders");
+  }
+  if (argument.find_first_of(" \t") != std::string_view::npos) {
+    return Status::Error(what + " must be one word (Postfix takes all the text after the " +
+                         "action as its argument, blanks included)");
+  }
+  if (filter) {
+    const size_t colon = argument.find(':');
+    if (colon == std::string_view::npos) {
+      return Status::Error("FILTER needs transport:destination, with a ':', not '" +
+                           std::string(argument) + "'" + skipped);
+    }
+    if (colon == 0 || !IsServiceName(argument.substr(0, colon))) {
+      return Status::Error("FILTER's transport before ':' must be a master.cf service name");
+    }
+    return Status::Ok();
+  }
+  if (argument.find_first_of("<>") != std::string_view::npos) {
+    return Status::Error("REDIRECT's address must be written without angle brackets");
+  }
+  const size_t at = argument.rfind('@');
+  if (at == std::string_view::npos || at == 0 || at + 1 == argument.size()) {
+    return Status::Error("REDIRECT needs a user@domain address, not '" + std::string(argument) +
+                         "'" + skipped);
+  }
+  return Status::Ok();
+}
+
 // smtpd's reading of an access(5) result (check_table_result in Postfix's smtpd_check.c).
 Status CheckAccessAction(std::string_view tmpl) {
   if (Status s = CheckTemplateText(tmpl); !s.ok()) return s;
@@ -154,15 +209,16 @@ Status CheckAccessAction(std::string_view tmpl) {
     return Status::Ok();
   }
   // Postfix compares these without case.
-  auto starts = [action](std::string_view word) {
-    return action.size() >= word.size() &&
-           ::strncasecmp(action.data(), word.data(), word.size()) == 0;
-  };
-  if ((action.size() == 2 && starts("OK")) || (action.size() == 5 && starts("RELAY")) ||
-      starts("permit")) {
+  if (EqualsNoCase(action, "OK") || EqualsNoCase(action, "RELAY") ||
+      StartsWithNoCase(action, "permit")) {
     return Status::Error("'" + std::string(action) +
                          "' would accept suppressed recipients (and relay them: the map comes "
                          "first in smtpd_recipient_restrictions)");
+  }
+  if (EqualsNoCase(action, "FILTER") || EqualsNoCase(action, "REDIRECT")) {
+    const size_t start = text.find_first_not_of(" \t");
+    return CheckRouteArgument(
+        action, start == std::string_view::npos ? std::string_view() : text.substr(start));
   }
   return Status::Ok();
 }
@@ -173,10 +229,8 @@ Status CheckTransportAction(std::string_view tmpl) {
   if (colon == std::string_view::npos) {
     return Status::Error("must be a transport(5) result like \"error:5.1.1 ...\"");
   }
-  for (char c : tmpl.substr(0, colon)) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      return Status::Error("the transport before ':' must be a master.cf service name");
-    }
+  if (!IsServiceName(tmpl.substr(0, colon))) {
+    return Status::Error("the transport before ':' must be a master.cf service name");
   }
   if (colon == 0 && tmpl.substr(1).find_first_not_of(" \t") == std::string_view::npos) {
     return Status::Error("\":\" alone would route suppressed mail as usual");

@@ -46,8 +46,11 @@ std::unique_ptr<Session> MakeSocketmapSession(Services& services, SocketmapConfi
 // read, --check-config, reload). access_action must start with an access(5) action Postfix acts
 // on as a refusal or a no-op: not empty, not all digits, not OK/RELAY/permit* (Postfix reads an
 // empty result and an all-numeric one as OK, and postfix-config lists the map first, so each of
-// these would let a suppressed recipient through, relayed), and a 4xx/5xx code with a text
-// after it. transport_action must be a transport(5) result "transport:nexthop" (transport a
+// these would let a suppressed recipient through, relayed), a 4xx/5xx code with a text after
+// it, FILTER with one fixed word "transport:destination" (transport a master.cf service name;
+// destination may be empty) and REDIRECT with one fixed address "user@domain" (smtpd skips
+// either when the argument is unusable, which lets the recipient through).
+// transport_action must be a transport(5) result "transport:nexthop" (transport a
 // master.cf service name; not both empty, which would route the mail as usual). Both: one line
 // of printable ASCII, not starting with a blank, only the placeholders {address}, {date},
 // {reason} and {category} (not first, where the action belongs). Errors are

@@ -120,9 +120,14 @@ bool NormalizeAddressInto(std::string_view a, std::string_view delimiters, std::
   return true;
 }
 
-std::string_view DomainOf(std::string_view a) {
-  size_t at = a.rfind('@');
-  return at == std::string_view::npos ? std::string_view() : a.substr(at + 1);
+bool IsAddress(std::string_view address) {
+  std::string key;
+  return NormalizeAddressInto(address, "", key);
+}
+
+std::string_view DomainOfKey(std::string_view key) {
+  size_t at = key.rfind('@');
+  return at == std::string_view::npos ? std::string_view() : key.substr(at + 1);
 }
 
 }  // namespace bounced

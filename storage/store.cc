@@ -170,7 +170,7 @@ RecipientState ReadState(const sql::Stmt& st) {
 std::vector<std::string> AllowCandidates(std::string_view key) {
   std::vector<std::string> out;
   out.emplace_back(key);
-  std::string_view d = DomainOf(key);
+  std::string_view d = DomainOfKey(key);
   while (!d.empty()) {
     out.emplace_back(d);
     size_t dot = d.find('.');
@@ -212,7 +212,7 @@ class StoreImpl;
 // Job::prepared_text), their hashes, and the event's status tests.
 struct PreparedEvent {
   size_t key_at = 0, key_size = 0;  // NormalizeAddress(recipient); empty when not an address
-  size_t domain_at = 0;             // DomainOf(key) starts here (within the key)
+  size_t domain_at = 0;             // DomainOfKey(key) starts here (within the key)
   size_t kind_at = 0, kind_size = 0;
   size_t key_hash = 0;     // KeyHash of the key
   uint64_t kind_hash = 0;  // KindKeyHash of the kind key
@@ -308,7 +308,7 @@ void PrepareEvents(Job& job, const std::string& delimiters) {
     NormalizeAddressInto(ev.result.recipient, delimiters, key);
     pe.key_at = job.prepared_text.size();
     pe.key_size = key.size();
-    pe.domain_at = key.empty() ? 0 : key.size() - DomainOf(key).size();
+    pe.domain_at = key.empty() ? 0 : key.size() - DomainOfKey(key).size();
     pe.key_hash = KeyHash{}(key);
     job.prepared_text += key;
     pe.kind_at = job.prepared_text.size();
@@ -1801,7 +1801,7 @@ Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_act
   // BindRef: `s` outlives the statement's run (Run resets it).
   w_.put_suppression.BindRef(1, s.address)
       .BindRef(2, s.display)
-      .BindRef(3, DomainOf(s.address))
+      .BindRef(3, DomainOfKey(s.address))
       .BindRef(4, s.reason)
       .BindRef(5, s.category)
       .BindRef(6, s.source)

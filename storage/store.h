@@ -68,8 +68,15 @@ inline constexpr int kSchemaVersion = 5;
 // domain, control characters, input or key longer than kMaxAddressBytes).
 inline constexpr size_t kMaxAddressBytes = 320;
 std::string NormalizeAddress(std::string_view address, std::string_view delimiters = "+");
-// The domain part of a normalised address ("" when none).
-std::string_view DomainOf(std::string_view normalized_address);
+// Whether NormalizeAddress takes `address` for an address, in any spelling (case, <>, quotes,
+// an extension): the test the ADDRESS of status, suppress and unsuppress must pass, in bouncectl
+// and on bounced's query socket alike. Every stored key passes it. Delimiters do not change the
+// answer, except within a few bytes of kMaxAddressBytes (quoting a cut local part can lengthen
+// it), where the store's own check with its delimiters has the last word.
+bool IsAddress(std::string_view address);
+// The domain part of a key NormalizeAddress made: what follows its last '@' ("" when none), as
+// is (keys are lower-case already). classifier/text.h's DomainOf reads any address spelling.
+std::string_view DomainOfKey(std::string_view key);
 // A domain as keys hold it: lower-case, without trailing dots; "" when it has a character other
 // than letters, digits, '-', '.' and '_' (a leading '@' is the caller's to remove).
 std::string NormalizeDomain(std::string_view domain);

@@ -66,7 +66,7 @@ bool MemorySuppressionView::Allowed(std::string_view key) const {
   if (allow_entries_.load(std::memory_order_acquire) == 0) return false;
   std::shared_lock lock(allow_mu_);
   if (allow_addresses_.find(key) != allow_addresses_.end()) return true;
-  std::string_view domain = DomainOf(key);
+  std::string_view domain = DomainOfKey(key);
   // A domain entry covers its subdomains too (example.com covers mx.example.com).
   while (!domain.empty()) {
     if (allow_domains_.find(domain) != allow_domains_.end()) return true;

@@ -24,6 +24,7 @@
 #include "daemon/base64.h"
 #include "daemon/ctl/commands.h"
 #include "daemon/ctl/message_sources.h"
+#include "storage/store.h"
 
 namespace bounced::ctl {
 namespace {
@@ -180,6 +181,21 @@ void PrintRefusal(Context& ctx, const std::string& cmd, const json& reply) {
 void PrintFailure(Context& ctx, const std::string& cmd, const std::string& error) {
   std::fprintf(stderr, "bouncectl: %s: %s\n", cmd.c_str(), error.c_str());
   ctx.exit_code = kExitFailed;
+}
+
+// The ADDRESS of status, suppress and unsuppress: one that is no address (IsAddress, the rule
+// bounced applies too) is a usage error, said before connecting, in bounced's words. Its
+// control characters are shown as '?', as bounced shows them: dropped, they could leave what
+// looks like an address.
+bool AddressOk(Context& ctx, const char* cmd, const std::string& address) {
+  if (IsAddress(address)) return true;
+  std::string shown = address;
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  std::fprintf(stderr, "bouncectl: %s: invalid address '%s'\n", cmd, Shown(shown).c_str());
+  ctx.exit_code = kExitUsage;
+  return false;
 }
 
 // Runs a request; on success hands the result to `print` (or prints JSON with --json).
@@ -655,6 +671,7 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     cmd->add_option("address", *address, "email address")->required();
     cmd->add_flag("-v,--events", *verbose, "also list the latest events");
     cmd->callback([&ctx, address, verbose] {
+      if (!AddressOk(ctx, "status", *address)) return;
       Run(ctx, {{"cmd", "status"}, {"address", *address}}, [&](const json& r) {
         std::cout << StatusLine(r) << "\n";
         if (*verbose && At(r, "events").is_array() && !At(r, "events").empty()) {
@@ -681,6 +698,7 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     cmd->add_option("--category", *category, "category to record, e.g. user_unknown");
     cmd->add_option("--expires", *expires, "when it ends: a date, 30d, or never (default)");
     cmd->callback([&ctx, address, reason, category, expires] {
+      if (!AddressOk(ctx, "suppress", *address)) return;
       json req{{"cmd", "suppress"}, {"address", *address}, {"reason", *reason}};
       if (!category->empty()) req["category"] = *category;
       if (!expires->empty()) req["expires"] = *expires;
@@ -697,6 +715,7 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     cmd->add_option("address", *address, "email address")->required();
     cmd->add_option("--reason", *reason, "why (recorded in the audit log)")->required();
     cmd->callback([&ctx, address, reason] {
+      if (!AddressOk(ctx, "unsuppress", *address)) return;
       Run(ctx, {{"cmd", "unsuppress"}, {"address", *address}, {"reason", *reason}},
           [&](const json&) { std::cout << *address << " is no longer suppressed\n"; });
     });

@@ -225,6 +225,58 @@ TEST(Config, RefusesSocketmapTemplatesThatMakeNoProperAnswer) {
                 "socketmap.transport_action: unknown placeholder");
 }
 
+// FILTER and REDIRECT keep the recipient and send the message elsewhere; smtpd skips either
+// when its argument is unusable (access(5): FILTER needs transport:destination, REDIRECT an
+// address), so a suppressed recipient would get through: refused when the file is read.
+TEST(Config, RefusesSocketmapFilterAndRedirectWithoutAUsableArgument) {
+  for (const char* good : {"FILTER smtp:[127.0.0.1]:10025", "filter quarantine:",
+                           "FILTER lmtp:unix:private/quarantine", "REDIRECT postmaster@example.com",
+                           "Redirect suppressed+bounced@example.com"}) {
+    auto c = ParseConfig(std::string("[socketmap]\naccess_action = \"") + good + "\"\n", "b.toml");
+    ASSERT_TRUE(c.ok()) << good << ": " << c.error();
+    EXPECT_EQ(c->socketmap.access_action, good);
+  }
+
+  ExpectRefused("[socketmap]\naccess_action = \"FILTER\"\n",
+                "b.toml:2: socketmap.access_action: FILTER needs transport:destination after it");
+  ExpectRefused("[socketmap]\nsocket = \"\"\naccess_action = \"Filter   \"\n",
+                "b.toml:3: socketmap.access_action: FILTER needs transport:destination after it");
+  ExpectRefused("[socketmap]\naccess_action = \"FILTER quarantine\"\n",
+                "b.toml:2: socketmap.access_action: FILTER needs transport:destination, with a "
+                "':', not 'quarantine' (Postfix would skip the FILTER and let the suppressed "
+                "recipient through)");
+  ExpectRefused("[socketmap]\naccess_action = \"FILTER :[127.0.0.1]:10025\"\n",
+                "b.toml:2: socketmap.access_action: FILTER's transport before ':' must be a "
+                "master.cf service name");
+  ExpectRefused("[socketmap]\naccess_action = \"FILTER my/filter:x\"\n",
+                "FILTER's transport before ':' must be a master.cf service name");
+  ExpectRefused("[socketmap]\naccess_action = \"FILTER smtp:[127.0.0.1]:10025 suppressed\"\n",
+                "b.toml:2: socketmap.access_action: FILTER's transport:destination must be one "
+                "word");
+  ExpectRefused("[socketmap]\naccess_action = \"FILTER smtp:{category}\"\n",
+                "b.toml:2: socketmap.access_action: FILTER's transport:destination must be fixed "
+                "text, without placeholders");
+
+  ExpectRefused("[socketmap]\naccess_action = \"REDIRECT\"\n",
+                "b.toml:2: socketmap.access_action: REDIRECT needs a user@domain address after it "
+                "(Postfix would skip the REDIRECT and let the suppressed recipient through)");
+  ExpectRefused("[socketmap]\naccess_action = \"REDIRECT postmaster\"\n",
+                "b.toml:2: socketmap.access_action: REDIRECT needs a user@domain address, not "
+                "'postmaster'");
+  ExpectRefused("[socketmap]\naccess_action = \"redirect @example.com\"\n",
+                "REDIRECT needs a user@domain address, not '@example.com'");
+  ExpectRefused("[socketmap]\naccess_action = \"REDIRECT postmaster@\"\n",
+                "REDIRECT needs a user@domain address, not 'postmaster@'");
+  ExpectRefused("[socketmap]\naccess_action = \"REDIRECT <postmaster@example.com>\"\n",
+                "b.toml:2: socketmap.access_action: REDIRECT's address must be written without "
+                "angle brackets");
+  ExpectRefused("[socketmap]\naccess_action = \"REDIRECT a@example.com b@example.com\"\n",
+                "REDIRECT's address must be one word");
+  ExpectRefused("[socketmap]\naccess_action = \"REDIRECT {address}\"\n",
+                "b.toml:2: socketmap.access_action: REDIRECT's address must be fixed text, "
+                "without placeholders");
+}
+
 // mail_to ends up on sendmail's command line and in the To: header: what is not an address is
 // refused when the file is read, not when the report timer first mails at night.
 TEST(Config, RefusesReportMailToEntriesThatAreNotAddresses) {

@@ -167,6 +167,79 @@ TEST(CtlQuery, ARefusalNamesTheCommandOnce) {
   EXPECT_NE(out.find("bouncectl: allow: 'ex ample.org' is neither"), std::string::npos) << out;
 }
 
+// What is no address is refused by status, suppress and unsuppress alike, by bouncectl before it
+// connects (a usage error: no bounced runs here) ...
+TEST(CtlQuery, StatusSuppressAndUnsuppressRefuseANonAddressAlikeBeforeConnecting) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"nobody", "'nobody'"},
+      {"nobody@", "'nobody@'"},
+      {"@example.com", "'@example.com'"},
+      {"<>", "'<>'"},
+      {"a\x1b[31m@example.com", "'a?[31m@example.com'"},
+      {std::string(321, 'a') + "@example.com", "'" + std::string(321, 'a') + "@example.com'"},
+  };
+  for (const auto& [address, shown] : bad) {
+    for (const char* cmd : {"status", "suppress", "unsuppress"}) {
+      const std::string reason = std::string(cmd) == "status" ? "" : " --reason test";
+      int rc = -1;
+      std::string out = Shell(kBouncectl + " --socket /nonexistent/q.sock " + cmd + " " +
+                                  Quote(address) + reason + " 2>&1",
+                              &rc);
+      EXPECT_EQ(rc, 2) << cmd << " " << address << ": " << out;
+      EXPECT_EQ(out, "bouncectl: " + std::string(cmd) + ": invalid address " + shown + "\n");
+    }
+  }
+  // Any spelling of an address is one: these get as far as the (missing) socket.
+  for (const char* address :
+       {"User+news@Example.COM", "<user@example.com>", "\"a b\"@example.com"}) {
+    int rc = -1;
+    std::string out = Shell(kBouncectl + " --socket /nonexistent/q.sock unsuppress " +
+                                Quote(address) + " --reason test 2>&1",
+                            &rc);
+    EXPECT_EQ(rc, 1) << address << ": " << out;
+    EXPECT_NE(out.find("cannot connect to bounced"), std::string::npos) << out;
+  }
+}
+
+// ... and by bounced itself, for a client of its query socket: the same error from the three,
+// about the address first (unsuppress and suppress without the reason they also need). Every
+// spelling of a suppressed address still names it: unsuppress lifts an entry whatever case,
+// brackets or extension it was stored or is asked with.
+TEST(CtlQuery, QuerySocketRefusesANonAddressAlikeAndUnsuppressTakesAnySpelling) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  for (const char* address : {"nobody", "nobody@", "<>", "a\x01@example.com"}) {
+    std::string expected = std::string("invalid address '") + address + "'";
+    if (expected.find('\x01') != std::string::npos) expected.replace(expected.find('\x01'), 1, "?");
+    for (const char* cmd : {"status", "suppress", "unsuppress"}) {
+      json r = d.Query({{"cmd", cmd}, {"address", address}});
+      EXPECT_FALSE(r.value("ok", true)) << cmd << " " << address << ": " << r;
+      EXPECT_EQ(r.value("error", ""), expected) << cmd << ": " << r;
+    }
+  }
+
+  int rc = -1;
+  std::string out = d.Ctl("suppress 'Jane.Doe+News@Example.COM' --reason test", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const std::string csv = dir / "list.csv";
+  AppendFile(csv, "address\nJOHN@EXAMPLE.ORG\n");
+  out = d.Ctl("import --reason test " + Quote(csv), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = d.Ctl("list", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("jane.doe@example.com"), std::string::npos) << out;
+  EXPECT_NE(out.find("john@example.org"), std::string::npos) << out;
+  out = d.Ctl("status '<JANE.DOE@example.com>'", &rc);
+  EXPECT_NE(out.find("is SUPPRESSED"), std::string::npos) << out;
+  out = d.Ctl("unsuppress '<JANE.DOE+other@example.com>' --reason test", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  out = d.Ctl("unsuppress john@example.org --reason test", &rc);  // as list shows it
+  EXPECT_EQ(rc, 0) << out;
+  out = d.Ctl("list", &rc);
+  EXPECT_NE(out.find("0 suppressed"), std::string::npos) << out;
+}
+
 TEST(CtlQuery, DoctorReportsAForeignQuerySocketAndGoesOn) {
   TempDir dir;
   const std::string sock = dir / "foreign.sock";

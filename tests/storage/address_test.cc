@@ -61,6 +61,9 @@ TEST(AddressTest, NormalisingAKeyAgainKeepsIt) {
     ASSERT_FALSE(key.empty()) << a;
     EXPECT_EQ(NormalizeAddress(key), key) << a;
     EXPECT_EQ(NormalizeAddress(key, ""), key) << a;
+    // So status, suppress and unsuppress take every stored key, and the spelling it came from.
+    EXPECT_TRUE(IsAddress(key)) << a;
+    EXPECT_TRUE(IsAddress(a)) << a;
   }
 }
 
@@ -74,8 +77,13 @@ TEST(AddressTest, RejectsWhatIsNotAnAddress) {
   // Quoting would make the key longer than an address may be.
   EXPECT_EQ(NormalizeAddress(std::string(158, '.') + "@x.org").size(), 158u + 8);
   EXPECT_EQ(NormalizeAddress(std::string(310, '\\') + "@x.org"), "");
-  EXPECT_EQ(DomainOf("a@x.org"), "x.org");
-  EXPECT_EQ(DomainOf("none"), "");
+  for (const std::string& a :
+       {std::string(), std::string("no-at-sign"), std::string("@x.org"), std::string("a@"),
+        std::string("<>"), std::string("a\n@x.org"), std::string(400, 'a') + "@x.org"}) {
+    EXPECT_FALSE(IsAddress(a)) << a;
+  }
+  EXPECT_EQ(DomainOfKey("a@x.org"), "x.org");
+  EXPECT_EQ(DomainOfKey("none"), "");
 }
 
 }  // namespace
