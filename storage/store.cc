@@ -2087,9 +2087,18 @@ Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
   if (key.empty())
     return Status::Error("unsuppress: invalid address '" + std::string(address) + "'");
   if (who.reason.empty()) return Status::Error("unsuppress: a reason is required");
+  // An entry stored while other extension delimiters were in force ([policy] plus_extension
+  // turned on since: a+x@b is stored so, and lookups now ask for a@b) is reached by its own
+  // spelling only; no lookup matches it any more, and this is how it is lifted.
+  const std::string exact = NormalizeAddress(address, "");
   return RunOnWriter([&](StoreImpl& self) -> Status {
     auto existing = self.GetSuppressionW(key);
     if (!existing) return existing.status();
+    if (!*existing && !exact.empty() && exact != key) {
+      existing = self.GetSuppressionW(exact);
+      if (!existing) return existing.status();
+      if (*existing) key = exact;
+    }
     if (!*existing) return Status::Error("unsuppress: " + key + " is not suppressed");
     self.w_.delete_suppression.Bind(1, key);
     if (Status r = self.w_.delete_suppression.Run(); !r) return r;

@@ -516,6 +516,37 @@ TEST_F(StorePolicyTest, ExtensionFoldingCanBeDisabled) {
   EXPECT_FALSE(Suppressed("a@example.com"));
 }
 
+// An entry stored while folding was off stays under its own key when folding is turned on
+// (lookups then ask for a@example.com and no longer reach it); unsuppress still lifts it by the
+// spelling list shows, once the folded key is not suppressed.
+TEST_F(StorePolicyTest, AnEntryStoredBeforeFoldingWasTurnedOnCanStillBeLifted) {
+  SuppressionPolicy p;
+  p.recipient_delimiters = "";
+  store_->SetPolicy(p);
+  Write({MakeEvent("a+x@example.com", Category::kUserUnknown, "bounced", kT0),
+         MakeEvent("a@example.com", Category::kUserUnknown, "bounced", kT0)});
+  store_->SetPolicy(SuppressionPolicy());  // plus_extension on
+  auto keys = [&] {
+    std::vector<std::string> out;
+    EXPECT_TRUE(store_
+                    ->List(ListFilter{},
+                           [&](const Suppression& s) {
+                             out.push_back(s.address);
+                             return true;
+                           })
+                    .ok());
+    return out;
+  };
+  EXPECT_EQ(keys(), (std::vector<std::string>{"a+x@example.com", "a@example.com"}));
+  // a+x@example.com names the folded key first, while that one is suppressed ...
+  ASSERT_TRUE(store_->Unsuppress("A+x@example.com", {0, "mailbox works again"}).ok());
+  EXPECT_EQ(keys(), std::vector<std::string>{"a+x@example.com"});
+  // ... and then the entry stored under its own spelling.
+  ASSERT_TRUE(store_->Unsuppress("a+x@example.com", {0, "that one too"}).ok());
+  EXPECT_TRUE(keys().empty());
+  EXPECT_FALSE(store_->Unsuppress("a+x@example.com", {0, "a third time"}).ok());
+}
+
 TEST_F(StorePolicyTest, MailboxFullThroughStore) {
   Write({MakeEvent("f@example.com", Category::kMailboxFull, "bounced", kT0),
          MakeEvent("f@example.com", Category::kMailboxFull, "bounced", kT0 + 30),
