@@ -52,7 +52,7 @@ std::string FirstAddress(std::string_view value) {
          value[e] != '"' && value[e] != ';' && value[e] != ')')
     ++e;
   if (b == at || e == at + 1) return {};
-  return NormalizeAddress(value.substr(b, e - b));
+  return CanonicalAddress(value.substr(b, e - b));
 }
 
 // Bounce sender local parts and display names MTAs use.
@@ -500,7 +500,7 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
     std::string_view r = RecipientAddress(dsn::FindField(g, "final-recipient"));
     if (r.empty()) r = RecipientAddress(dsn::FindField(g, "x-actual-recipient"));
     if (r.empty()) r = RecipientAddress(dsn::FindField(g, "original-recipient"));
-    addresses.push_back(NormalizeAddress(r));
+    addresses.push_back(CanonicalAddress(r));
   }
   std::vector<std::string> blocks = dsn::BlocksFor(explanation, addresses);
   // Each finding is filled in its place (a Finding is eight strings: moving one in cost about
@@ -513,7 +513,7 @@ std::vector<Finding> FindingsFromDeliveryStatus(const dsn::DeliveryStatus& ds,
     f.recipient = std::move(addresses[group]);
     std::string block = std::move(blocks[group++]);
     std::string_view original = RecipientAddress(dsn::FindField(g, "original-recipient"));
-    if (!original.empty()) f.original_recipient = NormalizeAddress(original);
+    if (!original.empty()) f.original_recipient = CanonicalAddress(original);
     std::string_view action = TrimSpace(dsn::FindField(g, "action"));
     if (size_t sp = action.find_first_of(" ("); sp != std::string_view::npos)
       action = action.substr(0, sp);
@@ -598,7 +598,7 @@ std::vector<std::string> FailedRecipients(const MimeView& view) {
   while (pos < failed.size() && out.size() < dsn::kMaxTextRecipients) {
     size_t comma = failed.find(',', pos);
     if (comma == std::string_view::npos) comma = failed.size();
-    std::string a = NormalizeAddress(TrimSpace(failed.substr(pos, comma - pos)));
+    std::string a = CanonicalAddress(TrimSpace(failed.substr(pos, comma - pos)));
     if (a.find('@') != std::string::npos) out.push_back(a);
     pos = comma + 1;
   }
@@ -620,7 +620,7 @@ std::vector<Finding> FindingsFromFeedback(const MimeView& view, std::string_view
       if ((EqualsNoCase(h.name, "original-rcpt-to") || EqualsNoCase(h.name, "removal-recipient")) &&
           out.size() < dsn::kMaxTextRecipients) {
         Finding f;
-        f.recipient = NormalizeAddress(RecipientAddress(h.value));
+        f.recipient = CanonicalAddress(RecipientAddress(h.value));
         out.push_back(std::move(f));
       }
     }
@@ -714,7 +714,7 @@ constexpr size_t kMaxRememberedReason = 2048;
 
 // RuleSet::RecipientDomain(recipient) (the domain of the sanitised, normalised address). A
 // recipient that is already plain (printable ASCII without spaces or angle brackets, not led
-// by "rfc822;", not ending in '.', short) is one NormalizeAddress and Sanitize leave as it is
+// by "rfc822;", not ending in '.', short) is one CanonicalAddress and Sanitize leave as it is
 // but for the domain's case: its domain is lowered straight from it.
 std::string RecipientDomainOf(std::string_view recipient) {
   bool plain = recipient.size() <= 320 && !recipient.empty() && recipient.back() != '.' &&

@@ -124,7 +124,7 @@ std::optional<SesNotification> ParseSesNotification(std::string_view text) {
     for (const nlohmann::json& r : *list) {
       if (!r.is_object() || out.recipients.size() >= kMaxTextRecipients) continue;
       Finding f;
-      f.recipient = NormalizeAddress(StringAt(r, "emailAddress"));
+      f.recipient = CanonicalAddress(StringAt(r, "emailAddress"));
       f.action = AsciiLowerCopy(StringAt(r, "action"));
       f.status = ExtractEnhancedStatus(StringAt(r, "status"));
       f.diagnostic = std::string(StripTypePrefix(StringAt(r, "diagnosticCode")));
@@ -145,7 +145,7 @@ std::optional<SesNotification> ParseSesNotification(std::string_view text) {
     for (const nlohmann::json& r : *list) {
       if (!r.is_object() || out.recipients.size() >= kMaxTextRecipients) continue;
       Finding f;
-      f.recipient = NormalizeAddress(StringAt(r, "emailAddress"));
+      f.recipient = CanonicalAddress(StringAt(r, "emailAddress"));
       f.diagnostic = StringAt(*c, "complaintFeedbackType");
       out.recipients.push_back(std::move(f));
     }
@@ -160,7 +160,7 @@ std::optional<SesNotification> ParseSesNotification(std::string_view text) {
     for (const nlohmann::json& r : *list) {
       if (!r.is_string() || out.recipients.size() >= kMaxTextRecipients) continue;
       Finding f;
-      f.recipient = NormalizeAddress(r.get<std::string>());
+      f.recipient = CanonicalAddress(r.get<std::string>());
       f.action = "delivered";
       f.diagnostic = response;
       f.status = ExtractEnhancedStatus(response);

@@ -71,7 +71,7 @@ void ForEachAddressSpan(std::string_view line, Span&& span) {
   }
 }
 
-// An address span holds no whitespace, angle brackets or trailing dot, so NormalizeAddress
+// An address span holds no whitespace, angle brackets or trailing dot, so CanonicalAddress
 // changes only the case of its domain: two spans (or a span and a normalised address) name the
 // same recipient when they are equal without case, and a span's lower-case copy is its key.
 
@@ -763,7 +763,7 @@ constexpr size_t kLinearLookup = 16;
 // A recipient Scan reports: how it is compared (without case) and how it is written.
 struct Recipient {
   std::string_view key;  // an address span in the text, or a normalised hint
-  std::string address;   // NormalizeAddress form
+  std::string address;   // CanonicalAddress form
 };
 
 // Scan's result: the recipients in order and each one's reason block.
@@ -777,7 +777,7 @@ struct ScanResult {
 // ScanExplanation's work. `blocks_only`: the caller has the recipients already (an RFC 3464
 // report) and wants each one's own block: no whole-text fallback, and an empty block for an
 // address the text never names, and no recipient addresses (the caller has them). `hint_norm`
-// holds the hints in NormalizeAddress form; `hint` the hints as given (for the addresses).
+// holds the hints in CanonicalAddress form; `hint` the hints as given (for the addresses).
 ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& excluded,
                 const std::vector<std::string>& hint, const std::vector<std::string>& hint_norm,
                 bool blocks_only) {
@@ -851,7 +851,7 @@ ScanResult Scan(const Explanation& explanation, const std::vector<std::string>& 
   auto add_recipient = [&](std::string_view key, std::string_view address) -> int {
     if (int r = find_recipient(key); r >= 0) return r;
     if (recipients.size() >= kMaxTextRecipients) return -1;
-    recipients.push_back(Recipient{key, blocks_only ? std::string() : NormalizeAddress(address)});
+    recipients.push_back(Recipient{key, blocks_only ? std::string() : CanonicalAddress(address)});
     if (recipients.size() > kLinearLookup) {
       if (index.empty()) {
         for (size_t r = 0; r < recipients.size(); ++r)
@@ -1030,7 +1030,7 @@ std::vector<Finding> ScanExplanation(const Explanation& explanation,
                                      const std::vector<std::string>& hint) {
   std::vector<std::string> hint_norm;
   hint_norm.reserve(hint.size());
-  for (const std::string& h : hint) hint_norm.push_back(NormalizeAddress(h));
+  for (const std::string& h : hint) hint_norm.push_back(CanonicalAddress(h));
   ScanResult found = Scan(explanation, excluded, hint, hint_norm, false);
   std::string_view text = explanation.text();
   std::vector<Finding> out;
@@ -1056,7 +1056,7 @@ std::vector<Finding> ScanExplanation(const Explanation& explanation,
 std::vector<std::string> BlocksFor(const Explanation& explanation,
                                    const std::vector<std::string>& addresses) {
   std::vector<std::string> out(addresses.size());
-  std::vector<std::string> wanted;  // NormalizeAddress form
+  std::vector<std::string> wanted;  // CanonicalAddress form
   std::vector<size_t> index;
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (!LooksLikeAddress(addresses[i])) {
@@ -1066,7 +1066,7 @@ std::vector<std::string> BlocksFor(const Explanation& explanation,
       continue;
     }
     if (wanted.size() == kMaxTextRecipients) continue;  // Scan keeps no more (see the header)
-    wanted.push_back(NormalizeAddress(addresses[i]));
+    wanted.push_back(CanonicalAddress(addresses[i]));
     index.push_back(i);
   }
   if (wanted.empty() || explanation.text().empty()) return out;

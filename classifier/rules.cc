@@ -2035,11 +2035,11 @@ void RuleSet::Remember(const std::string& key, const Result& r) const {
 }
 
 std::string RuleSet::RecipientDomain(std::string_view recipient) {
-  return DomainOf(Sanitize(NormalizeAddress(recipient), kMaxAddressBytes));
+  return DomainOf(Sanitize(CanonicalAddress(recipient), kMaxAddressBytes));
 }
 
 Result RuleSet::Classify(const ReplyInput& in) const {
-  std::string recipient = Sanitize(NormalizeAddress(in.recipient), kMaxAddressBytes);
+  std::string recipient = Sanitize(CanonicalAddress(in.recipient), kMaxAddressBytes);
   std::string domain = DomainOf(recipient);  // RecipientDomain(in.recipient)
   if (in.diagnostic.size() > kMemoMaxText)
     return ClassifyUncached(in, std::move(recipient), domain);

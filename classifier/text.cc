@@ -603,7 +603,7 @@ bool HasReplyCode(std::string_view text) { return ReplyCodePos(text) != std::str
 
 namespace {
 
-// The part of `address` NormalizeAddress keeps: trimmed, without "rfc822;", the inside of
+// The part of `address` CanonicalAddress keeps: trimmed, without "rfc822;", the inside of
 // <...> or without a stray trailing '>'. Its domain is not lower-cased yet.
 std::string_view AddressPart(std::string_view address) {
   std::string_view a = TrimSpace(address);
@@ -630,7 +630,7 @@ std::string_view DomainPart(std::string_view a, size_t* at) {
 
 }  // namespace
 
-std::string NormalizeAddress(std::string_view address) {
+std::string CanonicalAddress(std::string_view address) {
   std::string_view a = AddressPart(address);
   size_t at = 0;
   std::string_view domain = DomainPart(a, &at);
@@ -643,7 +643,7 @@ std::string NormalizeAddress(std::string_view address) {
 }
 
 std::string DomainOf(std::string_view address) {
-  // What NormalizeAddress(address) has after its last '@', without building the address.
+  // What CanonicalAddress(address) has after its last '@', without building the address.
   size_t at = 0;
   std::string_view domain = DomainPart(AddressPart(address), &at);
   std::string out(domain);

@@ -170,7 +170,7 @@ std::string DomainOf(std::string_view address);
 // A recipient address in canonical form: "rfc822;" prefix, whitespace and angle brackets
 // removed, the domain lower-cased, the local part kept as given (local parts are case-sensitive
 // by the RFCs). Returns the trimmed input when it has no '@'.
-std::string NormalizeAddress(std::string_view address);
+std::string CanonicalAddress(std::string_view address);
 
 // The SMTP stage a reply was given at, from the way MTAs describe it: "connect", "helo",
 // "mail", "rcpt", "data", "eom", or "" when the text does not say. Understands Postfix

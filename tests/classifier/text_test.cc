@@ -143,25 +143,25 @@ TEST(EqualsNoCase, FoldsOnlyAsciiLettersAtEveryLength) {
 }
 
 TEST(Addresses, NormalizeAndDomain) {
-  EXPECT_EQ(NormalizeAddress(" <John.Doe@Example.COM> "), "John.Doe@example.com");
-  EXPECT_EQ(NormalizeAddress("rfc822; user@ICLOUD.com"), "user@icloud.com");
-  EXPECT_EQ(NormalizeAddress("John <j@Mail.Example.ORG.>"), "j@mail.example.org");
-  EXPECT_EQ(NormalizeAddress("postmaster"), "postmaster");
+  EXPECT_EQ(CanonicalAddress(" <John.Doe@Example.COM> "), "John.Doe@example.com");
+  EXPECT_EQ(CanonicalAddress("rfc822; user@ICLOUD.com"), "user@icloud.com");
+  EXPECT_EQ(CanonicalAddress("John <j@Mail.Example.ORG.>"), "j@mail.example.org");
+  EXPECT_EQ(CanonicalAddress("postmaster"), "postmaster");
   EXPECT_EQ(DomainOf("User@Me.Com"), "me.com");
   EXPECT_EQ(DomainOf("<a@b.example>"), "b.example");
   EXPECT_EQ(DomainOf("nodomain"), "");
   EXPECT_EQ(DomainOf(""), "");
 }
 
-// DomainOf is what NormalizeAddress keeps after its last '@', whatever the input's shape.
-TEST(Addresses, DomainOfMatchesNormalizeAddress) {
+// DomainOf is what CanonicalAddress keeps after its last '@', whatever the input's shape.
+TEST(Addresses, DomainOfMatchesCanonicalAddress) {
   std::mt19937 rng(11);
   const std::string alphabet = "aB.@<> ;rfc822X";
   for (int i = 0; i < 20000; ++i) {
     std::string s;
     size_t len = rng() % 24;
     for (size_t k = 0; k < len; ++k) s.push_back(alphabet[rng() % alphabet.size()]);
-    std::string normalized = NormalizeAddress(s);
+    std::string normalized = CanonicalAddress(s);
     size_t at = normalized.rfind('@');
     ASSERT_EQ(DomainOf(s), at == std::string::npos ? "" : normalized.substr(at + 1)) << s;
   }
