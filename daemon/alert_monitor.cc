@@ -18,6 +18,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "classifier/text.h"
 #include "daemon/config.h"
 
 extern char** environ;
@@ -34,11 +35,6 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::string DomainOf(const std::string& address) {
-  auto at = address.rfind('@');
-  return at == std::string::npos ? std::string() : address.substr(at + 1);
 }
 
 }  // namespace
@@ -98,7 +94,7 @@ RejectionEvent ToRejectionEvent(const Result& r, int64_t unix_time) {
   e.provider_code = r.provider_code;
   e.status = r.status;
   e.category = std::string(ToString(r.category));
-  e.recipient_domain = DomainOf(r.recipient);
+  e.recipient_domain = DomainOf(r.recipient);  // lower-cased: one domain, however it is spelt
   e.diagnostic = r.diagnostic;
   return e;
 }

@@ -160,6 +160,19 @@ TEST(SpikeDetectorTest, IncidentJsonHasStableFields) {
   EXPECT_NE(DescribeIncident(*inc).find("icloud CS01"), std::string::npos);
 }
 
+// An incident's details count recipient domains: the log's spelling of one domain (Postfix logs
+// the recipient as the client gave it) must count as that one domain.
+TEST(SpikeDetectorTest, RecipientDomainsAreCountedLowerCased) {
+  Result r;
+  r.recipient = "User@Example.COM";
+  r.category = Category::kPolicyRejection;
+  EXPECT_EQ(ToRejectionEvent(r, 1000).recipient_domain, "example.com");
+  r.recipient = "<user@Mail.Example.org.>";
+  EXPECT_EQ(ToRejectionEvent(r, 1000).recipient_domain, "mail.example.org");
+  r.recipient = "postmaster";
+  EXPECT_EQ(ToRejectionEvent(r, 1000).recipient_domain, "");
+}
+
 TEST(AlertConfigTest, DefaultsWhenTheSectionIsMissing) {
   auto c = AlertConfigFromToml(nullptr, "bounced.toml");
   ASSERT_TRUE(c.ok());
