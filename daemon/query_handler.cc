@@ -365,10 +365,12 @@ json CmdSuppress(Services& services, const PeerCred& peer, const json& req) {
 json CmdUnsuppress(Services& services, const PeerCred& peer, const json& req) {
   std::string address = AddressField(req);
   Actor who{static_cast<int64_t>(peer.uid), ReasonFrom(req)};
-  Check(RequireStore(services)->Unsuppress(address, who));
-  spdlog::info("query: uid {} unsuppressed {} ({})", peer.uid, Printable(address),
+  const std::string key = Unwrap(RequireStore(services)->Unsuppress(address, who));
+  spdlog::info("query: uid {} unsuppressed {} ({})", peer.uid, Printable(key),
                Printable(who.reason));
-  return json{{"address", address}, {"suppressed", false}};
+  // "key": the entry lifted (the address as bounced keys it: User+news@Example.COM lifts
+  // user@example.com).
+  return json{{"address", address}, {"key", key}, {"suppressed", false}};
 }
 
 json CmdAllow(Services& services, const PeerCred& peer, const json& req, bool allow) {

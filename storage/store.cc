@@ -370,7 +370,7 @@ class StoreImpl final : public Store {
   void SetPolicy(const SuppressionPolicy& policy) override;
 
   Expected<Suppression> Suppress(const ManualSuppression& s, const Actor& who) override;
-  Status Unsuppress(std::string_view address, const Actor& who) override;
+  Expected<std::string> Unsuppress(std::string_view address, const Actor& who) override;
   Expected<AllowEntry> Allow(std::string_view entry, const Actor& who) override;
   Status Disallow(std::string_view entry, const Actor& who) override;
   Expected<ImportResult> Import(ExportFormat format, std::string_view data,
@@ -2082,7 +2082,7 @@ Expected<Suppression> StoreImpl::Suppress(const ManualSuppression& m, const Acto
   return *out;
 }
 
-Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
+Expected<std::string> StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
   std::string key = NormalizeAddress(address, Delimiters());
   if (key.empty())
     return Status::Error("unsuppress: invalid address '" + std::string(address) + "'");
@@ -2091,7 +2091,7 @@ Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
   // turned on since: a+x@b is stored so, and lookups now ask for a@b) is reached by its own
   // spelling only; no lookup matches it any more, and this is how it is lifted.
   const std::string exact = NormalizeAddress(address, "");
-  return RunOnWriter([&](StoreImpl& self) -> Status {
+  Status done = RunOnWriter([&](StoreImpl& self) -> Status {
     auto existing = self.GetSuppressionW(key);
     if (!existing) return existing.status();
     if (!*existing && !exact.empty() && exact != key) {
@@ -2126,6 +2126,8 @@ Status StoreImpl::Unsuppress(std::string_view address, const Actor& who) {
     self.pending_->push_back(ViewChange{ViewChange::kErase, key, {}});
     return Status::Ok();
   });
+  if (!done) return done;
+  return key;
 }
 
 Expected<AllowEntry> StoreImpl::Allow(std::string_view entry, const Actor& who) {

@@ -410,7 +410,9 @@ class Store {
   // A later delivery never lifts an entry, manual or automatic: it sets delivered_after, which
   // status shows, and the operator decides.
   virtual Expected<Suppression> Suppress(const ManualSuppression& s, const Actor& who) = 0;
-  virtual Status Unsuppress(std::string_view address, const Actor& who) = 0;
+  // Returns the key whose entry it removed (NormalizeAddress's, or the spelling an entry kept
+  // from before plus_extension was turned on).
+  virtual Expected<std::string> Unsuppress(std::string_view address, const Actor& who) = 0;
   // `entry` is an address or a domain ("example.com" or "@example.com"); a domain entry covers
   // its subdomains. Allow on an existing entry updates its reason; Disallow fails when absent.
   virtual Expected<AllowEntry> Allow(std::string_view entry, const Actor& who) = 0;

@@ -717,7 +717,12 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     cmd->callback([&ctx, address, reason] {
       if (!AddressOk(ctx, "unsuppress", *address)) return;
       Run(ctx, {{"cmd", "unsuppress"}, {"address", *address}, {"reason", *reason}},
-          [&](const json&) { std::cout << *address << " is no longer suppressed\n"; });
+          [&](const json& r) {
+            // The key lifted, as status and list show it (User+news@Example.COM lifts
+            // user@example.com); the address as given from a bounced that does not say.
+            std::string key = Str(r, "key");
+            std::cout << (key.empty() ? Shown(*address) : key) << " is no longer suppressed\n";
+          });
     });
   }
   // allow / disallow / allowlist

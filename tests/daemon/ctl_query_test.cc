@@ -234,6 +234,9 @@ TEST(CtlQuery, QuerySocketRefusesANonAddressAlikeAndUnsuppressTakesAnySpelling) 
   EXPECT_NE(out.find("is SUPPRESSED"), std::string::npos) << out;
   out = d.Ctl("unsuppress '<JANE.DOE+other@example.com>' --reason test", &rc);
   EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "jane.doe@example.com is no longer suppressed\n");  // the key it lifted
+  out = d.Ctl("--json unsuppress '<JANE.DOE+other@example.com>' --reason again", &rc);
+  EXPECT_EQ(rc, 1) << out;                                        // lifted already
   out = d.Ctl("unsuppress john@example.org --reason test", &rc);  // as list shows it
   EXPECT_EQ(rc, 0) << out;
   out = d.Ctl("list", &rc);
