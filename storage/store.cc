@@ -34,6 +34,7 @@ extern const std::string_view kSchemaV2Sql;  // storage/migrate_2.sql
 extern const std::string_view kSchemaV3Sql;  // storage/migrate_3.sql
 extern const std::string_view kSchemaV4Sql;  // storage/migrate_4.sql
 extern const std::string_view kSchemaV5Sql;  // storage/migrate_5.sql
+extern const std::string_view kSchemaV6Sql;  // storage/migrate_6.sql
 
 namespace {
 
@@ -41,7 +42,7 @@ namespace {
 constexpr int32_t kApplicationId = 0x626f756e;
 // Migration N turns schema N-1 into N. Index 0 is version 1 (the whole schema.sql).
 const std::string_view* const kMigrations[] = {&kSchemaV1Sql, &kSchemaV2Sql, &kSchemaV3Sql,
-                                               &kSchemaV4Sql, &kSchemaV5Sql};
+                                               &kSchemaV4Sql, &kSchemaV5Sql, &kSchemaV6Sql};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 // A log bounce and the DSN Postfix sends for it are the same incident when their queue id and
@@ -415,6 +416,13 @@ class StoreImpl final : public Store {
   Status ApplyBatch(Job& job);
   // Deletes the batch's forgotten queue facts, then stores its changed ones.
   Status ApplyQueueFactsW(const Batch& b);
+  // The id of each queue id's row in queue_facts, per input, as the running transaction left
+  // the table (storage/migrate_6.sql: rows are found by id, there is no index on queue_id).
+  // An input's map is read from the table at its first batch with facts, and all are dropped
+  // when a transaction fails, to be read again. As many ids as the input's correlator tracks
+  // at most (kDefaultMaxTrackedQueueIds), ~70 bytes each. Writer thread only.
+  std::unordered_map<std::string, std::unordered_map<std::string, int64_t>> queue_fact_ids_;
+  Expected<std::unordered_map<std::string, int64_t>*> QueueFactIdsW(const std::string& input);
   // Ok when the stored position of want.input is `want` (see Batch::follows).
   Status CheckFollowsW(const InputPosition& want);
   Status ApplyEvent(const Event& ev, const PreparedEvent& pe, std::string_view prepared_text,
@@ -450,7 +458,7 @@ class StoreImpl final : public Store {
   // changed policy rows (in key order; rows that became empty are deleted).
   Status WritePendingW();
   // After a failed transaction: forgets what it changed in memory (policy rows, new kinds,
-  // counters).
+  // counters, queue fact ids).
   void DiscardPendingW();
   // Queues a manual change and waits for its commit.
   Status RunOnWriter(std::function<Status(StoreImpl&)> fn);
@@ -572,7 +580,8 @@ class StoreImpl final : public Store {
     sql::Stmt insert_event, insert_events, dsn_lookup, same_bounce, get_kind, put_kind, put_day,
         has_events, delivered_since, put_policy, delete_policy, get_suppression, put_suppression,
         delete_suppression, touch_suppression, delivered_after, log_suppression, allowed, counter,
-        position, get_position, put_queue_fact, delete_queue_fact, audit;
+        position, get_position, queue_fact_ids, put_queue_fact, update_queue_fact,
+        delete_queue_fact, audit;
   } w_;
 
   std::mutex queue_mu_;
@@ -1054,10 +1063,14 @@ Status StoreImpl::PrepareWriter() {
        "INSERT OR REPLACE INTO input_positions (input, inode, offset, cursor, updated) "
        "VALUES (?1, ?2, ?3, ?4, ?5)"},
       {&w_.get_position, "SELECT inode, offset, cursor FROM input_positions WHERE input = ?1"},
+      {&w_.queue_fact_ids, "SELECT id, queue_id FROM queue_facts WHERE input = ?1"},
       {&w_.put_queue_fact,
-       "INSERT OR REPLACE INTO queue_facts (input, queue_id, sender, sender_known, message_id, "
+       "INSERT INTO queue_facts (input, queue_id, sender, sender_known, message_id, "
        "bounce_queue_id, size, nrcpt, updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
-      {&w_.delete_queue_fact, "DELETE FROM queue_facts WHERE input = ?1 AND queue_id = ?2"},
+      {&w_.update_queue_fact,
+       "UPDATE queue_facts SET sender = ?3, sender_known = ?4, message_id = ?5, "
+       "bounce_queue_id = ?6, size = ?7, nrcpt = ?8, updated = ?9 WHERE id = ?1 AND queue_id = ?2"},
+      {&w_.delete_queue_fact, "DELETE FROM queue_facts WHERE id = ?1"},
       {&w_.audit,
        "INSERT INTO audit (time, actor_uid, action, target, reason, detail) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
@@ -1480,23 +1493,58 @@ Status StoreImpl::ApplyQueueFactsW(const Batch& b) {
     return Status::Error("storage: queue facts without an input position");
   }
   const std::string& input = b.position->input;
-  for (const std::string& id : b.queue_facts_forgotten) {
-    w_.delete_queue_fact.Bind(1, input).Bind(2, id);
-    if (Status s = w_.delete_queue_fact.Run(); !s) return s;
+  auto ids = QueueFactIdsW(input);
+  if (!ids) return ids.status();
+  std::unordered_map<std::string, int64_t>& id_of = **ids;
+  // Every parameter is bound before each run, so the bindings need not be cleared, and the
+  // texts, the batch's, need not be copied.
+  for (const std::string& queue_id : b.queue_facts_forgotten) {
+    auto it = id_of.find(queue_id);
+    if (it == id_of.end()) continue;  // never stored
+    w_.delete_queue_fact.Bind(1, it->second);
+    if (Status s = w_.delete_queue_fact.RunKeepBindings(); !s) return s;
+    id_of.erase(it);
   }
   for (const QueueFacts& f : b.queue_facts) {
-    w_.put_queue_fact.Bind(1, input)
-        .Bind(2, f.queue_id)
-        .Bind(3, f.sender)
+    auto it = id_of.find(f.queue_id);
+    sql::Stmt& st = it == id_of.end() ? w_.put_queue_fact : w_.update_queue_fact;
+    if (it == id_of.end()) {
+      st.BindRef(1, input);
+    } else {
+      st.Bind(1, it->second);
+    }
+    st.BindRef(2, f.queue_id)
+        .BindRef(3, f.sender)
         .Bind(4, static_cast<int64_t>(f.sender_known))
-        .Bind(5, f.message_id)
-        .Bind(6, f.bounce_queue_id)
+        .BindRef(5, f.message_id)
+        .BindRef(6, f.bounce_queue_id)
         .Bind(7, f.size)
         .Bind(8, static_cast<int64_t>(f.nrcpt))
         .Bind(9, txn_now_);
-    if (Status s = w_.put_queue_fact.Run(); !s) return s;
+    if (Status s = st.RunKeepBindings(); !s) return s;
+    if (it == id_of.end()) {
+      id_of.emplace(f.queue_id, sqlite3_last_insert_rowid(wdb_.get()));
+    } else if (wdb_.changes() != 1) {
+      // The map is wrong (someone else changed the table): failing the transaction drops it,
+      // and the input's next try reads it again.
+      return Status::Error("storage: the queue facts of " + f.queue_id + " in " + input +
+                           " are not where the writer left them");
+    }
   }
   return Status::Ok();
+}
+
+Expected<std::unordered_map<std::string, int64_t>*> StoreImpl::QueueFactIdsW(
+    const std::string& input) {
+  auto it = queue_fact_ids_.find(input);
+  if (it != queue_fact_ids_.end()) return &it->second;
+  std::unordered_map<std::string, int64_t> id_of;
+  sql::Stmt& st = w_.queue_fact_ids;
+  st.Bind(1, input);
+  Status read = st.ForEachRow([&] { id_of.emplace(st.Text(1), st.Int(0)); });
+  st.Reset();
+  if (!read) return read;
+  return &queue_fact_ids_.emplace(input, std::move(id_of)).first->second;
 }
 
 Status StoreImpl::CheckFollowsW(const InputPosition& want) {
@@ -2024,6 +2072,7 @@ Status StoreImpl::WritePendingW() {
 }
 
 void StoreImpl::DiscardPendingW() {
+  queue_fact_ids_.clear();
   for (auto& [key, before] : policy_before_) {
     if (before) {
       policy_rows_[key] = *before;

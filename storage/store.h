@@ -5,9 +5,11 @@
 // audit log of manual changes and the inputs' positions; the tables are documented in
 // storage/schema.sql, storage/migrate_2.sql (version 2: `events` and `recipient_state` are
 // views over narrower tables), storage/migrate_3.sql (version 3: a recipient's pending
-// delivery) and storage/migrate_4.sql (version 4: the log inputs' queue facts). Read-only SQL
-// on them is fine, e.g. for reports: open the file with SQLITE_OPEN_READONLY, WAL lets readers
-// run beside the writer.
+// delivery), storage/migrate_4.sql (version 4: the log inputs' queue facts),
+// storage/migrate_5.sql (version 5: several pending deliveries) and storage/migrate_6.sql
+// (version 6: queue facts rows by increasing id). Read-only SQL on them
+// is fine, e.g. for reports: open the file with SQLITE_OPEN_READONLY, WAL lets readers run
+// beside the writer.
 //
 // Contract, LevelDB style:
 // - Errors are values. A Status/Expected error says what failed and where ("open
@@ -53,7 +55,7 @@ namespace bounced {
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated at Open;
 // newer files are refused.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // ---------------------------------------------------------------------------------------------
 // Addresses

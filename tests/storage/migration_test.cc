@@ -1,8 +1,9 @@
 // migration_test.cc: schema version 1 databases are migrated in place to version 2
 // (storage/migrate_2.sql) with every event and recipient state as version 1 held them, version 2
-// databases to version 3 (storage/migrate_3.sql: pending deliveries), the policy carries on from
-// the migrated state, and the writer's in-memory caches (event kinds, policy rows) forget what a
-// rolled-back transaction wrote.
+// databases to version 3 (storage/migrate_3.sql: pending deliveries), version 4 queue facts to
+// rows by id (storage/migrate_5.sql), the policy carries on from the migrated state, and the
+// writer's in-memory caches (event kinds, policy rows) forget what a rolled-back transaction
+// wrote.
 //
 // A version-1 file is built from the repository's storage/schema.sql; its rows are what a
 // version-2 store wrote for a realistic history, read back through the version-1 names (the
@@ -412,6 +413,61 @@ TEST(StoreMigrationTest, VersionFourDatabaseGetsEarlierPendingDeliveriesAndCount
   EXPECT_EQ(st->suppression->first_event, kT0);
   EXPECT_EQ(st->state->pending_delivery, 0);
   EXPECT_EQ(st->state->pending_earlier, "");
+}
+
+// Version 6 keeps queue facts by increasing id instead of by (input, queue_id): a version-4
+// table's rows move over (through version 5), oldest first, and the writer updates and forgets them by queue id as
+// before, without a second row for a queue id it finds there.
+TEST(StoreMigrationTest, VersionFourQueueFactsMoveToRowsByIdAndStayOnePerQueueId) {
+  TempDir dir;
+  const std::string path = dir.File("v4.db");
+  {
+    auto s = OpenStore(path);
+    ASSERT_NE(s, nullptr);
+    WriteHistory(*s);
+  }
+  DowngradeToVersionFour(path);
+  // The version-4 table (storage/migrate_4.sql) with what a version-4 bounced stored.
+  ExecSql(path,
+          "DROP TABLE queue_facts;"
+          "CREATE TABLE queue_facts (input TEXT NOT NULL, queue_id TEXT NOT NULL,"
+          " sender TEXT NOT NULL DEFAULT '', sender_known INTEGER NOT NULL DEFAULT 0,"
+          " message_id TEXT NOT NULL DEFAULT '', bounce_queue_id TEXT NOT NULL DEFAULT '',"
+          " size INTEGER NOT NULL DEFAULT -1, nrcpt INTEGER NOT NULL DEFAULT -1,"
+          " updated INTEGER NOT NULL, PRIMARY KEY (input, queue_id)) WITHOUT ROWID;"
+          "INSERT INTO queue_facts VALUES"
+          " ('log:/var/log/mail.log', '4A1B2C3D4E', 'a@x', 1, '<a@x>', '', 533, 2, 1700000300),"
+          " ('log:/var/log/mail.log', '0F1E2D3C4B', 'b@x', 1, '<b@x>', 'BB99', 10, 1, 1700000100),"
+          " ('journal', '4A1B2C3D4E', '', 0, '<j@x>', '', -1, -1, 1700000200);"
+          "PRAGMA user_version = 4");
+  const std::string events = Dump(path, kEventsSql);
+  auto s = OpenStore(path);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(Dump(path, kEventsSql), events);
+  EXPECT_EQ(Dump(path,
+                 "SELECT id, input, queue_id, sender, sender_known, message_id, "
+                 "bounce_queue_id, size, nrcpt, updated FROM queue_facts ORDER BY id"),
+            "1|log:/var/log/mail.log|0F1E2D3C4B|b@x|1|<b@x>|BB99|10|1|1700000100|\n"
+            "2|journal|4A1B2C3D4E||0|<j@x>||-1|-1|1700000200|\n"
+            "3|log:/var/log/mail.log|4A1B2C3D4E|a@x|1|<a@x>||533|2|1700000300|\n");
+  auto loaded = s->LoadQueueFacts("log:/var/log/mail.log");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0].queue_id, "0F1E2D3C4B");
+  EXPECT_EQ((*loaded)[0].bounce_queue_id, "BB99");
+  EXPECT_EQ((*loaded)[1].queue_id, "4A1B2C3D4E");
+  EXPECT_EQ((*loaded)[1].size, 533);
+
+  Batch b;
+  b.position = InputPosition{"log:/var/log/mail.log", 7, 9000, ""};
+  QueueFacts f = (*loaded)[1];
+  f.bounce_queue_id = "CC77";
+  b.queue_facts.push_back(f);
+  b.queue_facts_forgotten = {"0F1E2D3C4B"};
+  ASSERT_TRUE(s->Write(b).ok());
+  EXPECT_EQ(Dump(path, "SELECT id, input, queue_id, bounce_queue_id FROM queue_facts ORDER BY id"),
+            "2|journal|4A1B2C3D4E||\n3|log:/var/log/mail.log|4A1B2C3D4E|CC77|\n");
 }
 
 // Keys an older bounced wrote with needless quotes (it kept a quoted local part as given, and

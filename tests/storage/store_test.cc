@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <future>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -558,6 +559,183 @@ TEST_F(StoreTest, QueueEventsReadsWhatTheLogSaidOfAQueueIdOldestFirst) {
   EXPECT_EQ(text(store_->QueueEvents({"Q1", kT0 + 11, ""})), "");
   EXPECT_EQ(text(store_->QueueEvents({"Q3", 0, ""})), "");
   EXPECT_EQ(text(store_->QueueEvents({"", 0, ""})), "");
+}
+
+// Every row of `sql` on the file at `path`, columns joined by '|', each row ended by '\n'.
+std::string Rows(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::string out;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    for (int i = 0; i < sqlite3_column_count(st); ++i) {
+      const unsigned char* t = sqlite3_column_text(st, i);
+      out += (i > 0 ? "|" : "") + std::string(t ? reinterpret_cast<const char*>(t) : "<null>");
+    }
+    out += '\n';
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+// Queue facts (Batch::queue_facts) as LoadQueueFacts gives them back: "id=sender,message-id,
+// notice,size,nrcpt;" in load order.
+std::string FactsText(Store& s, std::string_view input) {
+  auto got = s.LoadQueueFacts(input);
+  if (!got.ok()) return "error: " + got.error();
+  std::string out;
+  for (const QueueFacts& f : *got) {
+    out += f.queue_id + "=" + f.sender + "," + f.message_id + "," + f.bounce_queue_id + "," +
+           std::to_string(f.size) + "," + std::to_string(f.nrcpt) + ";";
+  }
+  return out;
+}
+
+QueueFacts Facts(const std::string& queue_id, const std::string& sender, int64_t size = 100) {
+  QueueFacts f;
+  f.queue_id = queue_id;
+  f.sender = sender;
+  f.sender_known = true;
+  f.message_id = "<" + queue_id + "@x>";
+  f.size = size;
+  f.nrcpt = 1;
+  return f;
+}
+
+// The writer finds a queue id's row through its map of the table (storage/migrate_6.sql): a
+// change updates the row, a forgotten id deletes it, an id forgotten and stored again in one
+// batch (Postfix reused it) has the new facts only, and a store opened again reads the map
+// from the table instead of adding a second row.
+TEST_F(StoreTest, QueueFactsAreUpdatedInPlaceForgottenAndFoundAgainAfterReopen) {
+  const std::string in = "log:/var/log/mail.log";
+  auto batch = [&](uint64_t offset, std::vector<QueueFacts> facts,
+                   std::vector<std::string> forgotten) {
+    Batch b;
+    b.position = InputPosition{in, 7, offset, ""};
+    b.queue_facts = std::move(facts);
+    b.queue_facts_forgotten = std::move(forgotten);
+    return b;
+  };
+  ASSERT_TRUE(store_->Write(batch(10, {Facts("AAA01", "a@x"), Facts("BBB02", "b@x")}, {})).ok());
+  QueueFacts bounced = Facts("AAA01", "a@x");
+  bounced.bounce_queue_id = "NNN09";
+  ASSERT_TRUE(store_->Write(batch(20, {bounced}, {"BBB02", "NEVER0"})).ok());
+  EXPECT_EQ(FactsText(*store_, in), "AAA01=a@x,<AAA01@x>,NNN09,100,1;");
+  EXPECT_EQ(Count("SELECT count(*) FROM queue_facts"), 1);
+
+  store_.reset();
+  store_ = OpenStore(path_);
+  ASSERT_NE(store_, nullptr);
+  bounced.size = 200;
+  ASSERT_TRUE(store_->Write(batch(30, {bounced, Facts("CCC03", "c@x")}, {})).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM queue_facts"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM queue_facts WHERE queue_id = 'AAA01' AND size = 200"), 1);
+  // Reused: forgotten, then stored anew in the same batch. New rows go after the others.
+  ASSERT_TRUE(store_->Write(batch(40, {Facts("AAA01", "new@x", 5)}, {"AAA01"})).ok());
+  EXPECT_EQ(Rows(path_, "SELECT queue_id, sender FROM queue_facts ORDER BY id"),
+            "CCC03|c@x\nAAA01|new@x\n");
+  // Another input's facts are its own, under the same queue id too.
+  ASSERT_TRUE(store_
+                  ->Write(Batch{{},
+                                InputPosition{"journal", 0, 0, "c1"},
+                                std::nullopt,
+                                {Facts("AAA01", "j@x")},
+                                {"CCC03"}})
+                  .ok());
+  EXPECT_EQ(FactsText(*store_, "journal"), "AAA01=j@x,<AAA01@x>,,100,1;");
+  ASSERT_TRUE(store_->Write(batch(50, {}, {"CCC03"})).ok());
+  EXPECT_EQ(FactsText(*store_, in), "AAA01=new@x,<AAA01@x>,,5,1;");
+}
+
+// A transaction that fails after storing facts rolls them back; the writer must forget what it
+// noted of them, or the batch read again would update a row that is not there.
+TEST_F(StoreTest, QueueFactsOfARolledBackBatchAreStoredByItsRetry) {
+  const std::string in = "log:/var/log/mail.log";
+  ASSERT_TRUE(store_
+                  ->Write(Batch{
+                      {}, InputPosition{in, 7, 10, ""}, std::nullopt, {Facts("AAA01", "a@x")}, {}})
+                  .ok());
+  // The position is written after the facts: this one fails the transaction there.
+  ExecSql(path_,
+          "CREATE TRIGGER refuse BEFORE INSERT ON input_positions WHEN NEW.offset = 20 "
+          "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+  auto retried = [&](uint64_t offset) {
+    return Batch{{},
+                 InputPosition{in, 7, offset, ""},
+                 std::nullopt,
+                 {Facts("BBB02", "b@x"), Facts("AAA01", "a2@x")},
+                 {"AAA01"}};
+  };
+  EXPECT_FALSE(store_->Write(retried(20)).ok());
+  EXPECT_EQ(FactsText(*store_, in), "AAA01=a@x,<AAA01@x>,,100,1;");
+  ExecSql(path_, "DROP TRIGGER refuse");
+  ASSERT_TRUE(store_->Write(retried(30)).ok());
+  EXPECT_EQ(Rows(path_, "SELECT queue_id, sender FROM queue_facts ORDER BY queue_id"),
+            "AAA01|a2@x\nBBB02|b@x\n");
+  QueueFacts again = Facts("BBB02", "b2@x");
+  ASSERT_TRUE(
+      store_->Write(Batch{{}, InputPosition{in, 7, 40, ""}, std::nullopt, {again}, {}}).ok());
+  EXPECT_EQ(Rows(path_, "SELECT queue_id, sender FROM queue_facts ORDER BY queue_id"),
+            "AAA01|a2@x\nBBB02|b2@x\n");
+}
+
+// Many batches of changes and forgotten ids over two inputs, with reopens and failed
+// transactions between them, leave what a map kept beside them holds.
+TEST_F(StoreTest, QueueFactsFollowAModelThroughBatchesReopensAndRollbacks) {
+  const std::vector<std::string> inputs = {"log:/var/log/mail.log", "journal"};
+  std::map<std::string, std::map<std::string, QueueFacts>> model;
+  uint32_t seed = 12345;
+  auto next = [&seed](uint32_t n) {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 8) % n;
+  };
+  ExecSql(path_,
+          "CREATE TRIGGER refuse BEFORE INSERT ON input_positions WHEN NEW.inode = 666 "
+          "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+  for (int round = 0; round < 300; ++round) {
+    const std::string& in = inputs[next(2)];
+    const bool fail = next(10) == 0;
+    Batch b;
+    b.position = InputPosition{in, fail ? 666u : 1u, static_cast<uint64_t>(round), ""};
+    std::map<std::string, QueueFacts> after = model[in];
+    std::set<std::string> listed;
+    for (uint32_t n = next(40); n > 0; --n) {
+      std::string id = "Q" + std::to_string(next(120));
+      if (!listed.insert(id).second) continue;  // an id at most once per list
+      if (next(3) == 0) {
+        b.queue_facts_forgotten.push_back(id);
+        after.erase(id);
+      }
+    }
+    listed.clear();
+    for (uint32_t n = next(60); n > 0; --n) {
+      std::string id = "Q" + std::to_string(next(120));
+      if (!listed.insert(id).second) continue;
+      QueueFacts f = Facts(id, "s" + std::to_string(round) + "@x", next(100000));
+      b.queue_facts.push_back(f);
+      after[id] = f;
+    }
+    ASSERT_EQ(store_->Write(b).ok(), !fail) << round;
+    if (!fail) model[in] = std::move(after);
+    if (next(20) == 0) {
+      store_.reset();
+      store_ = OpenStore(path_);
+      ASSERT_NE(store_, nullptr);
+    }
+    for (const std::string& i : inputs) {
+      auto got = store_->LoadQueueFacts(i);
+      ASSERT_TRUE(got.ok()) << got.error();
+      std::map<std::string, std::string> have, want;
+      for (const QueueFacts& f : *got) {
+        EXPECT_TRUE(have.emplace(f.queue_id, f.sender + std::to_string(f.size)).second)
+            << "two rows of " << f.queue_id << " in " << i;
+      }
+      for (const auto& [id, f] : model[i]) want.emplace(id, f.sender + std::to_string(f.size));
+      ASSERT_EQ(have, want) << "round " << round << ", input " << i;
+    }
+  }
 }
 
 TEST_F(StoreTest, RecipientStateCarriesAcrossBatchesOfOneGroupAndSurvivesARerun) {
