@@ -416,8 +416,8 @@ TEST(StoreMigrationTest, VersionFourDatabaseGetsEarlierPendingDeliveriesAndCount
 }
 
 // Version 6 keeps queue facts by increasing id instead of by (input, queue_id): a version-4
-// table's rows move over (through version 5), oldest first, and the writer updates and forgets them by queue id as
-// before, without a second row for a queue id it finds there.
+// table's rows move over (through version 5), oldest first, and the writer updates and forgets them
+// by queue id as before, without a second row for a queue id it finds there.
 TEST(StoreMigrationTest, VersionFourQueueFactsMoveToRowsByIdAndStayOnePerQueueId) {
   TempDir dir;
   const std::string path = dir.File("v4.db");
