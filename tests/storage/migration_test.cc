@@ -33,23 +33,13 @@ using testing::TempDir;
 
 using testing::ReadFile;
 
-// Every row of `sql`, columns joined by '|', rows by '\n' (NULL as "<null>").
+// Every row of `sql`, each column followed by '|', each row by '\n' (NULL as "<null>").
 std::string Dump(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   std::string out;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    for (int i = 0; i < sqlite3_column_count(st); ++i) {
-      const unsigned char* t = sqlite3_column_text(st, i);
-      out += t ? reinterpret_cast<const char*>(t) : "<null>";
-      out += '|';
-    }
+  for (const auto& row : testing::QueryRows(path, sql)) {
+    for (const std::string& column : row) out += column + '|';
     out += '\n';
   }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
   return out;
 }
 

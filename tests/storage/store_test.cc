@@ -563,20 +563,11 @@ TEST_F(StoreTest, QueueEventsReadsWhatTheLogSaidOfAQueueIdOldestFirst) {
 
 // Every row of `sql` on the file at `path`, columns joined by '|', each row ended by '\n'.
 std::string Rows(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   std::string out;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    for (int i = 0; i < sqlite3_column_count(st); ++i) {
-      const unsigned char* t = sqlite3_column_text(st, i);
-      out += (i > 0 ? "|" : "") + std::string(t ? reinterpret_cast<const char*>(t) : "<null>");
-    }
+  for (const auto& row : testing::QueryRows(path, sql)) {
+    for (size_t i = 0; i < row.size(); ++i) out += (i > 0 ? "|" : "") + row[i];
     out += '\n';
   }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "storage/store.h"
 
@@ -39,6 +40,27 @@ inline int64_t Scalar(const std::string& path, const std::string& sql) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   return v;
+}
+
+// Every row `sql` returns from the database file at `path`, each as its columns' text (NULL as
+// "<null>"), read through its own read-only connection.
+inline std::vector<std::vector<std::string>> QueryRows(const std::string& path,
+                                                       const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::vector<std::vector<std::string>> rows;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    std::vector<std::string>& row = rows.emplace_back();
+    for (int i = 0; i < sqlite3_column_count(st); ++i) {
+      const unsigned char* t = sqlite3_column_text(st, i);
+      row.emplace_back(t ? reinterpret_cast<const char*>(t) : "<null>");
+    }
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return rows;
 }
 
 class TempDir {
