@@ -288,15 +288,20 @@ void DowngradeToVersionFour(const std::string& path) {
               v3.substr(view) + "PRAGMA user_version = 4;");
 }
 
-TEST(StoreMigrationTest, VersionThreeDatabaseGetsTheQueueFactsTable) {
-  TempDir dir;
-  const std::string path = dir.File("v2.db");
+// A file with WriteHistory's rows, as this version writes them, turned back into version 4.
+void WriteHistoryAtVersionFour(const std::string& path) {
   {
     auto s = OpenStore(path);
     ASSERT_NE(s, nullptr);
     WriteHistory(*s);
   }
   DowngradeToVersionFour(path);
+}
+
+TEST(StoreMigrationTest, VersionThreeDatabaseGetsTheQueueFactsTable) {
+  TempDir dir;
+  const std::string path = dir.File("v2.db");
+  WriteHistoryAtVersionFour(path);
   ExecSql(path, "DROP TABLE queue_facts; PRAGMA user_version = 3");
   const std::string events = Dump(path, kEventsSql);
   auto s = OpenStore(path);
@@ -411,12 +416,7 @@ TEST(StoreMigrationTest, VersionFourDatabaseGetsEarlierPendingDeliveriesAndCount
 TEST(StoreMigrationTest, VersionFourQueueFactsMoveToRowsByIdAndStayOnePerQueueId) {
   TempDir dir;
   const std::string path = dir.File("v4.db");
-  {
-    auto s = OpenStore(path);
-    ASSERT_NE(s, nullptr);
-    WriteHistory(*s);
-  }
-  DowngradeToVersionFour(path);
+  WriteHistoryAtVersionFour(path);
   // The version-4 table (storage/migrate_4.sql) with what a version-4 bounced stored.
   ExecSql(path,
           "DROP TABLE queue_facts;"
