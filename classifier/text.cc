@@ -488,6 +488,15 @@ bool AlreadySanitized(std::string_view s, size_t max_bytes) {
 
 }  // namespace
 
+std::string MaskControls(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) c = '?';
+  }
+  return out;
+}
+
 std::string Sanitize(std::string_view s, size_t max_bytes) {
   if (AlreadySanitized(s, max_bytes)) return std::string(s);
   std::string out;

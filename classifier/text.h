@@ -145,6 +145,11 @@ std::string FoldWhitespace(std::string_view s);
 // trimmed, and cut to at most `max_bytes` bytes at a character boundary.
 std::string Sanitize(std::string_view s, size_t max_bytes = kMaxDiagnosticBytes);
 
+// `s` with each control character (C0 and DEL) shown as '?', nothing dropped or folded: how a
+// client's text is echoed in an error or a log line, where dropping a character could leave
+// something that reads as valid.
+std::string MaskControls(std::string_view s);
+
 // The first RFC 3463 enhanced status code in a reply ("5.7.1"), or "" if none. The class must
 // be 2, 4 or 5, the subject 0-7 (as registered) and the detail 1-3 digits. Codes that are part
 // of a longer dotted number are ignored, so IP addresses ("5.1.1.4"), versions ("v4.2.0.1" or

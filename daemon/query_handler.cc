@@ -15,6 +15,7 @@
 #include "classifier/dsn_parser.h"
 #include "classifier/mail_date.h"
 #include "classifier/result_json.h"
+#include "classifier/text.h"
 #include "daemon/base64.h"
 #include "storage/store_json.h"
 
@@ -33,11 +34,7 @@ json Fail(std::string message) { return json{{"ok", false}, {"error", std::move(
 
 // Printable form of client text for our own log lines.
 std::string Printable(std::string_view s, size_t max = 200) {
-  std::string out;
-  for (char c : s.substr(0, max)) {
-    auto u = static_cast<unsigned char>(c);
-    out += (u < 0x20 || u == 0x7f) ? '?' : c;
-  }
+  std::string out = MaskControls(s.substr(0, max));
   if (s.size() > max) out += "...";
   return out;
 }

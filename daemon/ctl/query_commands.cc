@@ -189,11 +189,8 @@ void PrintFailure(Context& ctx, const std::string& cmd, const std::string& error
 // looks like an address.
 bool AddressOk(Context& ctx, const char* cmd, const std::string& address) {
   if (IsAddress(address)) return true;
-  std::string shown = address;
-  for (char& c : shown) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  std::fprintf(stderr, "bouncectl: %s: invalid address '%s'\n", cmd, Shown(shown).c_str());
+  std::fprintf(stderr, "bouncectl: %s: invalid address '%s'\n", cmd,
+               Shown(MaskControls(address)).c_str());
   ctx.exit_code = kExitUsage;
   return false;
 }

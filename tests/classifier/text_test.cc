@@ -37,6 +37,12 @@ TEST(Sanitize, DropsControlsAndFixesUtf8) {
   EXPECT_EQ(Sanitize(std::string("nul\0in", 6)), "nulin");
 }
 
+TEST(MaskControls, ShowsEachControlAsAQuestionMarkAndKeepsTheRest) {
+  EXPECT_EQ(MaskControls("a\x1b[31mb\r\n\x7f\tc"), "a?[31mb????c");
+  EXPECT_EQ(MaskControls("caf\xc3\xa9 x"), "caf\xc3\xa9 x");  // UTF-8 and blanks stay
+  EXPECT_EQ(MaskControls(""), "");
+}
+
 TEST(Sanitize, CapsAtCharacterBoundary) {
   EXPECT_EQ(Sanitize("abcdef", 4), "abcd");
   EXPECT_EQ(Sanitize("ab\xc3\xa9\xc3\xa9", 5), "ab\xc3\xa9");
