@@ -16,6 +16,7 @@
 #include "classifier/dsn_parser.h"
 #include "daemon/alert_monitor.h"
 #include "daemon/log_input.h"
+#include "daemon/metrics.h"
 #include "daemon/netstring.h"
 #include "daemon/query_handler.h"
 #include "daemon/report_db.h"
@@ -131,6 +132,16 @@ struct Daemon::Impl {
     alerts = std::make_shared<AlertMonitor>(config.alerts);
     services.AddObserver(std::make_shared<AlertObserver>(alerts));
     services.alerts_json = [a = alerts] { return a->ToJson(); };
+    // Metrics are for a running service; --once has no one to ask.
+    if (!options.once) services.AddObserver(event_counter);
+    services.metrics_details = [this] {
+      nlohmann::json m = HealthDetails();
+      m["start_time"] = started;
+      m["events"] = event_counter->ToJson();
+      nlohmann::json a = alerts->ToJson();
+      if (a.contains("open") && a["open"].is_array()) m["alerts_open"] = a["open"].size();
+      return m;
+    };
     input = std::make_unique<LogInput>(services, config.input);
     services.reload = [this] { return Reload(); };
     services.health_details = [this] { return HealthDetails(); };
@@ -454,6 +465,7 @@ struct Daemon::Impl {
   std::unique_ptr<LogInput> input;
   std::thread input_thread;
   std::shared_ptr<AlertMonitor> alerts;
+  std::shared_ptr<EventCounter> event_counter = std::make_shared<EventCounter>();
   std::mutex reload_mu;
   std::atomic<bool> stopping{false};
   bool milter_started = false;

@@ -17,6 +17,7 @@
 #include "classifier/result_json.h"
 #include "classifier/text.h"
 #include "daemon/base64.h"
+#include "daemon/metrics.h"
 #include "storage/store_json.h"
 
 namespace bounced {
@@ -342,6 +343,22 @@ json CmdHealth(Services& services) {
                  out["storage"].value("last_write_error", std::string()).empty();
   out["healthy"] = healthy;
   return out;
+}
+
+// What health says without SQLite (no counts, no integrity check: a scraper asks every minute),
+// as Prometheus text.
+json CmdMetrics(Services& services) {
+  json m = services.metrics_details ? services.metrics_details() : json::object();
+  m["version"] = BOUNCED_VERSION;
+  std::shared_ptr<Store> store = services.store();
+  m["storage_available"] = store != nullptr;
+  if (store) {
+    m["suppressed"] = store->view().size();
+    m["view_memory_bytes"] = store->view().memory_bytes();
+  }
+  std::shared_ptr<const RuleSet> rules = services.rules();
+  m["rules"] = rules ? rules->rule_count() : 0;
+  return {{"format", "prometheus"}, {"text", RenderMetrics(m)}};
 }
 
 json CmdSuppress(Services& services, const PeerCred& peer, const json& req) {
@@ -741,8 +758,8 @@ class QuerySession : public Session {
   // (memory), allowlist (a short read of a WAL snapshot, which a lock does not block), and an
   // unknown command's error.
   static bool AnsweredOffThread(std::string_view cmd) {
-    for (std::string_view c : {"status", "stats", "health", "suppress", "unsuppress", "allow",
-                               "disallow", "ingest-dsn", "reload"}) {
+    for (std::string_view c : {"status", "stats", "health", "metrics", "suppress", "unsuppress",
+                               "allow", "disallow", "ingest-dsn", "reload"}) {
       if (cmd == c) return true;
     }
     return false;
@@ -874,6 +891,7 @@ json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
     if (cmd == "stats") return Ok(CmdStats(services, request));
     if (cmd == "allowlist") return Ok(CmdAllowlist(services));
     if (cmd == "health") return Ok(CmdHealth(services));
+    if (cmd == "metrics") return Ok(CmdMetrics(services));
     if (cmd == "suppress") return Ok(CmdSuppress(services, peer, request));
     if (cmd == "unsuppress") return Ok(CmdUnsuppress(services, peer, request));
     if (cmd == "allow") return Ok(CmdAllow(services, peer, request, true));
@@ -888,8 +906,8 @@ json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
     }
     throw RequestError{
         "unknown command '" + Printable(cmd) +
-        "' (status, lookup, list, export, stats, allowlist, health, suppress, unsuppress, "
-        "allow, disallow, import, ingest-dsn, reload)"};
+        "' (status, lookup, list, export, stats, allowlist, health, metrics, suppress, "
+        "unsuppress, allow, disallow, import, ingest-dsn, reload)"};
   } catch (const RequestError& e) {
     json reply = Fail(e.message);
     if (!error_details.is_null()) reply["errors"] = std::move(error_details);

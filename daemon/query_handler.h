@@ -16,6 +16,9 @@
 //   stats       [by=domain|provider] [only] [days] [per_day]  read -> {"by","days","rows"}
 //   allowlist                                              read   -> [entry, ...]
 //   health                                                 read   -> storage, inputs, sockets
+//   metrics                                                read   -> {"format": "prometheus",
+//                                                                  "text": ...} (daemon/metrics.h;
+//                                                                  counters, no SQLite)
 //   suppress    address reason [category] [expires]        write
 //   unsuppress  address reason                             write
 //   allow       entry reason                               write  (address or domain)
@@ -49,8 +52,8 @@
 // false, "error": "... failed midway ..."} (a failure before any of it was sent is the usual
 // {"ok": false, "error"}).
 //
-// Writes, status, stats, health, ingest-dsn and reload are answered on a thread of their own
-// (a write waits for SQLite's lock while another process holds it, up to the busy timeout), so
+// Writes, status, stats, health, metrics, ingest-dsn and reload are answered on a thread of their
+// own (a write waits for SQLite's lock while another process holds it, up to the busy timeout), so
 // the socket's io threads keep answering other clients; lookup and allowlist are answered at
 // once. Pipelined requests are answered in order. Once a connection's unwritten replies reach
 // kMaxPendingReplyBytes, the daemon writes them before it answers the next request, and reads

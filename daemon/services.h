@@ -63,6 +63,10 @@ class Services {
   std::function<Expected<nlohmann::json>()> reload;
   // Set by the daemon: inputs, sockets and milter details for the `health` command.
   std::function<nlohmann::json()> health_details;
+  // Set by the daemon: what the `metrics` command reports beside the store and rules (start
+  // time, the health_details parts, open alerts, event counts: daemon/metrics.h's RenderMetrics
+  // members). Must not touch SQLite.
+  std::function<nlohmann::json()> metrics_details;
   // Set by the daemon: the alert monitor's state, added to the `stats` reply.
   std::function<nlohmann::json()> alerts_json;
 

@@ -21,6 +21,8 @@ install(FILES ${BOUNCED_PKG_DIR}/advice.toml DESTINATION ${CMAKE_INSTALL_DATADIR
 install(FILES ${PROJECT_SOURCE_DIR}/systemd/bounced.service
               ${PROJECT_SOURCE_DIR}/systemd/bounced-report.service
               ${PROJECT_SOURCE_DIR}/systemd/bounced-report.timer
+              ${PROJECT_SOURCE_DIR}/systemd/bounced-metrics.service
+              ${PROJECT_SOURCE_DIR}/systemd/bounced-metrics.timer
         DESTINATION ${BOUNCED_UNIT_DIR})
 install(FILES ${BOUNCED_PKG_DIR}/bounced.sysusers DESTINATION lib/sysusers.d
         RENAME bounced.conf)

@@ -1,7 +1,7 @@
 // query_commands.cc: bouncectl's commands that talk to a running bounced over its query socket
 // (--socket, default /run/bounced/query.sock): status, suppress, unsuppress, allow, disallow,
-// allowlist, list, export, import, stats, reload, health, ingest-dsn. One JSON request line
-// out, one JSON reply line back (protocol: daemon/query_handler.h). --json prints the reply's
+// allowlist, list, export, import, stats, reload, health, metrics, ingest-dsn. One JSON request
+// line out, one JSON reply line back (protocol: daemon/query_handler.h). --json prints the reply's
 // result as is; otherwise readable text and tables. Exit 1 when the daemon refuses or is away.
 #include <poll.h>
 #include <sys/socket.h>
@@ -24,6 +24,7 @@
 #include "daemon/base64.h"
 #include "daemon/ctl/commands.h"
 #include "daemon/ctl/message_sources.h"
+#include "daemon/metrics.h"
 #include "storage/store.h"
 
 namespace bounced::ctl {
@@ -227,6 +228,72 @@ const json& At(const json& j, const char* key) {
   if (!j.is_object()) return kNull;
   auto it = j.find(key);
   return it == j.end() ? kNull : *it;
+}
+
+// Writes `text` to `path` under a temporary name beside it ("PATH.partial-XXXXXX": not
+// "*.prom", which a textfile collector would read) and renames it into place.
+Status ReplaceFile(const std::string& path, const std::string& text, mode_t mode) {
+  std::string temp = path + ".partial-XXXXXX";
+  int fd = ::mkstemp(temp.data());
+  if (fd < 0) return Status::Error(temp + ": " + std::strerror(errno));
+  auto fail = [&](const std::string& what) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return Status::Error(what + ": " + std::strerror(err));
+  };
+  if (::fchmod(fd, mode) != 0) return fail("chmod " + temp);
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail("writing " + temp);
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(temp.c_str());
+    return Status::Error("writing " + temp + ": " + std::strerror(err));
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(temp.c_str());
+    return Status::Error("renaming " + temp + " to " + path + ": " + std::strerror(err));
+  }
+  return Status::Ok();
+}
+
+// `bouncectl metrics`: the daemon's Prometheus text, or bounced_up 0 when it cannot be asked
+// (then exit 1, the file still written: a collector keeps serving the last file it read, and
+// a stale one would hide that bounced is away). --output replaces the file by rename, so a
+// collector never reads half of it.
+void WriteMetrics(Context& ctx, const std::string& output) {
+  json reply;
+  std::string error;
+  std::string text;
+  if (!Call(ctx, {{"cmd", "metrics"}}, &reply, &error)) {
+    std::fprintf(stderr, "bouncectl: %s\n", error.c_str());
+    ctx.exit_code = kExitFailed;
+    text = RenderDownMetrics(BOUNCED_VERSION);
+  } else if (!reply.value("ok", false)) {
+    return PrintRefusal(ctx, "metrics", reply);
+  } else {
+    const json& t = At(At(reply, "result"), "text");
+    if (!t.is_string()) {
+      std::fprintf(stderr, "bouncectl: bounced's metrics reply has no text\n");
+      ctx.exit_code = kExitFailed;
+      return;
+    }
+    text = t.get<std::string>();
+  }
+  if (output.empty()) {
+    std::cout << text << std::flush;
+    return;
+  }
+  if (Status s = ReplaceFile(output, text, 0644); !s.ok()) {
+    std::fprintf(stderr, "bouncectl: %s\n", s.message().c_str());
+    ctx.exit_code = kExitFailed;
+  }
 }
 
 // "2026-11-29T17:09:53Z" -> "2026-11-29"; "" stays "".
@@ -921,6 +988,17 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         }
       });
     });
+  }
+  // metrics
+  {
+    auto* cmd = app.add_subcommand(
+        "metrics",
+        "bounced's counters in Prometheus text format (for node_exporter's textfile collector)");
+    auto output = std::make_shared<std::string>();
+    cmd->add_option("--output", *output,
+                    "write FILE (replaced at once, mode 0644) instead of printing; e.g. "
+                    "/var/lib/prometheus/node-exporter/bounced.prom");
+    cmd->callback([&ctx, output] { WriteMetrics(ctx, *output); });
   }
   // ingest-dsn
   {

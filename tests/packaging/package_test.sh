@@ -47,7 +47,8 @@ for f in ./usr/sbin/bounced ./usr/bin/bouncectl ./etc/bounced/bounced.toml ./etc
          ./usr/share/man/man8/bounced.8 ./usr/share/man/man1/bouncectl.1 \
          ./usr/share/man/man5/bounced.toml.5 ./usr/lib/sysusers.d/bounced.conf \
          ./usr/lib/tmpfiles.d/bounced.conf ./lib/systemd/system/bounced.service \
-         ./lib/systemd/system/bounced-report.service ./lib/systemd/system/bounced-report.timer; do
+         ./lib/systemd/system/bounced-report.service ./lib/systemd/system/bounced-report.timer \
+         ./lib/systemd/system/bounced-metrics.service ./lib/systemd/system/bounced-metrics.timer; do
   check "contains $f" grep -q " $f\$" "$work/contents"
 done
 
@@ -69,12 +70,14 @@ done
 # (--man=no: the Documentation= pages are in the tree, not in the host's man path).
 units="$work/units"
 mkdir -p "$units"
-for u in bounced.service bounced-report.service bounced-report.timer; do
+for u in bounced.service bounced-report.service bounced-report.timer bounced-metrics.service \
+         bounced-metrics.timer; do
   sed -e "s|/usr/sbin/bounced|$root/usr/sbin/bounced|g" -e "s|/usr/bin/bouncectl|$root/usr/bin/bouncectl|g" \
     "$root/lib/systemd/system/$u" >"$units/$u"
 done
 if SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no "$units"/bounced.service "$units"/bounced-report.service \
-     "$units"/bounced-report.timer >"$work/verify" 2>&1 && ! grep -q "$units" "$work/verify"; then
+     "$units"/bounced-report.timer "$units"/bounced-metrics.service "$units"/bounced-metrics.timer \
+     >"$work/verify" 2>&1 && ! grep -q "$units" "$work/verify"; then
   echo "ok   systemd-analyze verify"
 else
   cat "$work/verify"; echo "FAIL systemd-analyze verify"; fail=1

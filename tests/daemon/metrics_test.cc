@@ -1,0 +1,241 @@
+// metrics_test.cc: the Prometheus text of `bouncectl metrics` (daemon/metrics.h): the format
+// (each family's HELP and TYPE once, its samples together, label values escaped), the event
+// counts by source, category and provider, and the command against a real bounced: the file it
+// writes, and bounced_up 0 with exit 1 once bounced is gone. Writes only temp files.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "daemon/metrics.h"
+#include "tests/daemon/daemon_harness.h"
+
+namespace bounced::testing {
+namespace {
+
+using nlohmann::json;
+
+// Checks `text` against the text exposition format as Prometheus reads it: every line a
+// comment or a sample, each family's TYPE before its first sample and given once, a family's
+// samples together, no sample twice; returns the samples (name{labels} -> value).
+std::map<std::string, std::string> CheckExposition(const std::string& text) {
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  static const std::regex kSample(
+      R"re(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*",?)*\})? (-?[0-9][0-9.e+-]*))re");
+  static const std::regex kType(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge))");
+  static const std::regex kHelp(R"(# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) [^\n]+)");
+  std::map<std::string, std::string> samples;
+  std::set<std::string> typed, ended;
+  std::string current;  // the family whose samples come now
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, kType)) {
+      EXPECT_TRUE(typed.insert(m[1]).second) << "TYPE twice: " << line;
+      if (!current.empty()) ended.insert(current);
+      current = m[1];
+    } else if (std::regex_match(line, m, kHelp)) {
+      EXPECT_EQ(typed.count(m[1]), 0u) << "HELP after TYPE: " << line;
+    } else if (std::regex_match(line, m, kSample)) {
+      EXPECT_EQ(m[1], current) << "sample outside its family: " << line;
+      EXPECT_EQ(ended.count(m[1]), 0u) << line;
+      std::string series = line.substr(0, line.rfind(' '));
+      EXPECT_TRUE(samples.emplace(series, m[5]).second) << "sample twice: " << line;
+    } else {
+      ADD_FAILURE() << "not a comment or sample: '" << line << "'";
+    }
+  }
+  return samples;
+}
+
+Event MakeEvent(EventSource source, Category category, std::string provider) {
+  Event e;
+  e.source = source;
+  e.result.category = category;
+  e.result.provider = std::move(provider);
+  return e;
+}
+
+TEST(Metrics, EventCounterCountsBySourceCategoryAndProvider) {
+  EventCounter c;
+  c.OnCommitted({MakeEvent(EventSource::kLog, Category::kUserUnknown, "gmail"),
+                 MakeEvent(EventSource::kLog, Category::kUserUnknown, "gmail"),
+                 MakeEvent(EventSource::kMilter, Category::kPolicyRejection, "icloud"),
+                 MakeEvent(EventSource::kLog, Category::kDelivered, "")});
+  c.OnCommitted({MakeEvent(EventSource::kLog, Category::kUserUnknown, "gmail")});
+  json j = c.ToJson();
+  ASSERT_EQ(j.size(), 3u) << j.dump();
+  std::map<std::string, int64_t> by;
+  for (const json& e : j) {
+    by[e["source"].get<std::string>() + "/" + e["category"].get<std::string>() + "/" +
+       e["provider"].get<std::string>()] = e["count"];
+  }
+  EXPECT_EQ(by["log/user_unknown/gmail"], 3);
+  EXPECT_EQ(by["milter/policy_rejection/icloud"], 1);
+  EXPECT_EQ(by["log/delivered/unknown"], 1) << "no provider is \"unknown\"";
+}
+
+TEST(Metrics, EventCounterFoldsProvidersPastTheSeriesCapIntoOther) {
+  EventCounter c;
+  std::vector<Event> events;
+  for (size_t i = 0; i < kMaxEventSeries + 10; ++i) {
+    events.push_back(MakeEvent(EventSource::kLog, Category::kUserUnknown, "p" + std::to_string(i)));
+  }
+  events.push_back(MakeEvent(EventSource::kLog, Category::kUserUnknown, "p0"));  // known: its own
+  c.OnCommitted(events);
+  json j = c.ToJson();
+  EXPECT_EQ(j.size(), kMaxEventSeries + 1) << "the cap, and one \"other\"";
+  int64_t other = 0, p0 = 0;
+  for (const json& e : j) {
+    if (e["provider"] == "other") other = e["count"];
+    if (e["provider"] == "p0") p0 = e["count"];
+  }
+  EXPECT_EQ(other, 10);
+  EXPECT_EQ(p0, 2);
+}
+
+TEST(Metrics, RendersEachFamilyOnceWithItsSamplesTogether) {
+  json m = {
+      {"version", "1.2.3"},
+      {"start_time", 1796000000},
+      {"storage_available", true},
+      {"suppressed", 42},
+      {"rules", 191},
+      {"events",
+       {{{"source", "log"}, {"category", "user_unknown"}, {"provider", "gmail"}, {"count", 7}},
+        {{"source", "milter"},
+         {"category", "policy_rejection"},
+         {"provider", "we\"ird\\pro\nvider"},
+         {"count", 1}}}},
+      {"input",
+       {{"input", "log:/var/log/mail.log"},
+        {"lines", 100},
+        {"skipped_garbage", 3},
+        {"skipped_too_long", 1},
+        {"problem", "cannot open"}}},
+      // The two sockets' families interleave in the health reply's order: still grouped.
+      {"query_socket", {{"enabled", true}, {"accepted", 5}, {"active", 1}}},
+      {"socketmap",
+       {{"enabled", true}, {"accepted", 9}, {"active", 0}, {"lookups", 30}, {"found", 2}}},
+      {"milter", {{"enabled", true}, {"running", false}}}};
+  std::string text = RenderMetrics(m);
+  std::map<std::string, std::string> s = CheckExposition(text);
+  EXPECT_EQ(s["bounced_up"], "1");
+  EXPECT_EQ(s["bounced_build_info{version=\"1.2.3\"}"], "1");
+  EXPECT_EQ(s["bounced_start_time_seconds"], "1796000000");
+  EXPECT_EQ(s["bounced_storage_available"], "1");
+  EXPECT_EQ(s["bounced_suppressed_addresses"], "42");
+  EXPECT_EQ(s["bounced_rules"], "191");
+  EXPECT_EQ(s["bounced_events_total{source=\"log\",category=\"user_unknown\",provider=\"gmail\"}"],
+            "7");
+  EXPECT_EQ(s["bounced_events_total{source=\"milter\",category=\"policy_rejection\",provider="
+              "\"we\\\"ird\\\\pro\\nvider\"}"],
+            "1")
+      << text;
+  EXPECT_EQ(s["bounced_input_lines_total{input=\"log:/var/log/mail.log\"}"], "100");
+  EXPECT_EQ(
+      s["bounced_input_skipped_lines_total{input=\"log:/var/log/mail.log\",reason=\"garbage\"}"],
+      "3");
+  EXPECT_EQ(
+      s["bounced_input_skipped_lines_total{input=\"log:/var/log/mail.log\",reason=\"too_long\"}"],
+      "1");
+  EXPECT_EQ(s["bounced_input_problem{input=\"log:/var/log/mail.log\"}"], "1");
+  EXPECT_EQ(s["bounced_socket_connections_total{socket=\"query\"}"], "5");
+  EXPECT_EQ(s["bounced_socket_connections_total{socket=\"socketmap\"}"], "9");
+  EXPECT_EQ(s["bounced_socketmap_lookups_total"], "30");
+  EXPECT_EQ(s["bounced_socketmap_suppressed_total"], "2");
+  EXPECT_EQ(s["bounced_milter_running"], "0");
+  EXPECT_EQ(s.count("bounced_view_memory_bytes"), 0u) << "absent parts give no lines";
+  EXPECT_EQ(s.count("bounced_milter_recipients_checked_total"), 0u);
+}
+
+TEST(Metrics, AbsentPartsGiveNoLinesAndDownSaysSo) {
+  std::map<std::string, std::string> s = CheckExposition(RenderMetrics(json::object()));
+  EXPECT_EQ(s.size(), 1u) << "only bounced_up";
+  // A disabled socket or milter has no counters.
+  s = CheckExposition(
+      RenderMetrics({{"query_socket", {{"enabled", false}}}, {"milter", {{"enabled", false}}}}));
+  EXPECT_EQ(s.size(), 1u);
+  s = CheckExposition(RenderDownMetrics("9.9"));
+  EXPECT_EQ(s["bounced_up"], "0");
+  EXPECT_EQ(s["bounced_build_info{version=\"9.9\"}"], "1");
+}
+
+TEST(Metrics, BouncectlWritesTheDaemonsCountersAndSaysWhenItIsAway) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), ReadFile(kTestData + "/postfix/icloud-unknown.log"));
+  AppendFile(d.log(), ReadFile(kTestData + "/postfix/cs01.log"));
+  AppendFile(d.log(), "not a postfix line\n");
+  ASSERT_TRUE(d.WaitForEvents(2)) << ReadFile(d.stderr_path());
+  ASSERT_TRUE(WaitUntil([&] {
+    return d.Query({{"cmd", "status"}, {"address", "icloud-unknown@icloud.com"}})["result"].value(
+        "suppressed", false);
+  }));
+  SocketmapAsk(d.socketmap_socket(), "recipient_access icloud-unknown@icloud.com");
+
+  const std::string prom = dir / "bounced.prom";
+  int rc = -1;
+  std::string out;
+  // The input counts its events once it has seen their commit (its next turn).
+  EXPECT_TRUE(WaitUntil([&] {
+    out = d.Ctl("metrics --output " + Quote(prom), &rc);
+    return ReadFile(prom).find("category=\"policy_rejection\",provider=\"icloud\"} 1\n") !=
+           std::string::npos;
+  })) << ReadFile(prom);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "") << "--output prints nothing";
+  struct stat st {};
+  ASSERT_EQ(::stat(prom.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u) << "readable by node_exporter";
+  std::string text = ReadFile(prom);
+  std::map<std::string, std::string> s = CheckExposition(text);
+  EXPECT_EQ(s["bounced_up"], "1");
+  EXPECT_EQ(s["bounced_storage_available"], "1");
+  EXPECT_EQ(s["bounced_suppressed_addresses"], "1") << text;
+  EXPECT_EQ(s["bounced_events_total{source=\"log\",category=\"user_unknown\",provider=\"icloud\"}"],
+            "1")
+      << text;
+  EXPECT_EQ(
+      s["bounced_events_total{source=\"log\",category=\"policy_rejection\",provider=\"icloud\"}"],
+      "1")
+      << text;
+  EXPECT_EQ(s["bounced_socketmap_lookups_total"], "1");
+  EXPECT_EQ(s["bounced_socketmap_suppressed_total"], "1");
+  const std::string input = "{input=\"log:" + d.log() + "\"}";
+  EXPECT_NE(s["bounced_input_lines_total" + input], "0");
+  EXPECT_EQ(s["bounced_input_problem" + input], "0");
+  bool garbage = false;
+  for (const auto& [series, value] : s) {
+    if (series.rfind("bounced_input_skipped_lines_total", 0) == 0 &&
+        series.find("reason=\"garbage\"") != std::string::npos) {
+      garbage = value != "0";
+    }
+  }
+  EXPECT_TRUE(garbage) << "the garbage line is counted";
+  // The same text on standard output, without --output.
+  std::string printed = d.Ctl("metrics", &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(printed.find("# TYPE bounced_events_total counter\n"), std::string::npos) << printed;
+
+  EXPECT_EQ(d.Stop(), 0);
+  out = d.Ctl("metrics --output " + Quote(prom), &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("cannot connect to bounced"), std::string::npos) << out;
+  s = CheckExposition(ReadFile(prom));
+  EXPECT_EQ(s["bounced_up"], "0") << "a stale file would hide that bounced is away";
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    std::string f = entry.path().filename().string();
+    EXPECT_EQ(f.find(".partial-"), std::string::npos) << "no temporary file left: " << f;
+  }
+}
+
+}  // namespace
+}  // namespace bounced::testing
