@@ -345,6 +345,41 @@ json CmdHealth(Services& services) {
   return out;
 }
 
+// Recorded events by time, outcome, category, provider, domain or sender: what `bouncectl events`
+// shows (which recipients got CS01 in the last hour, and from which sender).
+json CmdEvents(Services& services, const json& req) {
+  EventsQuery q;
+  auto it = req.find("since");
+  q.since = it == req.end() || it->is_null() ? static_cast<int64_t>(std::time(nullptr)) - 86400
+                                             : SinceField(req, "since");
+  q.until = SinceField(req, "until");
+  if (q.until != 0 && q.until <= q.since) {
+    throw RequestError{"\"until\" must come after \"since\""};
+  }
+  q.category = StringField(req, "category", false);
+  if (!q.category.empty() && !CategoryFromName(q.category)) {
+    throw RequestError{"unknown category '" + Printable(q.category) + "'"};
+  }
+  q.source = StringField(req, "source", false);
+  if (!q.source.empty() && !EventSourceFromName(q.source)) {
+    throw RequestError{"unknown source '" + Printable(q.source) +
+                       "' (log, journal, dsn, milter, manual)"};
+  }
+  q.log_status = StringField(req, "log_status", false);
+  q.provider = StringField(req, "provider", false);
+  q.provider_code = StringField(req, "provider_code", false);
+  q.domain = StringField(req, "domain", false);
+  for (char& c : q.domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!q.domain.empty() && q.domain[0] == '@') q.domain.erase(0, 1);
+  q.sender = StringField(req, "sender", false);
+  q.limit = static_cast<size_t>(
+      IntField(req, "limit", 50, 1, static_cast<int64_t>(Store::kMaxFoundEvents)));
+  std::vector<StoredEvent> events = Unwrap(RequireStore(services)->FindEvents(q));
+  json out = json::array();
+  for (const StoredEvent& e : events) out.push_back(ToJson(e));
+  return out;
+}
+
 // What health says without SQLite (no counts, no integrity check: a scraper asks every minute),
 // as Prometheus text.
 json CmdMetrics(Services& services) {
@@ -758,8 +793,8 @@ class QuerySession : public Session {
   // (memory), allowlist (a short read of a WAL snapshot, which a lock does not block), and an
   // unknown command's error.
   static bool AnsweredOffThread(std::string_view cmd) {
-    for (std::string_view c : {"status", "stats", "health", "metrics", "suppress", "unsuppress",
-                               "allow", "disallow", "ingest-dsn", "reload"}) {
+    for (std::string_view c : {"status", "stats", "events", "health", "metrics", "suppress",
+                               "unsuppress", "allow", "disallow", "ingest-dsn", "reload"}) {
       if (cmd == c) return true;
     }
     return false;
@@ -892,6 +927,7 @@ json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
     if (cmd == "allowlist") return Ok(CmdAllowlist(services));
     if (cmd == "health") return Ok(CmdHealth(services));
     if (cmd == "metrics") return Ok(CmdMetrics(services));
+    if (cmd == "events") return Ok(CmdEvents(services, request));
     if (cmd == "suppress") return Ok(CmdSuppress(services, peer, request));
     if (cmd == "unsuppress") return Ok(CmdUnsuppress(services, peer, request));
     if (cmd == "allow") return Ok(CmdAllow(services, peer, request, true));
@@ -906,8 +942,8 @@ json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
     }
     throw RequestError{
         "unknown command '" + Printable(cmd) +
-        "' (status, lookup, list, export, stats, allowlist, health, metrics, suppress, "
-        "unsuppress, allow, disallow, import, ingest-dsn, reload)"};
+        "' (status, lookup, list, export, events, stats, allowlist, health, metrics, "
+        "suppress, unsuppress, allow, disallow, import, ingest-dsn, reload)"};
   } catch (const RequestError& e) {
     json reply = Fail(e.message);
     if (!error_details.is_null()) reply["errors"] = std::move(error_details);

@@ -13,6 +13,12 @@
 //                                                          read   -> [suppression, ...]
 //   export      [format=csv|jsonl] + list filters          read   -> {"format","count","data"}
 //               [stream=true]                                      (streamed: see below)
+//   events      [since=24h] [until] [category] [provider] [provider_code] [log_status]
+//               [source] [domain] [sender] [limit=50]       read   -> [event, ...] (as status's
+//                                                          "events"), the most recently
+//                                                          recorded first; provider "-" = none
+//                                                          known, sender "<>" = the null sender;
+//                                                          limit at most 10000
 //   stats       [by=domain|provider] [only] [days] [per_day]  read -> {"by","days","rows"}
 //   allowlist                                              read   -> [entry, ...]
 //   health                                                 read   -> storage, inputs, sockets
@@ -52,11 +58,11 @@
 // false, "error": "... failed midway ..."} (a failure before any of it was sent is the usual
 // {"ok": false, "error"}).
 //
-// Writes, status, stats, health, metrics, ingest-dsn and reload are answered on a thread of their
-// own (a write waits for SQLite's lock while another process holds it, up to the busy timeout), so
-// the socket's io threads keep answering other clients; lookup and allowlist are answered at
-// once. Pipelined requests are answered in order. Once a connection's unwritten replies reach
-// kMaxPendingReplyBytes, the daemon writes them before it answers the next request, and reads
+// Writes, status, stats, events, health, metrics, ingest-dsn and reload are answered on a thread of
+// their own (a write waits for SQLite's lock while another process holds it, up to the busy
+// timeout), so the socket's io threads keep answering other clients; lookup and allowlist are
+// answered at once. Pipelined requests are answered in order. Once a connection's unwritten replies
+// reach kMaxPendingReplyBytes, the daemon writes them before it answers the next request, and reads
 // nothing more from a client while its replies wait to be written: a client that sends without
 // reading is left with full socket buffers, not the daemon with its replies.
 //

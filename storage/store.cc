@@ -391,6 +391,7 @@ class StoreImpl final : public Store {
   Expected<std::vector<StoredEvent>> EventsFor(std::string_view address,
                                                size_t max_events) override;
   Expected<std::vector<StoredEvent>> QueueEvents(const QueueEventsQuery& q) override;
+  Expected<std::vector<StoredEvent>> FindEvents(const EventsQuery& q) override;
   const std::string& path() const override { return options_.path; }
 
  private:
@@ -2445,6 +2446,63 @@ Expected<std::vector<StoredEvent>> StoreImpl::QueueEvents(const QueueEventsQuery
     st.Bind(1, key);
   }
   st.Bind(2, since).Bind(3, q.queue_id);
+  if (Status walked = st.ForEachRow([&] { out.push_back(ReadEvent(st)); }); !walked) {
+    return walked;
+  }
+  return out;
+}
+
+Expected<std::vector<StoredEvent>> StoreImpl::FindEvents(const EventsQuery& q) {
+  std::vector<StoredEvent> out;
+  const size_t limit = std::min(q.limit, kMaxFoundEvents);
+  if (limit == 0) return out;
+  // Not before 1970: days of those times may not sort as text.
+  const int64_t since = std::max<int64_t>(0, q.since);
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  ReadTxn txn(**db);  // the first id and the rows: one snapshot
+  if (!txn.status()) return txn.status();
+  // The ids of the days from `since` on are a range (event_days), walked from its end without
+  // an index on time; the kind's fields are matched once per kind, not per row. Only the
+  // filters that are set are in the statement; their texts are bound.
+  auto first = FirstEventIdOfDays(**db, since);
+  if (!first) return first.status();
+  if (*first < 0) return out;  // no events on those days
+  std::vector<const std::string*> texts;
+  auto text_filter = [&](std::string& where, const char* column, const std::string& value) {
+    texts.push_back(&value);
+    where += std::string(" AND ") + column + " = ?" + std::to_string(texts.size() + 3);
+  };
+  std::string rows = "SELECT id FROM event_rows WHERE id >= ?1 AND time >= ?2";
+  if (q.until != 0) rows += " AND time < ?3";
+  static const std::string kNone;
+  if (!q.domain.empty()) text_filter(rows, "domain", q.domain);
+  if (q.sender == "<>") {
+    rows += " AND sender IS NULL";  // stored as NULL (event_rows keeps "" as NULL)
+  } else if (!q.sender.empty()) {
+    text_filter(rows, "sender", q.sender);
+  }
+  std::string kinds;
+  if (!q.category.empty()) text_filter(kinds, "category", q.category);
+  if (q.provider == "-") {
+    text_filter(kinds, "provider", kNone);
+  } else if (!q.provider.empty()) {
+    text_filter(kinds, "provider", q.provider);
+  }
+  if (!q.provider_code.empty()) text_filter(kinds, "provider_code", q.provider_code);
+  if (!q.log_status.empty()) text_filter(kinds, "log_status", q.log_status);
+  if (!q.source.empty()) text_filter(kinds, "source", q.source);
+  if (!kinds.empty()) rows += " AND kind IN (SELECT id FROM event_kinds WHERE 1" + kinds + ")";
+  rows += " ORDER BY id DESC LIMIT " + std::to_string(limit);
+  sql::Stmt st;
+  if (Status s = st.Prepare(**db, "SELECT " + std::string(kEventColumns) +
+                                      " FROM events WHERE id IN (" + rows + ") ORDER BY id DESC");
+      !s) {
+    return s;
+  }
+  st.Bind(1, *first).Bind(2, since);
+  if (q.until != 0) st.Bind(3, q.until);
+  for (size_t i = 0; i < texts.size(); ++i) st.BindRef(static_cast<int>(i + 4), *texts[i]);
   if (Status walked = st.ForEachRow([&] { out.push_back(ReadEvent(st)); }); !walked) {
     return walked;
   }

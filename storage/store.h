@@ -308,6 +308,22 @@ struct QueueEventsQuery {
   std::string recipient;  // "" = every recipient; else only this one's (through its index)
 };
 
+// Which recorded events Store::FindEvents returns (`bouncectl events`). Every filter that is
+// set must hold; "" = any. Texts are compared exactly, as stored (category, log status and
+// source by their names; domain lower-case; provider codes as the rules write them).
+struct EventsQuery {
+  int64_t since = 0;  // happened at or after this time (unix seconds)
+  int64_t until = 0;  // and before this time; 0 = no bound
+  std::string category = {};
+  std::string provider = {};  // "" = any; "-" = none known
+  std::string provider_code = {};
+  std::string log_status = {};  // sent, deferred, bounced, expired, complaint, auto_reply, blocked
+  std::string source = {};      // log, journal, dsn, milter, manual
+  std::string domain = {};      // the recipient's domain
+  std::string sender = {};      // the envelope sender ("<>" = the null sender)
+  size_t limit = 50;            // at most this many, the most recently recorded
+};
+
 struct StatsQuery {
   enum class By { kDomain, kProvider } by = By::kDomain;
   std::string only;  // "" = all domains / providers, else just this one
@@ -445,6 +461,11 @@ class Store {
   // Without a recipient the events of the days from `since` on are scanned (queue ids have no
   // index): keep `since` recent.
   virtual Expected<std::vector<StoredEvent>> QueueEvents(const QueueEventsQuery& q) = 0;
+  // Recorded events matching `q`, the most recently recorded first (at most q.limit, capped at
+  // kMaxFoundEvents). Reads the rows of the days from q.since on, in one read transaction
+  // beside the writer: keep `since` recent on a large database.
+  static constexpr size_t kMaxFoundEvents = 10000;
+  virtual Expected<std::vector<StoredEvent>> FindEvents(const EventsQuery& q) = 0;
 
   virtual const std::string& path() const = 0;
 };

@@ -1,8 +1,9 @@
 // query_commands.cc: bouncectl's commands that talk to a running bounced over its query socket
 // (--socket, default /run/bounced/query.sock): status, suppress, unsuppress, allow, disallow,
-// allowlist, list, export, import, stats, reload, health, metrics, ingest-dsn. One JSON request
-// line out, one JSON reply line back (protocol: daemon/query_handler.h). --json prints the reply's
-// result as is; otherwise readable text and tables. Exit 1 when the daemon refuses or is away.
+// allowlist, list, export, import, events, stats, reload, health, metrics, ingest-dsn. One JSON
+// request line out, one JSON reply line back (protocol: daemon/query_handler.h). --json prints the
+// reply's result as is; otherwise readable text and tables. Exit 1 when the daemon refuses or is
+// away.
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -814,6 +815,64 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
                           std::to_string(a.value("uid", -1)), Str(a, "reason")});
         }
         PrintTable({"ENTRY", "KIND", "CREATED", "UID", "REASON"}, rows);
+      });
+    });
+  }
+  // events
+  {
+    auto* cmd = app.add_subcommand(
+        "events",
+        "recorded delivery results, newest first: by time, outcome, category, provider, "
+        "domain or sender");
+    struct EventsOptions {
+      std::string since, until, category, provider, code, status, source, domain, sender;
+      int limit = 50;
+    };
+    auto o = std::make_shared<EventsOptions>();
+    cmd->add_option("--since", o->since,
+                    "happened since: 2026-11-01, 2026-11-01T12:00:00Z or 1h (default 24h)");
+    cmd->add_option("--until", o->until, "and before this time (same forms)");
+    cmd->add_option("--category", o->category, "only this category (e.g. policy_rejection)");
+    cmd->add_option("--provider", o->provider, "only this provider (e.g. icloud; - = none known)");
+    cmd->add_option("--code", o->code, "only this provider code (e.g. CS01)");
+    cmd->add_option("--status", o->status,
+                    "only this outcome: sent, deferred, bounced, expired, complaint, auto_reply, "
+                    "blocked");
+    cmd->add_option("--source", o->source, "only from log, journal, dsn, milter or manual");
+    cmd->add_option("--domain", o->domain, "only recipients at this domain");
+    cmd->add_option("--sender", o->sender, "only this envelope sender (<> = the null sender)");
+    cmd->add_option("--limit", o->limit, "at most this many (default 50)")
+        ->check(CLI::Range(1, static_cast<int>(Store::kMaxFoundEvents)));
+    cmd->callback([&ctx, o] {
+      json req = {{"cmd", "events"}, {"limit", o->limit}};
+      auto set = [&](const char* key, const std::string& v) {
+        if (!v.empty()) req[key] = v;
+      };
+      set("since", o->since);
+      set("until", o->until);
+      set("category", o->category);
+      set("provider", o->provider);
+      set("provider_code", o->code);
+      set("log_status", o->status);
+      set("source", o->source);
+      set("domain", o->domain);
+      set("sender", o->sender);
+      Run(ctx, req, [&](const json& r) {
+        std::vector<std::vector<std::string>> rows;
+        for (const auto& e : r) {
+          std::string sender = Str(e, "sender");
+          rows.push_back({Str(e, "time"), Str(e, "log_status"), Str(e, "category"),
+                          Str(e, "provider"), Str(e, "provider_code"), Str(e, "recipient"),
+                          sender.empty() ? "<>" : sender, Sanitize(Str(e, "diagnostic"), 60)});
+        }
+        PrintTable(
+            {"TIME", "STATUS", "CATEGORY", "PROVIDER", "CODE", "RECIPIENT", "SENDER", "DIAGNOSTIC"},
+            rows);
+        std::cout << rows.size() << " event(s)";
+        if (rows.size() == static_cast<size_t>(o->limit)) {
+          std::cout << ", the newest " << o->limit << " (--limit for more)";
+        }
+        std::cout << "\n";
       });
     });
   }

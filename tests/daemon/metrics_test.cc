@@ -1,7 +1,8 @@
 // metrics_test.cc: the Prometheus text of `bouncectl metrics` (daemon/metrics.h): the format
 // (each family's HELP and TYPE once, its samples together, label values escaped), the event
 // counts by source, category and provider, and the command against a real bounced: the file it
-// writes, and bounced_up 0 with exit 1 once bounced is gone. Writes only temp files.
+// writes, and bounced_up 0 with exit 1 once bounced is gone. Also `bouncectl events`, the other
+// way to look into what bounced recorded. Writes only temp files.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -235,6 +236,50 @@ TEST(Metrics, BouncectlWritesTheDaemonsCountersAndSaysWhenItIsAway) {
     std::string f = entry.path().filename().string();
     EXPECT_EQ(f.find(".partial-"), std::string::npos) << "no temporary file left: " << f;
   }
+}
+
+// `bouncectl events` against a real bounced: which recipients got CS01, and from which sender.
+TEST(Events, BouncectlListsRecordedEventsByCategoryProviderAndCode) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), ReadFile(kTestData + "/postfix/icloud-unknown.log"));
+  AppendFile(d.log(), ReadFile(kTestData + "/postfix/cs01.log"));
+  ASSERT_TRUE(WaitUntil([&] {
+    return d.Query({{"cmd", "status"}, {"address", "cs01@icloud.com"}})["result"].contains(
+               "events") &&
+           !d.Query({{"cmd", "status"}, {"address", "cs01@icloud.com"}})["result"]["events"]
+                .empty();
+  })) << ReadFile(d.stderr_path());
+  // The captured log's times are in the past: a window that reaches them.
+  int rc = -1;
+  std::string out = d.Ctl("events --since 2000-01-01 --provider icloud --code CS01", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("cs01@icloud.com"), std::string::npos) << out;
+  EXPECT_NE(out.find("policy_rejection"), std::string::npos) << out;
+  EXPECT_EQ(out.find("icloud-unknown@icloud.com"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 event(s)"), std::string::npos) << out;
+
+  json rows = json::parse(d.Ctl("--json events --since 2000-01-01 --status bounced", &rc));
+  EXPECT_EQ(rc, 0);
+  ASSERT_EQ(rows.size(), 2u) << rows.dump();
+  EXPECT_EQ(rows[0]["recipient"], "cs01@icloud.com") << "the most recently recorded first";
+  EXPECT_EQ(rows[1]["recipient"], "icloud-unknown@icloud.com");
+  EXPECT_EQ(rows[1]["category"], "user_unknown");
+  EXPECT_EQ(rows[1]["sender"], "sender@testbed.local");
+
+  out = d.Ctl("events --since 2000-01-01 --limit 1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("1 event(s), the newest 1 (--limit for more)"), std::string::npos) << out;
+  out = d.Ctl("events --category no_such_category", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("unknown category 'no_such_category'"), std::string::npos) << out;
+  out = d.Ctl("events --since 2026-11-02 --until 2026-11-01", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("\"until\" must come after \"since\""), std::string::npos) << out;
+  out = d.Ctl("events --limit 0", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_EQ(d.Stop(), 0);
 }
 
 }  // namespace

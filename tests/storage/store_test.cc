@@ -561,6 +561,75 @@ TEST_F(StoreTest, QueueEventsReadsWhatTheLogSaidOfAQueueIdOldestFirst) {
   EXPECT_EQ(text(store_->QueueEvents({"", 0, ""})), "");
 }
 
+// FindEvents (`bouncectl events`): each filter alone and together, the time window (its days
+// found through event_days, so an event written late under an older time is still found), the
+// most recently recorded first, the limit, and the spellings of "none": provider "-" and the
+// null sender "<>".
+TEST_F(StoreTest, FindEventsFiltersByEveryFieldNewestFirst) {
+  auto event = [](const std::string& rcpt, Category c, const std::string& status, int64_t t,
+                  const std::string& provider, const std::string& code, const std::string& sender,
+                  EventSource source = EventSource::kLog) {
+    Event e = MakeEvent(rcpt, c, status, t, source);
+    e.result.provider = provider;
+    e.result.provider_code = code;
+    e.sender = sender;
+    return e;
+  };
+  ASSERT_TRUE(store_
+                  ->Write(Batch{
+                      {event("a@icloud.com", Category::kPolicyRejection, "bounced", kT0, "icloud",
+                             "CS01", "news@us.example"),
+                       event("b@icloud.com", Category::kPolicyRejection, "bounced", kT0 + 60,
+                             "icloud", "CS02", "news@us.example"),
+                       event("c@gmail.com", Category::kUserUnknown, "bounced", kT0 + 120, "gmail",
+                             "", "shop@us.example", EventSource::kDsn),
+                       event("d@example.org", Category::kDelivered, "sent", kT0 + 180, "", "", ""),
+                       event("e@icloud.com", Category::kRateLimited, "deferred", kT0 + 240,
+                             "icloud", "", "news@us.example")},
+                      std::nullopt})
+                  .ok());
+  // Recorded last, two days older: found when the window reaches back to it.
+  ASSERT_TRUE(store_
+                  ->Write(Batch{{event("f@icloud.com", Category::kPolicyRejection, "bounced",
+                                       kT0 - 2 * kDay, "icloud", "CS01", "old@us.example")},
+                                std::nullopt})
+                  .ok());
+  auto find = [&](EventsQuery q) {
+    if (q.since == 0) q.since = kT0 - kDay;
+    auto got = store_->FindEvents(q);
+    if (!got.ok()) return "error: " + got.error();
+    std::string out;
+    for (const StoredEvent& se : *got) out += se.event.result.recipient.substr(0, 1);
+    return out;
+  };
+  EXPECT_EQ(find({}), "edcba") << "the most recently recorded first";
+  EXPECT_EQ(find({.since = kT0 - 3 * kDay}), "fedcba");
+  EXPECT_EQ(find({.since = kT0 + 60}), "edcb");
+  EXPECT_EQ(find({.since = kT0 + 60, .until = kT0 + 180}), "cb") << "until is exclusive";
+  EXPECT_EQ(find({.category = "policy_rejection"}), "ba");
+  EXPECT_EQ(find({.since = kT0 - 3 * kDay, .category = "policy_rejection"}), "fba");
+  EXPECT_EQ(find({.provider = "icloud"}), "eba");
+  EXPECT_EQ(find({.provider = "-"}), "d") << "\"-\": no provider known";
+  EXPECT_EQ(find({.provider_code = "CS02"}), "b");
+  EXPECT_EQ(find({.log_status = "bounced"}), "cba");
+  EXPECT_EQ(find({.source = "dsn"}), "c");
+  EXPECT_EQ(find({.domain = "icloud.com"}), "eba");
+  EXPECT_EQ(find({.sender = "shop@us.example"}), "c");
+  EXPECT_EQ(find({.sender = "<>"}), "d") << "\"<>\": the null sender";
+  EXPECT_EQ(find({.category = "policy_rejection",
+                  .provider = "icloud",
+                  .provider_code = "CS01",
+                  .log_status = "bounced",
+                  .source = "log",
+                  .domain = "icloud.com",
+                  .sender = "news@us.example"}),
+            "a");
+  EXPECT_EQ(find({.category = "policy_rejection", .provider = "gmail"}), "");
+  EXPECT_EQ(find({.limit = 2}), "ed");
+  EXPECT_EQ(find({.limit = 0}), "");
+  EXPECT_EQ(find({.since = kT0 + kDay}), "") << "no events on those days";
+}
+
 // Every row of `sql` on the file at `path`, columns joined by '|', each row ended by '\n'.
 std::string Rows(const std::string& path, const std::string& sql) {
   std::string out;
