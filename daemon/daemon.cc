@@ -330,6 +330,7 @@ struct Daemon::Impl {
       sm["lookups"] = socketmap_stats->lookups.load();
       sm["found"] = socketmap_stats->found.load();
       sm["temp"] = socketmap_stats->temp.load();
+      sm["perm"] = socketmap_stats->perm.load();
       sm["malformed"] = socketmap_stats->malformed.load();
     }
     return {{"config", config.source},  {"uptime_seconds", std::time(nullptr) - started},

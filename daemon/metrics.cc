@@ -242,6 +242,9 @@ std::string RenderMetrics(const json& m) {
              "Socketmap lookups answered with the suppression action."},
             {"temp", "bounced_socketmap_temp_total", "counter",
              "Socketmap lookups answered TEMP (storage unavailable)."},
+            {"perm", "bounced_socketmap_perm_total", "counter",
+             "Socketmap requests answered PERM (not \"name key\", or a map name bounced does "
+             "not serve: check main.cf)."},
             {"malformed", "bounced_socketmap_malformed_total", "counter",
              "Socketmap requests refused as malformed."}});
 

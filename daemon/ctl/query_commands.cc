@@ -1026,7 +1026,12 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         if (sm.value("enabled", false)) {
           std::cout << "socketmap: " << Str(sm, "path") << ", " << sm.value("lookups", 0)
                     << " lookups, " << sm.value("found", 0) << " suppressed answers, "
-                    << sm.value("malformed", 0) << " malformed requests\n";
+                    << sm.value("malformed", 0) << " malformed requests";
+          if (sm.value("perm", 0) != 0) {
+            std::cout << "; " << sm.value("perm", 0)
+                      << " answered PERM (a map name bounced does not serve? check main.cf)";
+          }
+          std::cout << "\n";
         }
         const json& m = r.value("milter", json::object());
         if (m.value("enabled", false)) {

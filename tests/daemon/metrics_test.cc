@@ -181,6 +181,7 @@ TEST(Metrics, BouncectlWritesTheDaemonsCountersAndSaysWhenItIsAway) {
         "suppressed", false);
   }));
   SocketmapAsk(d.socketmap_socket(), "recipient_access icloud-unknown@icloud.com");
+  SocketmapAsk(d.socketmap_socket(), "recipient_acess icloud-unknown@icloud.com");  // a typo
 
   const std::string prom = dir / "bounced.prom";
   int rc = -1;
@@ -208,8 +209,9 @@ TEST(Metrics, BouncectlWritesTheDaemonsCountersAndSaysWhenItIsAway) {
       s["bounced_events_total{source=\"log\",category=\"policy_rejection\",provider=\"icloud\"}"],
       "1")
       << text;
-  EXPECT_EQ(s["bounced_socketmap_lookups_total"], "1");
+  EXPECT_EQ(s["bounced_socketmap_lookups_total"], "2");
   EXPECT_EQ(s["bounced_socketmap_suppressed_total"], "1");
+  EXPECT_EQ(s["bounced_socketmap_perm_total"], "1") << "a map name bounced does not serve";
   const std::string input = "{input=\"log:" + d.log() + "\"}";
   EXPECT_NE(s["bounced_input_lines_total" + input], "0");
   EXPECT_EQ(s["bounced_input_problem" + input], "0");
