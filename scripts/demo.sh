@@ -2,7 +2,8 @@
 # Builds bounced and runs its main job on the embedded defaults: a sample Postfix log
 # (tests/data/sample/mail.log) is read into a fresh SQLite database with `bounced --once`, hard
 # bounces are suppressed, then bounced is started on temp sockets and asked what it knows
-# (bouncectl health / list / status / stats, and a Postfix socketmap lookup).
+# (bouncectl health / list / status / stats / events / metrics, and a Postfix socketmap
+# lookup).
 # Installs the Debian packages it needs when they are missing. Leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,6 +60,11 @@ ctl status "$first"
 ctl status -v "$first"
 ctl stats --provider
 ctl stats --domain --days 30
+# The sample's times may be long past: a window that reaches back to them.
+ctl events --since 2000-01-01 --status bounced --limit 10
+echo "\$ bouncectl metrics | grep -v '^#'   (Prometheus text; the HELP and TYPE lines left out)"
+"$build"/bouncectl --socket "$work/query.sock" metrics | grep -v '^#'
+echo
 echo "\$ postmap -q '$first' socketmap:unix:$work/socketmap.sock:recipient_access   (what Postfix asks)"
 /usr/bin/python3 - "$work/socketmap.sock" "$first" <<'EOF'
 import socket, sys
