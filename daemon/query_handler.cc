@@ -374,6 +374,7 @@ json CmdEvents(Services& services, const json& req) {
   q.sender = StringField(req, "sender", false);
   q.limit = static_cast<size_t>(
       IntField(req, "limit", 50, 1, static_cast<int64_t>(Store::kMaxFoundEvents)));
+  q.after_id = IntField(req, "after_id", -1, 0, std::numeric_limits<int64_t>::max());
   std::vector<StoredEvent> events = Unwrap(RequireStore(services)->FindEvents(q));
   json out = json::array();
   for (const StoredEvent& e : events) out.push_back(ToJson(e));

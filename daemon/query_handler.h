@@ -18,7 +18,9 @@
 //                                                          "events"), the most recently
 //                                                          recorded first; provider "-" = none
 //                                                          known, sender "<>" = the null sender;
-//                                                          limit at most 10000
+//                                                          limit at most 10000; [after_id]:
+//                                                          those recorded after event
+//                                                          after_id, the oldest first
 //   stats       [by=domain|provider] [only] [days] [per_day]  read -> {"by","days","rows"}
 //   allowlist                                              read   -> [entry, ...]
 //   health                                                 read   -> storage, inputs, sockets

@@ -2474,6 +2474,7 @@ Expected<std::vector<StoredEvent>> StoreImpl::FindEvents(const EventsQuery& q) {
     where += std::string(" AND ") + column + " = ?" + std::to_string(texts.size() + 3);
   };
   std::string rows = "SELECT id FROM event_rows WHERE id >= ?1 AND time >= ?2";
+  if (q.after_id >= 0) rows += " AND id > " + std::to_string(q.after_id);
   if (q.until != 0) rows += " AND time < ?3";
   static const std::string kNone;
   if (!q.domain.empty()) text_filter(rows, "domain", q.domain);
@@ -2493,10 +2494,11 @@ Expected<std::vector<StoredEvent>> StoreImpl::FindEvents(const EventsQuery& q) {
   if (!q.log_status.empty()) text_filter(kinds, "log_status", q.log_status);
   if (!q.source.empty()) text_filter(kinds, "source", q.source);
   if (!kinds.empty()) rows += " AND kind IN (SELECT id FROM event_kinds WHERE 1" + kinds + ")";
-  rows += " ORDER BY id DESC LIMIT " + std::to_string(limit);
+  const char* order = q.after_id >= 0 ? " ORDER BY id" : " ORDER BY id DESC";
+  rows += order + std::string(" LIMIT ") + std::to_string(limit);
   sql::Stmt st;
   if (Status s = st.Prepare(**db, "SELECT " + std::string(kEventColumns) +
-                                      " FROM events WHERE id IN (" + rows + ") ORDER BY id DESC");
+                                      " FROM events WHERE id IN (" + rows + ")" + order);
       !s) {
     return s;
   }

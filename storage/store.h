@@ -322,6 +322,10 @@ struct EventsQuery {
   std::string domain = {};      // the recipient's domain
   std::string sender = {};      // the envelope sender ("<>" = the null sender)
   size_t limit = 50;            // at most this many, the most recently recorded
+  // >= 0: only events recorded after the one with this id (StoredEvent::id; ids start at 1),
+  // the oldest of them first: how `bouncectl events --follow` asks for what is new without
+  // missing any. -1: no such bound.
+  int64_t after_id = -1;
 };
 
 struct StatsQuery {
@@ -461,9 +465,9 @@ class Store {
   // Without a recipient the events of the days from `since` on are scanned (queue ids have no
   // index): keep `since` recent.
   virtual Expected<std::vector<StoredEvent>> QueueEvents(const QueueEventsQuery& q) = 0;
-  // Recorded events matching `q`, the most recently recorded first (at most q.limit, capped at
-  // kMaxFoundEvents). Reads the rows of the days from q.since on, in one read transaction
-  // beside the writer: keep `since` recent on a large database.
+  // Recorded events matching `q`, the most recently recorded first (with q.after_id, the
+  // oldest first; at most q.limit, capped at kMaxFoundEvents). Reads the rows of the days from
+  // q.since on, in one read transaction beside the writer: keep `since` recent on a large database.
   static constexpr size_t kMaxFoundEvents = 10000;
   virtual Expected<std::vector<StoredEvent>> FindEvents(const EventsQuery& q) = 0;
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
+#include <thread>
 
 #include "classifier/text.h"
 #include "common/status.h"
@@ -294,6 +296,110 @@ void WriteMetrics(Context& ctx, const std::string& output) {
   if (Status s = ReplaceFile(output, text, 0644); !s.ok()) {
     std::fprintf(stderr, "bouncectl: %s\n", s.message().c_str());
     ctx.exit_code = kExitFailed;
+  }
+}
+
+// `bouncectl events` options and the request they make.
+struct EventsOptions {
+  std::string since, until, category, provider, code, status, source, domain, sender;
+  int limit = 50;
+  bool follow = false;
+  int interval = 1;
+};
+
+json EventsRequest(const EventsOptions& o) {
+  json req = {{"cmd", "events"}, {"limit", o.limit}};
+  auto set = [&](const char* key, const std::string& v) {
+    if (!v.empty()) req[key] = v;
+  };
+  set("since", o.since);
+  set("until", o.until);
+  set("category", o.category);
+  set("provider", o.provider);
+  set("provider_code", o.code);
+  set("log_status", o.status);
+  set("source", o.source);
+  set("domain", o.domain);
+  set("sender", o.sender);
+  return req;
+}
+
+// One event as a row of the readable output.
+std::vector<std::string> EventRow(const json& e) {
+  std::string sender = Str(e, "sender");
+  return {Str(e, "time"),
+          Str(e, "log_status"),
+          Str(e, "category"),
+          Str(e, "provider"),
+          Str(e, "provider_code"),
+          Str(e, "recipient"),
+          sender.empty() ? "<>" : sender,
+          Sanitize(Str(e, "diagnostic"), 60)};
+}
+
+// `events --follow`: the latest events as without it (oldest first), then every event recorded
+// after the last one shown, asked for every `interval` seconds by id (after_id: oldest first, in
+// pieces of `limit`, so none is missed however many arrive). A line each: columns joined by two
+// spaces ("-" for an empty one), or with --json a JSON object. Ends when bounced refuses or
+// cannot be reached (exit 1), or when interrupted.
+void FollowEvents(Context& ctx, const EventsOptions& o) {
+  auto print = [&](const json& events) {
+    for (const json& e : events) {
+      if (ctx.json) {
+        std::cout << e.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+        continue;
+      }
+      std::string line;
+      for (const std::string& f : EventRow(e)) {
+        if (!line.empty()) line += "  ";
+        line += f.empty() ? "-" : f;
+      }
+      std::cout << line << "\n";
+    }
+    std::cout << std::flush;
+  };
+  auto ask = [&](const json& req, json* result) {
+    json reply;
+    std::string error;
+    if (!Call(ctx, req, &reply, &error)) {
+      std::fprintf(stderr, "bouncectl: %s\n", error.c_str());
+      ctx.exit_code = kExitFailed;
+      return false;
+    }
+    if (!reply.value("ok", false)) {
+      PrintRefusal(ctx, "events", reply);
+      return false;
+    }
+    *result = At(reply, "result");
+    return result->is_array();
+  };
+  // The newest event of all first (none: 0), so that what follows starts after it even when
+  // the filters match nothing yet; then the latest that match.
+  json newest;
+  if (!ask({{"cmd", "events"}, {"since", 0}, {"limit", 1}}, &newest)) return;
+  int64_t last = newest.empty() ? 0 : newest[0].value("id", int64_t{0});
+  json first;
+  if (!ask(EventsRequest(o), &first)) return;
+  for (const json& e : first) last = std::max(last, e.value("id", int64_t{0}));
+  if (!ctx.json) {
+    std::cout << "TIME  STATUS  CATEGORY  PROVIDER  CODE  RECIPIENT  SENDER  DIAGNOSTIC\n";
+  }
+  std::reverse(first.begin(), first.end());  // the oldest first, as the lines that follow
+  print(first);
+  // Later looks: whatever was recorded after the last event shown, whenever it happened (a log
+  // read late records old times), with the same filters.
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::seconds(o.interval));
+    for (;;) {
+      json req = EventsRequest(o);
+      req["since"] = 0;
+      req["after_id"] = last;
+      json more;
+      if (!ask(req, &more)) return;
+      print(more);
+      for (const json& e : more) last = std::max(last, e.value("id", int64_t{0}));
+      if (more.size() < static_cast<size_t>(o.limit)) break;
+    }
   }
 }
 
@@ -824,10 +930,6 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         "events",
         "recorded delivery results, newest first: by time, outcome, category, provider, "
         "domain or sender");
-    struct EventsOptions {
-      std::string since, until, category, provider, code, status, source, domain, sender;
-      int limit = 50;
-    };
     auto o = std::make_shared<EventsOptions>();
     cmd->add_option("--since", o->since,
                     "happened since: 2026-11-01, 2026-11-01T12:00:00Z or 1h (default 24h)");
@@ -843,28 +945,17 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     cmd->add_option("--sender", o->sender, "only this envelope sender (<> = the null sender)");
     cmd->add_option("--limit", o->limit, "at most this many (default 50)")
         ->check(CLI::Range(1, static_cast<int>(Store::kMaxFoundEvents)));
+    cmd->add_flag("-f,--follow", o->follow,
+                  "then print each new event as it is recorded, one line each (--json: one "
+                  "object per line), until interrupted");
+    cmd->add_option("--interval", o->interval, "with --follow: seconds between looks (default 1)")
+        ->check(CLI::Range(1, 3600));
+    cmd->get_option("--follow")->excludes("--until");
     cmd->callback([&ctx, o] {
-      json req = {{"cmd", "events"}, {"limit", o->limit}};
-      auto set = [&](const char* key, const std::string& v) {
-        if (!v.empty()) req[key] = v;
-      };
-      set("since", o->since);
-      set("until", o->until);
-      set("category", o->category);
-      set("provider", o->provider);
-      set("provider_code", o->code);
-      set("log_status", o->status);
-      set("source", o->source);
-      set("domain", o->domain);
-      set("sender", o->sender);
-      Run(ctx, req, [&](const json& r) {
+      if (o->follow) return FollowEvents(ctx, *o);
+      Run(ctx, EventsRequest(*o), [&](const json& r) {
         std::vector<std::vector<std::string>> rows;
-        for (const auto& e : r) {
-          std::string sender = Str(e, "sender");
-          rows.push_back({Str(e, "time"), Str(e, "log_status"), Str(e, "category"),
-                          Str(e, "provider"), Str(e, "provider_code"), Str(e, "recipient"),
-                          sender.empty() ? "<>" : sender, Sanitize(Str(e, "diagnostic"), 60)});
-        }
+        for (const auto& e : r) rows.push_back(EventRow(e));
         PrintTable(
             {"TIME", "STATUS", "CATEGORY", "PROVIDER", "CODE", "RECIPIENT", "SENDER", "DIAGNOSTIC"},
             rows);

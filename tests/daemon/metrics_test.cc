@@ -284,5 +284,53 @@ TEST(Events, BouncectlListsRecordedEventsByCategoryProviderAndCode) {
   EXPECT_EQ(d.Stop(), 0);
 }
 
+// `bouncectl events --follow`: each event recorded after it started, once, in the order
+// recorded, whatever the filters matched before (here nothing: no bounce yet).
+TEST(Events, FollowPrintsEachNewEventOnceInOrder) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  AppendFile(d.log(), ReadFile(kTestData + "/postfix/down.log"));  // deferrals only
+  ASSERT_TRUE(d.WaitForEvents(1)) << ReadFile(d.stderr_path());
+  const std::string out = dir / "follow.jsonl";
+  // Connections to the query socket: each Health() call is one too.
+  auto accepted = [&] { return d.Health()["query_socket"].value("accepted", int64_t{0}); };
+  const int64_t before = accepted();
+  Shell("timeout 30 " + std::string(kBouncectl) + " --socket " + Quote(d.query_socket()) +
+        " --json events --follow --status bounced --since 2000-01-01 --limit 1 > " + Quote(out) +
+        " 2>&1 &");
+  // It has asked its two first questions (the newest event of all, then the listing, empty)
+  // before the bounces come.
+  int64_t own = 0;
+  ASSERT_TRUE(WaitUntil([&] { return accepted() - before - ++own >= 2; })) << ReadFile(out);
+  AppendFile(d.log(), ReadFile(kTestData + "/postfix/cs01.log"));
+  AppendFile(d.log(), ReadFile(kTestData + "/postfix/icloud-unknown.log"));
+  AppendFile(d.log(), ReadFile(kTestData + "/postfix/full.log"));
+  std::vector<json> lines;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        lines.clear();
+        std::istringstream in(ReadFile(out));
+        for (std::string l; std::getline(in, l);) {
+          try {
+            lines.push_back(json::parse(l));
+          } catch (...) {
+            lines.push_back(json{{"unparsed", l}});
+          }
+        }
+        return lines.size() >= 3;
+      },
+      std::chrono::seconds(10)))
+      << ReadFile(out);
+  Shell("pkill -f " + Quote(out) + " >/dev/null 2>&1");
+  ASSERT_EQ(lines.size(), 3u) << ReadFile(out);
+  EXPECT_EQ(lines[0].value("recipient", ""), "cs01@icloud.com") << ReadFile(out);
+  EXPECT_EQ(lines[1].value("recipient", ""), "icloud-unknown@icloud.com");
+  EXPECT_EQ(lines[2].value("recipient", ""), "full@example.org");
+  EXPECT_LT(lines[0].value("id", 0), lines[1].value("id", 0));
+  EXPECT_LT(lines[1].value("id", 0), lines[2].value("id", 0));
+  EXPECT_EQ(d.Stop(), 0);
+}
+
 }  // namespace
 }  // namespace bounced::testing

@@ -628,6 +628,18 @@ TEST_F(StoreTest, FindEventsFiltersByEveryFieldNewestFirst) {
   EXPECT_EQ(find({.limit = 2}), "ed");
   EXPECT_EQ(find({.limit = 0}), "");
   EXPECT_EQ(find({.since = kT0 + kDay}), "") << "no events on those days";
+  // After an id: what was recorded since, the oldest first (--follow reads on from there).
+  auto all = store_->FindEvents({.since = kT0 - 3 * kDay});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 6u);
+  const int64_t b_id = (*all)[4].id;  // b, the second recorded
+  EXPECT_EQ(find({.since = kT0 - 3 * kDay, .after_id = b_id}), "cdef");
+  EXPECT_EQ(find({.since = kT0 - 3 * kDay, .limit = 2, .after_id = b_id}), "cd")
+      << "the oldest first, so a reader that goes on from the last one misses none";
+  EXPECT_EQ(find({.since = kT0 - 3 * kDay, .log_status = "bounced", .after_id = b_id}), "cf");
+  EXPECT_EQ(find({.since = kT0 - 3 * kDay, .after_id = (*all)[0].id}), "");
+  EXPECT_EQ(find({.since = kT0 - 3 * kDay, .limit = 2, .after_id = 0}), "ab")
+      << "after_id 0: from the first event on";
 }
 
 // Every row of `sql` on the file at `path`, columns joined by '|', each row ended by '\n'.
