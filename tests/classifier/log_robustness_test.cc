@@ -33,7 +33,9 @@ TEST(LogRobustness, GarbageBetweenLinesIsCountedAndChangesNothing) {
   size_t garbage = 0;
   for (const std::string& l : Lines(clean)) {
     dirty += l + "\n";
-    dirty += std::string("\x00\x01\xff garbage \xc3\x28", 16) + "\n";
+    // A NUL, other controls and bytes that are not UTF-8 (sizeof - 1: the literal's own bytes).
+    static constexpr char kGarbage[] = "\x00\x01\xff garbage \xc3\x28";
+    dirty += std::string(kGarbage, sizeof(kGarbage) - 1) + "\n";
     dirty += "-- MARK --\n";
     garbage += 2;
   }
