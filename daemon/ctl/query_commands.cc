@@ -340,8 +340,8 @@ std::vector<std::string> EventRow(const json& e) {
 // `events --follow`: the latest events as without it (oldest first), then every event recorded
 // after the last one shown, asked for every `interval` seconds by id (after_id: oldest first, in
 // pieces of `limit`, so none is missed however many arrive). A line each: columns joined by two
-// spaces ("-" for an empty one), or with --json a JSON object. Ends when bounced refuses or
-// cannot be reached (exit 1), or when interrupted.
+// spaces ("-" for an empty one), or with --json a JSON object. Ends when interrupted, or with
+// exit 1 when bounced refuses or cannot be reached at the start; it waits out a restart.
 void FollowEvents(Context& ctx, const EventsOptions& o) {
   auto print = [&](const json& events) {
     for (const json& e : events) {
@@ -387,15 +387,30 @@ void FollowEvents(Context& ctx, const EventsOptions& o) {
   std::reverse(first.begin(), first.end());  // the oldest first, as the lines that follow
   print(first);
   // Later looks: whatever was recorded after the last event shown, whenever it happened (a log
-  // read late records old times), with the same filters.
+  // read late records old times), with the same filters. A bounced that goes away (a restart)
+  // is waited for, said once on standard error: the database keeps the ids, so the events
+  // recorded meanwhile come next. A refusal ends it.
+  bool away = false;
   for (;;) {
     std::this_thread::sleep_for(std::chrono::seconds(o.interval));
     for (;;) {
       json req = EventsRequest(o);
       req["since"] = 0;
       req["after_id"] = last;
-      json more;
-      if (!ask(req, &more)) return;
+      json reply;
+      std::string error;
+      if (!Call(ctx, req, &reply, &error)) {
+        if (!away) std::fprintf(stderr, "bouncectl: %s; waiting for it\n", error.c_str());
+        away = true;
+        break;
+      }
+      if (away) std::fprintf(stderr, "bouncectl: bounced answers again\n");
+      away = false;
+      if (!reply.value("ok", false) || !At(reply, "result").is_array()) {
+        PrintRefusal(ctx, "events", reply);
+        return;
+      }
+      const json& more = At(reply, "result");
       print(more);
       for (const json& e : more) last = std::max(last, e.value("id", int64_t{0}));
       if (more.size() < static_cast<size_t>(o.limit)) break;

@@ -285,50 +285,60 @@ TEST(Events, BouncectlListsRecordedEventsByCategoryProviderAndCode) {
 }
 
 // `bouncectl events --follow`: each event recorded after it started, once, in the order
-// recorded, whatever the filters matched before (here nothing: no bounce yet).
-TEST(Events, FollowPrintsEachNewEventOnceInOrder) {
+// recorded, whatever the filters matched before (here nothing: no bounce yet), and on across a
+// kill -9 and restart of bounced: what was recorded after it is printed once it is back.
+TEST(Events, FollowPrintsEachNewEventOnceInOrderAcrossARestart) {
   TempDir dir;
   BouncedProcess d(dir);
   d.Start();
   AppendFile(d.log(), ReadFile(kTestData + "/postfix/down.log"));  // deferrals only
   ASSERT_TRUE(d.WaitForEvents(1)) << ReadFile(d.stderr_path());
   const std::string out = dir / "follow.jsonl";
+  const std::string err = dir / "follow.err";
   // Connections to the query socket: each Health() call is one too.
   auto accepted = [&] { return d.Health()["query_socket"].value("accepted", int64_t{0}); };
   const int64_t before = accepted();
-  Shell("timeout 30 " + std::string(kBouncectl) + " --socket " + Quote(d.query_socket()) +
+  Shell("timeout 60 " + std::string(kBouncectl) + " --socket " + Quote(d.query_socket()) +
         " --json events --follow --status bounced --since 2000-01-01 --limit 1 > " + Quote(out) +
-        " 2>&1 &");
+        " 2> " + Quote(err) + " &");
   // It has asked its two first questions (the newest event of all, then the listing, empty)
   // before the bounces come.
   int64_t own = 0;
-  ASSERT_TRUE(WaitUntil([&] { return accepted() - before - ++own >= 2; })) << ReadFile(out);
+  ASSERT_TRUE(WaitUntil([&] { return accepted() - before - ++own >= 2; })) << ReadFile(err);
+  auto lines = [&] {
+    std::vector<json> got;
+    std::istringstream in(ReadFile(out));
+    for (std::string l; std::getline(in, l);) {
+      try {
+        got.push_back(json::parse(l));
+      } catch (...) {
+        got.push_back(json{{"unparsed", l}});
+      }
+    }
+    return got;
+  };
   AppendFile(d.log(), ReadFile(kTestData + "/postfix/cs01.log"));
   AppendFile(d.log(), ReadFile(kTestData + "/postfix/icloud-unknown.log"));
+  EXPECT_TRUE(WaitUntil([&] { return lines().size() >= 2; }, std::chrono::seconds(10)))
+      << ReadFile(out) << ReadFile(err);
+  d.Kill9();
   AppendFile(d.log(), ReadFile(kTestData + "/postfix/full.log"));
-  std::vector<json> lines;
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        lines.clear();
-        std::istringstream in(ReadFile(out));
-        for (std::string l; std::getline(in, l);) {
-          try {
-            lines.push_back(json::parse(l));
-          } catch (...) {
-            lines.push_back(json{{"unparsed", l}});
-          }
-        }
-        return lines.size() >= 3;
-      },
-      std::chrono::seconds(10)))
-      << ReadFile(out);
+  EXPECT_TRUE(WaitUntil([&] { return ReadFile(err).find("waiting for it") != std::string::npos; },
+                        std::chrono::seconds(10)))
+      << ReadFile(err);
+  d.Start();
+  EXPECT_TRUE(WaitUntil([&] { return lines().size() >= 3; }, std::chrono::seconds(10)))
+      << ReadFile(out) << ReadFile(err);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a look more: nothing twice
   Shell("pkill -f " + Quote(out) + " >/dev/null 2>&1");
-  ASSERT_EQ(lines.size(), 3u) << ReadFile(out);
-  EXPECT_EQ(lines[0].value("recipient", ""), "cs01@icloud.com") << ReadFile(out);
-  EXPECT_EQ(lines[1].value("recipient", ""), "icloud-unknown@icloud.com");
-  EXPECT_EQ(lines[2].value("recipient", ""), "full@example.org");
-  EXPECT_LT(lines[0].value("id", 0), lines[1].value("id", 0));
-  EXPECT_LT(lines[1].value("id", 0), lines[2].value("id", 0));
+  std::vector<json> got = lines();
+  ASSERT_EQ(got.size(), 3u) << ReadFile(out);
+  EXPECT_EQ(got[0].value("recipient", ""), "cs01@icloud.com") << ReadFile(out);
+  EXPECT_EQ(got[1].value("recipient", ""), "icloud-unknown@icloud.com");
+  EXPECT_EQ(got[2].value("recipient", ""), "full@example.org");
+  EXPECT_LT(got[0].value("id", 0), got[1].value("id", 0));
+  EXPECT_LT(got[1].value("id", 0), got[2].value("id", 0));
+  EXPECT_NE(ReadFile(err).find("bounced answers again"), std::string::npos) << ReadFile(err);
   EXPECT_EQ(d.Stop(), 0);
 }
 
