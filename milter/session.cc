@@ -11,6 +11,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/file_write.h"
+
 namespace bounced::milter_internal {
 namespace {
 
@@ -283,26 +285,8 @@ Expected<std::string> WriteQuarantine(const std::string& dir, std::string_view d
   std::string tmp_path = dir + "/." + name + ".tmp";
   int fd = open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::Error("quarantine: open " + tmp_path + ": " + strerror(errno));
-  size_t off = 0;
-  while (off < message.size()) {
-    ssize_t n = write(fd, message.data() + off, message.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      std::string err = strerror(errno);
-      close(fd);
-      unlink(tmp_path.c_str());
-      return Status::Error("quarantine: write " + tmp_path + ": " + err);
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    unlink(tmp_path.c_str());
-    return Status::Error("quarantine: sync " + tmp_path + ": " + strerror(errno));
-  }
-  if (rename(tmp_path.c_str(), final_path.c_str()) != 0) {
-    std::string err = strerror(errno);
-    unlink(tmp_path.c_str());
-    return Status::Error("quarantine: rename to " + final_path + ": " + err);
+  if (Status s = WriteAndRename(fd, tmp_path, final_path, message, true); !s.ok()) {
+    return Status::Error("quarantine: " + s.message());
   }
   return final_path;
 }

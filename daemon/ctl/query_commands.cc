@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "classifier/text.h"
+#include "common/file_write.h"
 #include "common/status.h"
 #include "daemon/base64.h"
 #include "daemon/ctl/commands.h"
@@ -239,31 +240,13 @@ Status ReplaceFile(const std::string& path, const std::string& text, mode_t mode
   std::string temp = path + ".partial-XXXXXX";
   int fd = ::mkstemp(temp.data());
   if (fd < 0) return Status::Error(temp + ": " + std::strerror(errno));
-  auto fail = [&](const std::string& what) {
-    int err = errno;
+  if (::fchmod(fd, mode) != 0) {
+    const int err = errno;
     ::close(fd);
     ::unlink(temp.c_str());
-    return Status::Error(what + ": " + std::strerror(err));
-  };
-  if (::fchmod(fd, mode) != 0) return fail("chmod " + temp);
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("writing " + temp);
-    done += static_cast<size_t>(n);
+    return Status::Error("chmod " + temp + ": " + std::strerror(err));
   }
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(temp.c_str());
-    return Status::Error("writing " + temp + ": " + std::strerror(err));
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(temp.c_str());
-    return Status::Error("renaming " + temp + " to " + path + ": " + std::strerror(err));
-  }
-  return Status::Ok();
+  return WriteAndRename(fd, temp, path, text, false);
 }
 
 // `bouncectl metrics`: the daemon's Prometheus text, or bounced_up 0 when it cannot be asked
