@@ -176,15 +176,28 @@ int64_t ExpiresField(const json& req) {
   return *expires;
 }
 
+// "category": "" or one of the taxonomy's names (an unknown one is refused, not matched to
+// nothing).
+std::string CategoryField(const json& req) {
+  std::string category = StringField(req, "category", false);
+  if (!category.empty() && !CategoryFromName(category)) {
+    throw RequestError{"unknown category '" + Printable(category) + "'"};
+  }
+  return category;
+}
+
+// "domain" as stored: lower-case, without a leading '@' ("@Example.COM" -> "example.com").
+std::string DomainField(const json& req) {
+  std::string domain = StringField(req, "domain", false);
+  for (char& c : domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!domain.empty() && domain[0] == '@') domain.erase(0, 1);
+  return domain;
+}
+
 ListFilter FilterFrom(const json& req) {
   ListFilter f;
-  f.category = StringField(req, "category", false);
-  if (!f.category.empty() && !CategoryFromName(f.category)) {
-    throw RequestError{"unknown category '" + Printable(f.category) + "'"};
-  }
-  f.domain = StringField(req, "domain", false);
-  for (char& c : f.domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!f.domain.empty() && f.domain[0] == '@') f.domain.erase(0, 1);
+  f.category = CategoryField(req);
+  f.domain = DomainField(req);
   f.source = StringField(req, "source", false);
   f.since = SinceField(req, "since");
   f.after = StringField(req, "after", false);
@@ -356,10 +369,7 @@ json CmdEvents(Services& services, const json& req) {
   if (q.until != 0 && q.until <= q.since) {
     throw RequestError{"\"until\" must come after \"since\""};
   }
-  q.category = StringField(req, "category", false);
-  if (!q.category.empty() && !CategoryFromName(q.category)) {
-    throw RequestError{"unknown category '" + Printable(q.category) + "'"};
-  }
+  q.category = CategoryField(req);
   q.source = StringField(req, "source", false);
   if (!q.source.empty() && !EventSourceFromName(q.source)) {
     throw RequestError{"unknown source '" + Printable(q.source) +
@@ -368,9 +378,7 @@ json CmdEvents(Services& services, const json& req) {
   q.log_status = StringField(req, "log_status", false);
   q.provider = StringField(req, "provider", false);
   q.provider_code = StringField(req, "provider_code", false);
-  q.domain = StringField(req, "domain", false);
-  for (char& c : q.domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!q.domain.empty() && q.domain[0] == '@') q.domain.erase(0, 1);
+  q.domain = DomainField(req);
   q.sender = StringField(req, "sender", false);
   q.limit = static_cast<size_t>(
       IntField(req, "limit", 50, 1, static_cast<int64_t>(Store::kMaxFoundEvents)));
@@ -400,10 +408,7 @@ json CmdMetrics(Services& services) {
 json CmdSuppress(Services& services, const PeerCred& peer, const json& req) {
   ManualSuppression m;
   m.address = AddressField(req);
-  m.category = StringField(req, "category", false);
-  if (!m.category.empty() && !CategoryFromName(m.category)) {
-    throw RequestError{"unknown category '" + Printable(m.category) + "'"};
-  }
+  m.category = CategoryField(req);
   m.expires = ExpiresField(req);
   Actor who{static_cast<int64_t>(peer.uid), ReasonFrom(req)};
   Suppression s = Unwrap(RequireStore(services)->Suppress(m, who));

@@ -341,28 +341,32 @@ void FollowEvents(Context& ctx, const EventsOptions& o) {
     }
     std::cout << std::flush;
   };
-  auto ask = [&](const json& req, json* result) {
+  // One question. Away: bounced could not be reached (`error` says why); a refusal is printed.
+  enum class Answer { kOk, kAway, kRefused };
+  auto ask = [&](const json& req, json* result, std::string* error) {
     json reply;
-    std::string error;
-    if (!Call(ctx, req, &reply, &error)) {
-      std::fprintf(stderr, "bouncectl: %s\n", error.c_str());
-      ctx.exit_code = kExitFailed;
-      return false;
-    }
-    if (!reply.value("ok", false)) {
+    if (!Call(ctx, req, &reply, error)) return Answer::kAway;
+    if (!reply.value("ok", false) || !At(reply, "result").is_array()) {
       PrintRefusal(ctx, "events", reply);
-      return false;
+      return Answer::kRefused;
     }
     *result = At(reply, "result");
-    return result->is_array();
+    return Answer::kOk;
+  };
+  // At the start, bounced must answer.
+  auto ask_first = [&](const json& req, json* result) {
+    std::string error;
+    Answer a = ask(req, result, &error);
+    if (a == Answer::kAway) PrintFailure(ctx, "events", error);
+    return a == Answer::kOk;
   };
   // The newest event of all first (none: 0), so that what follows starts after it even when
   // the filters match nothing yet; then the latest that match.
   json newest;
-  if (!ask({{"cmd", "events"}, {"since", 0}, {"limit", 1}}, &newest)) return;
+  if (!ask_first({{"cmd", "events"}, {"since", 0}, {"limit", 1}}, &newest)) return;
   int64_t last = newest.empty() ? 0 : newest[0].value("id", int64_t{0});
   json first;
-  if (!ask(EventsRequest(o), &first)) return;
+  if (!ask_first(EventsRequest(o), &first)) return;
   for (const json& e : first) last = std::max(last, e.value("id", int64_t{0}));
   if (!ctx.json) {
     std::cout << "TIME  STATUS  CATEGORY  PROVIDER  CODE  RECIPIENT  SENDER  DIAGNOSTIC\n";
@@ -373,31 +377,27 @@ void FollowEvents(Context& ctx, const EventsOptions& o) {
   // read late records old times), with the same filters. A bounced that goes away (a restart)
   // is waited for, said once on standard error: the database keeps the ids, so the events
   // recorded meanwhile come next. A refusal ends it.
+  json req = EventsRequest(o);
+  req["since"] = 0;
   bool away = false;
   for (;;) {
     std::this_thread::sleep_for(std::chrono::seconds(o.interval));
-    for (;;) {
-      json req = EventsRequest(o);
-      req["since"] = 0;
+    json more;
+    do {
       req["after_id"] = last;
-      json reply;
       std::string error;
-      if (!Call(ctx, req, &reply, &error)) {
+      Answer a = ask(req, &more, &error);
+      if (a == Answer::kRefused) return;
+      if (a == Answer::kAway) {
         if (!away) std::fprintf(stderr, "bouncectl: %s; waiting for it\n", error.c_str());
         away = true;
         break;
       }
       if (away) std::fprintf(stderr, "bouncectl: bounced answers again\n");
       away = false;
-      if (!reply.value("ok", false) || !At(reply, "result").is_array()) {
-        PrintRefusal(ctx, "events", reply);
-        return;
-      }
-      const json& more = At(reply, "result");
       print(more);
       for (const json& e : more) last = std::max(last, e.value("id", int64_t{0}));
-      if (more.size() < static_cast<size_t>(o.limit)) break;
-    }
+    } while (more.size() == static_cast<size_t>(o.limit));
   }
 }
 
