@@ -43,6 +43,7 @@
 #include "classifier/rules.h"
 #include "common/file_open.h"
 #include "common/read_buffer.h"
+#include "common/spread_thread.h"
 #include "daemon/ctl/commands.h"
 #include "daemon/ctl/decompress.h"
 #include "daemon/ctl/message_sources.h"
@@ -391,7 +392,9 @@ int ParseParallel(const ParseOptions& opt, bool text, unsigned jobs) {
       if (c == write_pos && rules_ok) write_ready(lock);
     }
   };
-  std::vector<std::thread> threads;
+  // Started on other CPUs at once (common/spread_thread.h), to read ahead while this thread
+  // loads the rules.
+  std::vector<SpreadThread> threads;
   for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(worker);
   // The workers wait for a value, so a failure must become one (as a bad file's error does).
   try {
@@ -406,12 +409,12 @@ int ParseParallel(const ParseOptions& opt, bool text, unsigned jobs) {
       ahead.clear();
     }
     written.notify_all();
-    for (std::thread& t : threads) t.join();
+    for (SpreadThread& t : threads) t.join();
     std::cerr << "bouncectl parse: " << loaded.error() << '\n';
     return kExitUsage;
   }
   worker();  // this thread is a worker too
-  for (std::thread& t : threads) t.join();
+  for (SpreadThread& t : threads) t.join();
   // Every chunk is done and, as each one's worker saw the chunk before it written or being
   // written, written; this only makes sure.
   std::unique_lock lock(mu);
@@ -474,7 +477,7 @@ class MailboxParser {
       stop_ = true;
       work_.notify_all();
       lock.unlock();
-      for (std::thread& t : workers_) t.join();
+      for (SpreadThread& t : workers_) t.join();
       workers_.clear();
     }
     return !failed_;
@@ -536,7 +539,7 @@ class MailboxParser {
   const RuleSet& rules_;
   const bool text_;
   const std::function<const RuleSet&()> get_rules_;
-  std::vector<std::thread> workers_;
+  std::vector<SpreadThread> workers_;
   std::mutex mu_;
   std::condition_variable work_;                 // a batch to parse, or stop
   std::condition_variable done_;                 // a batch was parsed

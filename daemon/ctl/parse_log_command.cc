@@ -35,6 +35,7 @@
 #include "classifier/result_json.h"
 #include "classifier/rules.h"
 #include "common/read_buffer.h"
+#include "common/spread_thread.h"
 #include "daemon/ctl/commands.h"
 #include "daemon/ctl/log_source.h"
 
@@ -96,7 +97,7 @@ class BlockReader {
  public:
   explicit BlockReader(LogSource* source) : source_(source) {
     for (ParsedBlock& b : blocks_) free_.push_back(&b);
-    thread_ = std::thread([this] { Run(); });
+    thread_ = SpreadThread([this] { Run(); });  // on another CPU at once (spread_thread.h)
   }
   ~BlockReader() {
     {
@@ -224,7 +225,7 @@ class BlockReader {
   std::vector<ParsedBlock*> free_;
   bool stop_ = false;
   bool done_ = false;  // the main thread has taken the last block (main thread only)
-  std::thread thread_;
+  SpreadThread thread_;
 };
 
 // CPUs this process may run on (taskset and cpusets included).
