@@ -205,6 +205,18 @@ std::string RenderMetrics(const json& m) {
     }
   }
 
+  if (const json& added = Member(m, "suppressions_added"); added.is_array()) {
+    for (const json& a : added) {
+      std::string category = StringMember(a, "category");
+      x.Sample("bounced_suppressions_added_total", "counter",
+               "Addresses suppressed anew since the database was opened, by source (bounce, "
+               "complaint, manual, import) and category.",
+               {{"source", StringMember(a, "source")},
+                {"category", category.empty() ? std::string("none") : category}},
+               Member(a, "count"));
+    }
+  }
+
   const json& in = Member(m, "input");
   const std::string input = StringMember(in, "input");
   x.Fields(in, {{"input", input}},

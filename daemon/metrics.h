@@ -50,8 +50,9 @@ class EventCounter final : public CommitObserver {
 // The text for the daemon's state `m`, whose members are all optional (a part that is absent
 // gives no lines):
 //   "version" (string), "start_time" (unix seconds), "storage_available" (bool),
-//   "suppressed" and "view_memory_bytes" (the in-memory suppression view), "rules" (count),
-//   "alerts_open" (open policy-rejection alerts), "events" (EventCounter::ToJson()),
+//   "suppressed" and "view_memory_bytes" (the in-memory suppression view),
+//   "suppressions_added" ([{"source", "category", "count"}]: Store::SuppressionsAdded), "rules"
+//   (count), "alerts_open" (open policy-rejection alerts), "events" (EventCounter::ToJson()),
 //   "input", "query_socket", "socketmap", "milter": the objects of the `health` reply.
 std::string RenderMetrics(const nlohmann::json& m);
 

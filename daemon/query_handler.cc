@@ -399,6 +399,11 @@ json CmdMetrics(Services& services) {
   if (store) {
     m["suppressed"] = store->view().size();
     m["view_memory_bytes"] = store->view().memory_bytes();
+    json added = json::array();
+    for (const AddedSuppressions& a : store->SuppressionsAdded()) {
+      added.push_back({{"source", a.source}, {"category", a.category}, {"count", a.count}});
+    }
+    m["suppressions_added"] = std::move(added);
   }
   std::shared_ptr<const RuleSet> rules = services.rules();
   m["rules"] = rules ? rules->rule_count() : 0;

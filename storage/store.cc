@@ -10,6 +10,7 @@
 #include <deque>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <tuple>
@@ -204,6 +205,11 @@ struct ViewChange {
   enum Kind { kPut, kErase, kAllowAddress, kDisallowAddress, kAllowDomain, kDisallowDomain } kind;
   std::string key;
   SuppressionHit hit;
+  // kPut of a new entry (logged as "add"): counted in SuppressionsAdded once committed, under
+  // its source and category.
+  bool added = false;
+  std::string source = {};
+  std::string category = {};
 };
 
 class StoreImpl;
@@ -378,6 +384,13 @@ class StoreImpl final : public Store {
                                 const Actor& who) override;
 
   const SuppressionView& view() const override { return view_; }
+  std::vector<AddedSuppressions> SuppressionsAdded() const override {
+    std::lock_guard lock(added_mu_);
+    std::vector<AddedSuppressions> out;
+    out.reserve(added_.size());
+    for (const auto& [key, n] : added_) out.push_back({key.first, key.second, n});
+    return out;
+  }
   Expected<std::optional<InputPosition>> LoadPosition(std::string_view input) override;
   Expected<std::vector<QueueFacts>> LoadQueueFacts(std::string_view input) override;
   Expected<AddressStatus> GetStatus(std::string_view address, size_t max_events) override;
@@ -493,7 +506,10 @@ class StoreImpl final : public Store {
     return cached_day_;
   }
   std::vector<ViewChange>* pending_ = nullptr;  // the running job's view changes
-  CounterKey counter_key_;                      // ApplyEvent's scratch key for daily counters
+  // SuppressionsAdded: (source, category) -> count, as committed.
+  mutable std::mutex added_mu_;
+  std::map<std::pair<std::string, std::string>, int64_t> added_;
+  CounterKey counter_key_;  // ApplyEvent's scratch key for daily counters
   // Whether the running transaction changed the allowlist (the view does not show it yet).
   bool txn_allowlist_changed_ = false;
   // Keys given a suppression row in the running transaction (not in the view yet).
@@ -1428,6 +1444,10 @@ void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
       switch (c.kind) {
         case ViewChange::kPut:
           view_.Put(c.key, c.hit);
+          if (c.added) {
+            std::lock_guard lock(added_mu_);
+            ++added_[{c.source, c.category}];
+          }
           break;
         case ViewChange::kErase:
           view_.Erase(c.key);
@@ -1864,7 +1884,8 @@ Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_act
   if (Status st = w_.put_suppression.Run(); !st) return st;
   if (Status st = LogSuppressionW(s, log_action, actor_uid); !st) return st;
   txn_suppressed_.insert(s.address);
-  pending_->push_back(ViewChange{ViewChange::kPut, s.address, HitFor(s)});
+  pending_->push_back(ViewChange{ViewChange::kPut, s.address, HitFor(s), log_action == "add",
+                                 s.source, s.category});
   return Status::Ok();
 }
 

@@ -213,6 +213,13 @@ struct Suppression {
   int64_t delivered_after = 0;  // a delivery seen after `created` (recorded, does not lift)
 };
 
+// A count of suppressions added (Store::SuppressionsAdded).
+struct AddedSuppressions {
+  std::string source;    // "bounce", "complaint", "manual", "import"
+  std::string category;  // the category name that caused them, or "" (manual without one)
+  int64_t count = 0;
+};
+
 struct AllowEntry {
   std::string entry;  // normalised address, or a domain
   bool domain = false;
@@ -445,6 +452,10 @@ class Store {
 
   // --- reads (own read connections; see a snapshot as of the last commit) ---
   virtual const SuppressionView& view() const = 0;
+  // Suppressions added since this Store was opened, as committed: the suppression log's "add"
+  // entries (an address suppressed anew, after an expiry too; not the update of an entry), by
+  // source and category, ordered so. For `bouncectl metrics`: memory only, no SQLite.
+  virtual std::vector<AddedSuppressions> SuppressionsAdded() const = 0;
   virtual Expected<std::optional<InputPosition>> LoadPosition(std::string_view input) = 0;
   // The queue facts the input's batches left (Batch::queue_facts), oldest `updated` first.
   virtual Expected<std::vector<QueueFacts>> LoadQueueFacts(std::string_view input) = 0;

@@ -107,6 +107,9 @@ TEST(Metrics, RendersEachFamilyOnceWithItsSamplesTogether) {
       {"start_time", 1796000000},
       {"storage_available", true},
       {"suppressed", 42},
+      {"suppressions_added",
+       {{{"source", "bounce"}, {"category", "user_unknown"}, {"count", 40}},
+        {{"source", "manual"}, {"category", ""}, {"count", 2}}}},
       {"rules", 191},
       {"events",
        {{{"source", "log"}, {"category", "user_unknown"}, {"provider", "gmail"}, {"count", 7}},
@@ -133,6 +136,10 @@ TEST(Metrics, RendersEachFamilyOnceWithItsSamplesTogether) {
   EXPECT_EQ(s["bounced_storage_available"], "1");
   EXPECT_EQ(s["bounced_suppressed_addresses"], "42");
   EXPECT_EQ(s["bounced_rules"], "191");
+  EXPECT_EQ(s["bounced_suppressions_added_total{source=\"bounce\",category=\"user_unknown\"}"],
+            "40");
+  EXPECT_EQ(s["bounced_suppressions_added_total{source=\"manual\",category=\"none\"}"], "2")
+      << "a manual entry without a category";
   EXPECT_EQ(s["bounced_events_total{source=\"log\",category=\"user_unknown\",provider=\"gmail\"}"],
             "7");
   EXPECT_EQ(s["bounced_events_total{source=\"milter\",category=\"policy_rejection\",provider="
@@ -202,6 +209,12 @@ TEST(Metrics, BouncectlWritesTheDaemonsCountersAndSaysWhenItIsAway) {
   EXPECT_EQ(s["bounced_up"], "1");
   EXPECT_EQ(s["bounced_storage_available"], "1");
   EXPECT_EQ(s["bounced_suppressed_addresses"], "1") << text;
+  EXPECT_EQ(s["bounced_suppressions_added_total{source=\"bounce\",category=\"user_unknown\"}"], "1")
+      << text;
+  EXPECT_EQ(s.count("bounced_suppressions_added_total{source=\"bounce\",category=\"policy_"
+                    "rejection\"}"),
+            0u)
+      << "CS01 suppresses nobody";
   EXPECT_EQ(s["bounced_events_total{source=\"log\",category=\"user_unknown\",provider=\"icloud\"}"],
             "1")
       << text;
@@ -223,10 +236,18 @@ TEST(Metrics, BouncectlWritesTheDaemonsCountersAndSaysWhenItIsAway) {
     }
   }
   EXPECT_TRUE(garbage) << "the garbage line is counted";
-  // The same text on standard output, without --output.
+  // The same text on standard output, without --output; a manual suppression is counted as one.
+  d.Ctl("suppress someone@example.org --reason 'asked us'", &rc);
+  ASSERT_EQ(rc, 0);
+  d.Ctl("suppress someone@example.org --reason 'asked again'", &rc);  // an update: not added
+  ASSERT_EQ(rc, 0);
   std::string printed = d.Ctl("metrics", &rc);
   EXPECT_EQ(rc, 0);
   EXPECT_NE(printed.find("# TYPE bounced_events_total counter\n"), std::string::npos) << printed;
+  s = CheckExposition(printed);
+  EXPECT_EQ(s["bounced_suppressions_added_total{source=\"manual\",category=\"none\"}"], "1")
+      << printed;
+  EXPECT_EQ(s["bounced_suppressed_addresses"], "2");
 
   EXPECT_EQ(d.Stop(), 0);
   out = d.Ctl("metrics --output " + Quote(prom), &rc);

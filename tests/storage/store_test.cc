@@ -1142,6 +1142,38 @@ TEST_F(StoreTest, ViewIsInStepWithEveryCommit) {
   EXPECT_GT(store_->view().memory_bytes(), 50u * 40);
 }
 
+// What `bouncectl metrics` counts as bounced_suppressions_added_total: each "add" of the
+// suppression log, by source and category, once committed.
+TEST_F(StoreTest, SuppressionsAddedCountsNewEntriesBySourceAndCategory) {
+  EXPECT_TRUE(store_->SuppressionsAdded().empty());
+  std::vector<Event> evs;
+  evs.push_back(MakeEvent("a@example.com", Category::kUserUnknown, "bounced", kT0));
+  evs.push_back(MakeEvent("a@example.com", Category::kUserUnknown, "bounced", kT0 + 60));  // again
+  evs.push_back(MakeEvent("b@example.com", Category::kDomainUnknown, "bounced", kT0));
+  evs.push_back(MakeEvent("c@icloud.com", Category::kPolicyRejection, "bounced", kT0));  // none
+  evs.push_back(MakeEvent("d@example.com", Category::kComplaint, "complaint", kT0));
+  ASSERT_TRUE(store_->Write(Batch{evs, std::nullopt}).ok());
+  ASSERT_TRUE(store_->Suppress({"m@example.com", "", 0}, {0, "ticket 1"}).ok());
+  ASSERT_TRUE(store_->Suppress({"m@example.com", "", 0}, {0, "ticket 2"}).ok());  // an update
+  ASSERT_TRUE(store_->Suppress({"a@example.com", "", 0}, {0, "ticket 3"}).ok());  // an update
+  auto imported =
+      store_->Import(ExportFormat::kCsv, "address\ni@example.com\nm@example.com\n", {0, "import"});
+  ASSERT_TRUE(imported.ok());
+  EXPECT_EQ(imported->added, 1);
+  // A refused import adds nothing.
+  ASSERT_TRUE(store_->Import(ExportFormat::kCsv, "address\nj@example.com\nbad\n", {0, "x"}).ok());
+
+  std::vector<std::string> got;
+  for (const AddedSuppressions& a : store_->SuppressionsAdded()) {
+    got.push_back(a.source + "/" + a.category + "=" + std::to_string(a.count));
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"bounce/domain_unknown=1", "bounce/user_unknown=1",
+                                           "complaint/complaint=1", "import/=1", "manual/=1"}));
+  EXPECT_EQ(static_cast<size_t>(Count("SELECT count(*) FROM suppression_log WHERE action='add'")),
+            5u)
+      << "the log's adds and the counts agree";
+}
+
 TEST_F(StoreTest, ManualChangesAreAudited) {
   ASSERT_TRUE(store_->Suppress({"m@example.com", "", 0}, {1001, "ticket 42"}).ok());
   ASSERT_TRUE(store_->Unsuppress("m@example.com", {1002, "ticket 43"}).ok());
