@@ -324,7 +324,8 @@ std::vector<std::string> EventRow(const json& e) {
 // after the last one shown, asked for every `interval` seconds by id (after_id: oldest first, in
 // pieces of `limit`, so none is missed however many arrive). A line each: columns joined by two
 // spaces ("-" for an empty one), or with --json a JSON object. Ends when interrupted, or with
-// exit 1 when bounced refuses or cannot be reached at the start; it waits out a restart.
+// exit 1 when bounced refuses or cannot be reached at the start; later it waits out a restart
+// and a refusal (a storage outage: the same question was answered before).
 void FollowEvents(Context& ctx, const EventsOptions& o) {
   auto print = [&](const json& events) {
     for (const json& e : events) {
@@ -341,23 +342,26 @@ void FollowEvents(Context& ctx, const EventsOptions& o) {
     }
     std::cout << std::flush;
   };
-  // One question. Away: bounced could not be reached (`error` says why); a refusal is printed.
+  // One question. Away: bounced could not be reached; refused: it answered with an error.
+  // Either way `error` says why, and *reply is what came (empty when away).
   enum class Answer { kOk, kAway, kRefused };
-  auto ask = [&](const json& req, json* result, std::string* error) {
-    json reply;
-    if (!Call(ctx, req, &reply, error)) return Answer::kAway;
-    if (!reply.value("ok", false) || !At(reply, "result").is_array()) {
-      PrintRefusal(ctx, "events", reply);
+  auto ask = [&](const json& req, json* result, json* reply, std::string* error) {
+    *reply = json();
+    if (!Call(ctx, req, reply, error)) return Answer::kAway;
+    if (!reply->value("ok", false) || !At(*reply, "result").is_array()) {
+      *error = "bounced refuses: " + Shown(reply->value("error", std::string("failed")));
       return Answer::kRefused;
     }
-    *result = At(reply, "result");
+    *result = At(*reply, "result");
     return Answer::kOk;
   };
   // At the start, bounced must answer.
   auto ask_first = [&](const json& req, json* result) {
     std::string error;
-    Answer a = ask(req, result, &error);
+    json reply;
+    Answer a = ask(req, result, &reply, &error);
     if (a == Answer::kAway) PrintFailure(ctx, "events", error);
+    if (a == Answer::kRefused) PrintRefusal(ctx, "events", reply);
     return a == Answer::kOk;
   };
   // The newest event of all first (none: 0), so that what follows starts after it even when
@@ -375,8 +379,8 @@ void FollowEvents(Context& ctx, const EventsOptions& o) {
   print(first);
   // Later looks: whatever was recorded after the last event shown, whenever it happened (a log
   // read late records old times), with the same filters. A bounced that goes away (a restart)
-  // is waited for, said once on standard error: the database keeps the ids, so the events
-  // recorded meanwhile come next. A refusal ends it.
+  // or refuses (its database unavailable for a while) is waited for, said once on standard
+  // error: the database keeps the ids, so the events recorded meanwhile come next.
   json req = EventsRequest(o);
   req["since"] = 0;
   bool away = false;
@@ -386,9 +390,8 @@ void FollowEvents(Context& ctx, const EventsOptions& o) {
     do {
       req["after_id"] = last;
       std::string error;
-      Answer a = ask(req, &more, &error);
-      if (a == Answer::kRefused) return;
-      if (a == Answer::kAway) {
+      json reply;
+      if (ask(req, &more, &reply, &error) != Answer::kOk) {
         if (!away) std::fprintf(stderr, "bouncectl: %s; waiting for it\n", error.c_str());
         away = true;
         break;

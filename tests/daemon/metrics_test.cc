@@ -308,7 +308,7 @@ TEST(Events, BouncectlListsRecordedEventsByCategoryProviderAndCode) {
 // `bouncectl events --follow`: each event recorded after it started, once, in the order
 // recorded, whatever the filters matched before (here nothing: no bounce yet), and on across a
 // kill -9 and restart of bounced: what was recorded after it is printed once it is back.
-TEST(Events, FollowPrintsEachNewEventOnceInOrderAcrossARestart) {
+TEST(Events, FollowPrintsEachNewEventOnceInOrderAcrossRestartsAndAnOutage) {
   TempDir dir;
   BouncedProcess d(dir);
   d.Start();
@@ -350,15 +350,38 @@ TEST(Events, FollowPrintsEachNewEventOnceInOrderAcrossARestart) {
   d.Start();
   EXPECT_TRUE(WaitUntil([&] { return lines().size() >= 3; }, std::chrono::seconds(10)))
       << ReadFile(out) << ReadFile(err);
+  // A restart that cannot open its database: bounced answers, but refuses ("storage
+  // unavailable"). --follow waits for that too, and goes on once the database is back.
+  EXPECT_EQ(d.Stop(), 0);
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    if (fs::exists(d.db() + suffix)) fs::rename(d.db() + suffix, d.db() + suffix + ".aside");
+  }
+  std::ofstream(d.db()) << "not a database, whatever its name says\n";
+  AppendFile(d.log(), ReadFile(kTestData + "/postfix/hm08.log"));
+  d.Start();
+  EXPECT_TRUE(WaitUntil([&] { return ReadFile(err).find("bounced refuses") != std::string::npos; },
+                        std::chrono::seconds(10)))
+      << ReadFile(err);
+  EXPECT_EQ(d.Stop(), 0);
+  fs::remove(d.db());
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    if (fs::exists(d.db() + suffix + ".aside"))
+      fs::rename(d.db() + suffix + ".aside", d.db() + suffix);
+  }
+  d.Start();
+  EXPECT_TRUE(WaitUntil([&] { return lines().size() >= 4; }, std::chrono::seconds(10)))
+      << ReadFile(out) << ReadFile(err);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a look more: nothing twice
   Shell("pkill -f " + Quote(out) + " >/dev/null 2>&1");
   std::vector<json> got = lines();
-  ASSERT_EQ(got.size(), 3u) << ReadFile(out);
+  ASSERT_EQ(got.size(), 4u) << ReadFile(out);
   EXPECT_EQ(got[0].value("recipient", ""), "cs01@icloud.com") << ReadFile(out);
   EXPECT_EQ(got[1].value("recipient", ""), "icloud-unknown@icloud.com");
   EXPECT_EQ(got[2].value("recipient", ""), "full@example.org");
+  EXPECT_EQ(got[3].value("provider_code", ""), "HM08");
   EXPECT_LT(got[0].value("id", 0), got[1].value("id", 0));
   EXPECT_LT(got[1].value("id", 0), got[2].value("id", 0));
+  EXPECT_LT(got[2].value("id", 0), got[3].value("id", 0));
   EXPECT_NE(ReadFile(err).find("bounced answers again"), std::string::npos) << ReadFile(err);
   EXPECT_EQ(d.Stop(), 0);
 }
