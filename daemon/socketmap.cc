@@ -191,6 +191,30 @@ Status CheckRouteArgument(std::string_view action, std::string_view argument) {
   return Status::Ok();
 }
 
+// The argument of PREPEND: a header, "name: value" (access(5)). smtpd checks it as a header
+// (is_header) and otherwise ignores the action with a warning in its log, so the header a
+// filter or a mailbox rule would look for never comes. The name is fixed text (a placeholder
+// could fill it with blanks); the value may hold placeholders.
+Status CheckPrependArgument(std::string_view argument) {
+  const size_t colon = argument.find(':');
+  std::string_view name = argument.substr(0, colon);
+  while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+  if (colon == std::string_view::npos || name.empty()) {
+    return Status::Error(
+        "PREPEND needs a header after it, \"Name: value\", e.g. "
+        "\"PREPEND X-Suppressed: {address}\" (Postfix would skip the PREPEND)");
+  }
+  for (char c : name) {
+    if (c == '{')
+      return Status::Error("PREPEND's header name must be fixed text, without placeholders");
+    if (c == ' ' || c == '\t') {
+      return Status::Error("PREPEND's header name must be one word, not '" + std::string(name) +
+                           "' (Postfix would skip the PREPEND)");
+    }
+  }
+  return Status::Ok();
+}
+
 // smtpd's reading of an access(5) result (check_table_result in Postfix's smtpd_check.c).
 Status CheckAccessAction(std::string_view tmpl) {
   if (Status s = CheckTemplateText(tmpl); !s.ok()) return s;
@@ -215,11 +239,13 @@ Status CheckAccessAction(std::string_view tmpl) {
                          "' would accept suppressed recipients (and relay them: the map comes "
                          "first in smtpd_recipient_restrictions)");
   }
+  const size_t start = text.find_first_not_of(" \t");
+  const std::string_view argument =
+      start == std::string_view::npos ? std::string_view() : text.substr(start);
   if (EqualsNoCase(action, "FILTER") || EqualsNoCase(action, "REDIRECT")) {
-    const size_t start = text.find_first_not_of(" \t");
-    return CheckRouteArgument(
-        action, start == std::string_view::npos ? std::string_view() : text.substr(start));
+    return CheckRouteArgument(action, argument);
   }
+  if (EqualsNoCase(action, "PREPEND")) return CheckPrependArgument(argument);
   return Status::Ok();
 }
 

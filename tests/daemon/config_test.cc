@@ -257,6 +257,24 @@ TEST(Config, RefusesSocketmapFilterAndRedirectWithoutAUsableArgument) {
                 "b.toml:2: socketmap.access_action: FILTER's transport:destination must be fixed "
                 "text, without placeholders");
 
+  // PREPEND tags the message and lets it through (a monitoring setup); smtpd skips it unless
+  // its argument is a header.
+  for (const char* good : {"PREPEND X-Suppressed: {address} since {date} ({reason})",
+                           "prepend X-Bounced-Suppressed : yes"}) {
+    auto c = ParseConfig(std::string("[socketmap]\naccess_action = \"") + good + "\"\n", "b.toml");
+    ASSERT_TRUE(c.ok()) << good << ": " << c.error();
+  }
+  ExpectRefused("[socketmap]\naccess_action = \"PREPEND\"\n",
+                "b.toml:2: socketmap.access_action: PREPEND needs a header after it");
+  ExpectRefused("[socketmap]\naccess_action = \"PREPEND suppressed {address}\"\n",
+                "PREPEND needs a header after it, \"Name: value\"");
+  ExpectRefused("[socketmap]\naccess_action = \"PREPEND : suppressed\"\n",
+                "PREPEND needs a header after it");
+  ExpectRefused("[socketmap]\naccess_action = \"PREPEND X Suppressed: yes\"\n",
+                "PREPEND's header name must be one word, not 'X Suppressed'");
+  ExpectRefused("[socketmap]\naccess_action = \"PREPEND X-{category}: yes\"\n",
+                "PREPEND's header name must be fixed text");
+
   ExpectRefused("[socketmap]\naccess_action = \"REDIRECT\"\n",
                 "b.toml:2: socketmap.access_action: REDIRECT needs a user@domain address after it "
                 "(Postfix would skip the REDIRECT and let the suppressed recipient through)");
