@@ -314,8 +314,10 @@ json CmdStats(Services& services, const json& req) {
     q.by = StatsQuery::By::kDomain;
   } else if (by == "provider") {
     q.by = StatsQuery::By::kProvider;
+  } else if (by == "sender_domain") {
+    q.by = StatsQuery::By::kSenderDomain;
   } else {
-    throw RequestError{"\"by\" must be \"domain\" or \"provider\""};
+    throw RequestError{"\"by\" must be \"domain\", \"provider\" or \"sender_domain\""};
   }
   q.only = StringField(req, "only", false);
   q.days = static_cast<int>(IntField(req, "days", 7, 1, 3660));

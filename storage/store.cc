@@ -2641,26 +2641,55 @@ Status StoreImpl::Export(ExportFormat format, const ListFilter& filter,
 Expected<std::vector<StatsRow>> StoreImpl::Stats(const StatsQuery& q) {
   if (q.days < 1 || q.days > 3660) return Status::Error("stats: days must be 1..3660");
   const int64_t now = q.now ? q.now : Now();
-  std::string first_day = DayOf(now - int64_t{q.days - 1} * 86400);
-  std::string col = q.by == StatsQuery::By::kDomain ? "domain" : "provider";
+  const int64_t first_time = (now / 86400 - (q.days - 1)) * 86400;  // the first day's start
+  std::string first_day = DayOf(first_time);
+  const bool by_sender = q.by == StatsQuery::By::kSenderDomain;
   std::string only = q.only;
-  if (q.by == StatsQuery::By::kDomain && !only.empty()) {
+  if (q.by != StatsQuery::By::kProvider && !only.empty() && only != "<>") {
     only = NormalizeDomain(only[0] == '@' ? std::string_view(only).substr(1) : only);
     if (only.empty()) return Status::Error("stats: invalid domain '" + q.only + "'");
   }
-  std::string day_col = q.per_day ? "day" : "''";
-  std::string sql = "SELECT " + col + ", " + day_col +
-                    ", category, provider_code, log_status, sum(count) FROM daily_counters "
-                    "WHERE day >= ?1 AND day <= ?2 AND (?3 = '' OR " +
-                    col +
-                    " = ?3) "
-                    "GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 6 DESC, 3, 4, 5";
+  std::string sql;
+  if (by_sender) {
+    // The counted events of those days (the rows of event_days' range, as FindEvents reads
+    // them), grouped as daily_counters groups them, by the sender's domain.
+    const std::string key =
+        "CASE WHEN r.sender IS NULL THEN '<>' "
+        "ELSE lower(substr(r.sender, instr(r.sender, '@') + 1)) END";
+    const std::string day =
+        q.per_day ? "strftime('%Y-%m-%d', r.time, 'unixepoch')" : std::string("''");
+    sql = "SELECT " + key + ", " + day +
+          ", k.category, k.provider_code, k.log_status, count(*) "
+          "FROM event_rows r JOIN event_kinds k ON k.id = r.kind "
+          "WHERE r.id >= ?4 AND r.time >= ?5 AND r.time < ?6 AND r.counted = 1 "
+          "AND (?3 = '' OR " +
+          key + " = ?3) GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 6 DESC, 3, 4, 5";
+  } else {
+    std::string col = q.by == StatsQuery::By::kDomain ? "domain" : "provider";
+    std::string day_col = q.per_day ? "day" : "''";
+    sql = "SELECT " + col + ", " + day_col +
+          ", category, provider_code, log_status, sum(count) FROM daily_counters "
+          "WHERE day >= ?1 AND day <= ?2 AND (?3 = '' OR " +
+          col +
+          " = ?3) "
+          "GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 6 DESC, 3, 4, 5";
+  }
   auto db = AcquireReader();
   if (!db) return db.status();
+  ReadTxn txn(**db);  // the first id and the rows: one snapshot
+  if (!txn.status()) return txn.status();
+  std::vector<StatsRow> rows;
   sql::Stmt st;
   if (Status s = st.Prepare(**db, sql); !s) return s;
-  st.Bind(1, first_day).Bind(2, DayOf(now)).Bind(3, only);
-  std::vector<StatsRow> rows;
+  st.Bind(3, only);
+  if (by_sender) {
+    auto first = FirstEventIdOfDays(**db, first_time);
+    if (!first) return first.status();
+    if (*first < 0) return rows;  // no events on those days
+    st.Bind(4, *first).Bind(5, first_time).Bind(6, (now / 86400 + 1) * 86400);
+  } else {
+    st.Bind(1, first_day).Bind(2, DayOf(now));
+  }
   if (Status walked = st.ForEachRow([&] {
         StatsRow row;
         row.key = st.Text(0);

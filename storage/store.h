@@ -336,15 +336,18 @@ struct EventsQuery {
 };
 
 struct StatsQuery {
-  enum class By { kDomain, kProvider } by = By::kDomain;
-  std::string only;  // "" = all domains / providers, else just this one
+  // kSenderDomain: the envelope sender's domain, lower-cased ("<>" for the null sender or one
+  // not known; a sender without '@' is its own key). Counted from the events themselves (the
+  // daily counters have no sender), so a long window on a large database takes a scan of it.
+  enum class By { kDomain, kProvider, kSenderDomain } by = By::kDomain;
+  std::string only;  // "" = all domains / providers / sender domains, else just this one
   int days = 7;      // today (UTC) and the days before it
   bool per_day = false;
   int64_t now = 0;  // 0 = current time
 };
 
 struct StatsRow {
-  std::string key;  // the domain or provider ("" for an unknown provider)
+  std::string key;  // the domain, provider ("" for an unknown provider) or sender domain
   std::string day;  // "YYYY-MM-DD" when per_day, else ""
   std::string category;
   std::string provider_code;

@@ -1025,23 +1025,34 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
   }
   // stats
   {
-    auto* cmd = app.add_subcommand("stats", "delivery results per recipient domain or provider");
+    auto* cmd = app.add_subcommand(
+        "stats", "delivery results per recipient domain, provider or sender domain");
     auto domain = std::make_shared<std::string>();
     auto provider = std::make_shared<std::string>();
+    auto sender_domain = std::make_shared<std::string>();
     auto days = std::make_shared<int>(7);
     auto per_day = std::make_shared<bool>(false);
-    auto* d = cmd->add_option("--domain", *domain, "per domain (default); a value: only it")
-                  ->expected(0, 1);
+    auto* d =
+        cmd->add_option("--domain", *domain, "per recipient domain (default); a value: only it")
+            ->expected(0, 1);
     auto* p =
         cmd->add_option("--provider", *provider, "per provider; a value: only it")->expected(0, 1);
+    auto* sd = cmd->add_option("--sender-domain", *sender_domain,
+                               "per envelope sender domain (which of our domains gets what; "
+                               "\"<>\": null or unknown sender); a value: only it")
+                   ->expected(0, 1);
     d->excludes(p);
+    d->excludes(sd);
+    p->excludes(sd);
     cmd->add_option("--days", *days, "today and the days before (default 7)")
         ->check(CLI::Range(1, 3660));
     cmd->add_flag("--per-day", *per_day, "one row per day");
-    cmd->callback([&ctx, domain, provider, days, per_day, p] {
-      bool by_provider = p->count() > 0;
-      json req{{"cmd", "stats"}, {"by", by_provider ? "provider" : "domain"}, {"days", *days}};
-      const std::string& only = by_provider ? *provider : *domain;
+    cmd->callback([&ctx, domain, provider, sender_domain, days, per_day, p, sd] {
+      const bool by_provider = p->count() > 0;
+      const bool by_sender = sd->count() > 0;
+      const char* by = by_provider ? "provider" : by_sender ? "sender_domain" : "domain";
+      json req{{"cmd", "stats"}, {"by", by}, {"days", *days}};
+      const std::string& only = by_provider ? *provider : by_sender ? *sender_domain : *domain;
       if (!only.empty()) req["only"] = only;
       if (*per_day) req["per_day"] = true;
       Run(ctx, req, [&](const json& r) {
@@ -1058,8 +1069,10 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         }
         std::vector<std::string> header;
         if (*per_day) header.push_back("DAY");
-        for (const char* h :
-             {by_provider ? "PROVIDER" : "DOMAIN", "STATUS", "CATEGORY", "CODE", "COUNT"}) {
+        for (const char* h : {by_provider ? "PROVIDER"
+                              : by_sender ? "SENDER DOMAIN"
+                                          : "DOMAIN",
+                              "STATUS", "CATEGORY", "CODE", "COUNT"}) {
           header.push_back(h);
         }
         std::cout << "last " << r.value("days", 0) << " day(s)\n";

@@ -302,6 +302,22 @@ TEST(Events, BouncectlListsRecordedEventsByCategoryProviderAndCode) {
   EXPECT_NE(out.find("\"until\" must come after \"since\""), std::string::npos) << out;
   out = d.Ctl("events --limit 0", &rc);
   EXPECT_EQ(rc, 2) << out;
+
+  // Which of our sender domains got the CS01: stats per sender domain.
+  out = d.Ctl("stats --sender-domain --days 3660", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("SENDER DOMAIN"), std::string::npos) << out;
+  json stats = json::parse(d.Ctl("--json stats --sender-domain testbed.local --days 3660", &rc));
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(stats["by"], "sender_domain");
+  bool cs01 = false;
+  for (const json& row : stats["rows"]) {
+    EXPECT_EQ(row["key"], "testbed.local") << stats.dump();
+    cs01 = cs01 || (row["provider_code"] == "CS01" && row["count"] == 1);
+  }
+  EXPECT_TRUE(cs01) << stats.dump();
+  out = d.Ctl("stats --sender-domain --provider", &rc);
+  EXPECT_EQ(rc, 2) << "one grouping at a time: " << out;
   EXPECT_EQ(d.Stop(), 0);
 }
 

@@ -1066,6 +1066,74 @@ TEST_F(StoreTest, CountersAndStatsPerDomainAndProvider) {
   EXPECT_FALSE(store_->Stats(q).ok());
 }
 
+// Which of our sender domains gets what: from the events, counted ones only, within the days.
+TEST_F(StoreTest, StatsPerSenderDomain) {
+  std::vector<Event> evs;
+  auto add = [&](const std::string& rcpt, Category c, const std::string& status, int64_t t,
+                 const std::string& sender, const std::string& code = "") {
+    Event e = MakeEvent(rcpt, c, status, t);
+    e.sender = sender;
+    e.result.provider_code = code;
+    evs.push_back(e);
+  };
+  add("a@icloud.com", Category::kPolicyRejection, "bounced", kT0, "news@Brand-A.example", "CS01");
+  add("b@icloud.com", Category::kPolicyRejection, "bounced", kT0 + 1, "info@brand-a.example",
+      "CS01");
+  add("c@gmail.com", Category::kDelivered, "sent", kT0 + kDay, "news@brand-b.example");
+  add("d@gmail.com", Category::kUserUnknown, "bounced", kT0 + kDay, "");  // null sender
+  add("e@gmail.com", Category::kDelivered, "sent", kT0 + kDay, "root");   // a local sender
+  add("f@gmail.com", Category::kDelivered, "sent", kT0 - 10 * kDay, "news@brand-b.example");
+  ASSERT_TRUE(store_->Write(Batch{evs, std::nullopt}).ok());
+  StatsQuery q;
+  q.by = StatsQuery::By::kSenderDomain;
+  q.days = 7;
+  q.now = kT0 + 2 * kDay;
+  auto rows = store_->Stats(q);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  std::vector<std::string> got;
+  for (const StatsRow& r : *rows) {
+    got.push_back(r.key + " " + r.log_status + " " + r.category + " " + r.provider_code + " " +
+                  std::to_string(r.count));
+  }
+  EXPECT_EQ(got,
+            (std::vector<std::string>{
+                "<> bounced user_unknown  1", "brand-a.example bounced policy_rejection CS01 2",
+                "brand-b.example sent delivered  1", "root sent delivered  1"}));
+  // The same events as the daily counters count them.
+  auto total = [&](StatsQuery::By by) {
+    StatsQuery t = q;
+    t.by = by;
+    auto got_rows = store_->Stats(t);
+    int64_t n = -1;
+    if (got_rows.ok()) {
+      n = 0;
+      for (const StatsRow& r : got_rows.value()) n += r.count;
+    }
+    return n;
+  };
+  EXPECT_EQ(total(StatsQuery::By::kSenderDomain), 5);
+  EXPECT_EQ(total(StatsQuery::By::kDomain), 5);
+  q.only = "Brand-A.example";
+  q.per_day = true;
+  rows = store_->Stats(q);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].key, "brand-a.example");
+  EXPECT_EQ((*rows)[0].day, "2026-11-01");
+  EXPECT_EQ((*rows)[0].count, 2);
+  q.only = "<>";
+  q.per_day = false;
+  rows = store_->Stats(q);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].category, "user_unknown");
+  q.only = "";
+  q.now = kT0 + 30 * kDay;  // no events on those days
+  rows = store_->Stats(q);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_TRUE(rows->empty());
+}
+
 TEST_F(StoreTest, ListFiltersAndPages) {
   std::vector<Event> evs;
   for (int i = 0; i < 25; ++i) {
