@@ -404,6 +404,44 @@ void FollowEvents(Context& ctx, const EventsOptions& o) {
   }
 }
 
+// The open policy-rejection alerts of a stats reply, a few lines each: what, since when, how
+// many against the threshold, the domains most hit, and a sample reply (`--json` has it all).
+void PrintOpenAlerts(const json& open) {
+  if (!open.is_array() || open.empty()) return;
+  std::cout << "\n" << open.size() << " open alert(s):\n";
+  for (const json& a : open) {
+    std::string what = Str(a, "provider").empty() ? "(unknown provider)" : Str(a, "provider");
+    what += " " + Str(a, "category");
+    if (!Str(a, "code").empty()) what += " " + Str(a, "code");
+    std::cout << "  " << Shown(what) << ": since " << Str(a, "opened") << ", "
+              << a.value("total_events", int64_t{0}) << " event(s), peak "
+              << a.value("peak_count", int64_t{0}) << " in "
+              << a.value("window_seconds", int64_t{0}) / 60 << " min (threshold "
+              << static_cast<int64_t>(a.value("threshold", 0.0)) << ")\n";
+    // The domains hit most, five at most.
+    std::vector<std::pair<int64_t, std::string>> domains;
+    if (const json& d = At(a, "domains"); d.is_object()) {
+      for (const auto& [domain, n] : d.items()) {
+        domains.emplace_back(n.is_number_integer() ? n.get<int64_t>() : 0, domain);
+      }
+    }
+    std::sort(domains.begin(), domains.end(), [](const auto& x, const auto& y) {
+      return x.first != y.first ? x.first > y.first : x.second < y.second;
+    });
+    if (!domains.empty()) {
+      std::string line;
+      for (size_t i = 0; i < domains.size() && i < 5; ++i) {
+        if (i > 0) line += ", ";
+        line += domains[i].second + " " + std::to_string(domains[i].first);
+      }
+      if (domains.size() > 5) line += ", " + std::to_string(domains.size() - 5) + " more";
+      std::cout << "    domains: " << Shown(line) << "\n";
+    }
+    if (!Str(a, "sample").empty())
+      std::cout << "    e.g. " << Sanitize(Str(a, "sample"), 160) << "\n";
+  }
+}
+
 // "2026-11-29T17:09:53Z" -> "2026-11-29"; "" stays "".
 std::string Day(const std::string& t) { return t.substr(0, 10); }
 
@@ -1077,10 +1115,7 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         }
         std::cout << "last " << r.value("days", 0) << " day(s)\n";
         PrintTable(header, rows);
-        if (!At(At(r, "alerts"), "open").empty()) {
-          std::cout << At(At(r, "alerts"), "open").size()
-                    << " open alert(s): " << At(At(r, "alerts"), "open").dump() << "\n";
-        }
+        PrintOpenAlerts(At(At(r, "alerts"), "open"));
       });
     });
   }

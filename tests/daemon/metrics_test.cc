@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdio>
+#include <ctime>
 #include <map>
 #include <regex>
 #include <set>
@@ -399,6 +401,53 @@ TEST(Events, FollowPrintsEachNewEventOnceInOrderAcrossRestartsAndAnOutage) {
   EXPECT_LT(got[1].value("id", 0), got[2].value("id", 0));
   EXPECT_LT(got[2].value("id", 0), got[3].value("id", 0));
   EXPECT_NE(ReadFile(err).find("bounced answers again"), std::string::npos) << ReadFile(err);
+  EXPECT_EQ(d.Stop(), 0);
+}
+
+// `bouncectl stats` shows an open alert as a few lines a person reads: what, since when, how
+// many against the threshold, the domains most hit and a sample reply (a real bounced, fed a
+// burst of CS01 rejections stamped now).
+TEST(Stats, ShowsOpenAlertsReadably) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  const std::time_t now = std::time(nullptr);
+  std::string lines;
+  for (int i = 0; i < 30; ++i) {
+    char stamp[64];
+    std::time_t t = now - 60 + i;
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+00:00", std::gmtime(&t));
+    char qid[16];
+    std::snprintf(qid, sizeof qid, "8D0E3A7%04X", i);
+    const std::string domain = i % 3 == 0 ? "me.com" : "icloud.com";
+    lines += std::string(stamp) + " mta postfix/smtp[28967]: " + qid + ": to=<user" +
+             std::to_string(i) + "@" + domain +
+             ">, relay=mx01.mail.icloud.com[17.57.154.6]:25, delay=0.05, "
+             "delays=0.05/0/0/0, dsn=5.7.1, status=bounced (host mx01.mail.icloud.com"
+             "[17.57.154.6] said: 554 5.7.1 [CS01] Message rejected due to local policy. "
+             "Please visit https://support.apple.com/en-us/HT204137 (in reply to end of DATA "
+             "command))\n";
+  }
+  AppendFile(d.log(), lines);
+  ASSERT_TRUE(d.WaitForEvents(30)) << ReadFile(d.stderr_path());
+  int rc = -1;
+  std::string out;
+  EXPECT_TRUE(WaitUntil([&] {
+    out = d.Ctl("stats --provider icloud", &rc);
+    return out.find("open alert(s)") != std::string::npos;
+  })) << out;
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("1 open alert(s):\n  icloud policy_rejection CS01: since "), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("    domains: icloud.com 20, me.com 10\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("    e.g. 554 5.7.1 [CS01] Message rejected due to local policy."),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("{\""), std::string::npos) << "no raw JSON: " << out;
+  // --json keeps the whole incident.
+  json j = json::parse(d.Ctl("--json stats --provider icloud", &rc));
+  ASSERT_EQ(j["alerts"]["open"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["alerts"]["open"][0]["domains"]["icloud.com"], 20);
   EXPECT_EQ(d.Stop(), 0);
 }
 
