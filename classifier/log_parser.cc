@@ -778,6 +778,26 @@ void LogCorrelator::Feed(std::string_view text) {
 void LogCorrelator::FeedParsed(std::string_view text, const ParsedLogLine& parsed) {
   impl_->FeedParsed(text, parsed);
 }
+// Mirrors Impl::FeedParsed: the kinds it only counts in counts_only mode.
+LogCorrelator::LineUse LogCorrelator::UseOf(std::string_view text, const ParsedLogLine& p) const {
+  if (!impl_->counts_only || text.size() > kMaxLogLineBytes) return LineUse::kFeed;
+  switch (p.kind) {
+    case LogLineKind::kBlank:
+      return LineUse::kSkip;
+    case LogLineKind::kOther:
+      return p.daemon.empty() ? LineUse::kSkip : LineUse::kSkipPostfixLine;
+    case LogLineKind::kQueued:
+    case LogLineKind::kMessageId:
+    case LogLineKind::kNotification:
+      return LineUse::kSkipPostfixLine;
+    default:
+      return LineUse::kFeed;
+  }
+}
+void LogCorrelator::AddLeftOutLines(uint64_t lines, uint64_t postfix_lines) {
+  impl_->stats.lines += lines;
+  impl_->stats.postfix_lines += postfix_lines;
+}
 const LogStats& LogCorrelator::stats() const { return impl_->stats; }
 void LogCorrelator::set_year(int year) {
   impl_->year = year;

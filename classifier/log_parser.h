@@ -180,6 +180,16 @@ class LogCorrelator {
   // ParseLogLine(line, &parsed) gave, its views still valid. A line longer than kMaxLogLineBytes
   // is counted as too long and `parsed` is not read (it need not have been parsed at all).
   void FeedParsed(std::string_view line, const ParsedLogLine& parsed);
+  // What FeedParsed would make of a line, for a pipelined reader that parses on another thread:
+  // kSkip and kSkipPostfixLine lines change nothing but counts (with set_counts_only, lines
+  // that are not deliveries, expiries or removals), so the reader may leave them out and hand
+  // over how many it left with AddLeftOutLines. Reads only the counts_only setting: safe from
+  // another thread while that does not change.
+  enum class LineUse : uint8_t { kFeed, kSkip, kSkipPostfixLine };
+  LineUse UseOf(std::string_view line, const ParsedLogLine& parsed) const;
+  // What FeedParsed counts for `lines` lines that UseOf said to skip, `postfix_lines` of them
+  // kSkipPostfixLine.
+  void AddLeftOutLines(uint64_t lines, uint64_t postfix_lines);
   const LogStats& stats() const;
   // The year assumed for classic syslog timestamps (default: the current year). A month going
   // back by more than six (Dec -> Jan) advances it.

@@ -85,6 +85,10 @@ struct ParsedBlock {
   std::unique_ptr<char[]> bytes{new char[kCarryBytes + kBlockBytes]};
   std::vector<Line> lines;  // [0, count) belong to this block; the vector is reused
   size_t count = 0;
+  // Lines left out because the correlator would only have counted them (LogCorrelator::UseOf),
+  // and how many of those it counts as Postfix lines.
+  uint64_t left_out = 0;
+  uint64_t left_out_postfix = 0;
   bool last = false;  // the input ends with this block
 };
 
@@ -95,7 +99,10 @@ struct ParsedBlock {
 // where blocks or reads break.
 class BlockReader {
  public:
-  explicit BlockReader(LogSource* source) : source_(source) {
+  // `filter`, when set, is asked which lines to leave out (LogCorrelator::UseOf): with a summary
+  // most lines are only counted, and the main thread, the pipeline's slower stage, then reads
+  // about a third of them.
+  BlockReader(LogSource* source, const LogCorrelator* filter) : source_(source), filter_(filter) {
     for (ParsedBlock& b : blocks_) free_.push_back(&b);
     thread_ = SpreadThread([this] { Run(); });  // on another CPU at once (spread_thread.h)
   }
@@ -149,18 +156,25 @@ class BlockReader {
     ready_cv_.notify_one();
   }
 
-  static void AddLine(ParsedBlock* b, const char* p, size_t n) {
+  void AddLine(ParsedBlock* b, const char* p, size_t n) const {
     if (n > 0 && p[n - 1] == '\r') --n;
     if (b->count == b->lines.size()) b->lines.emplace_back();
-    ParsedBlock::Line& line = b->lines[b->count++];
+    ParsedBlock::Line& line = b->lines[b->count];
     line.text = std::string_view(p, n);
     if (n <= kMaxLogLineBytes) ParseLogLine(line.text, &line.parsed);
+    const LogCorrelator::LineUse use =
+        filter_ != nullptr ? filter_->UseOf(line.text, line.parsed) : LogCorrelator::LineUse::kFeed;
+    if (use == LogCorrelator::LineUse::kFeed) {
+      ++b->count;
+    } else {
+      ++b->left_out;  // its slot is taken by the next line
+      if (use == LogCorrelator::LineUse::kSkipPostfixLine) ++b->left_out_postfix;
+    }
   }
 
   // Adds the lines ended in buf[from, to), the first one starting at buf[*line_start], while
   // the block has room, and moves *line_start past them. Returns false once the block is full.
-  static bool AddLines(ParsedBlock* b, const char* buf, size_t* line_start, size_t from,
-                       size_t to) {
+  bool AddLines(ParsedBlock* b, const char* buf, size_t* line_start, size_t from, size_t to) const {
     const char* p = buf + from;
     const char* end = buf + to;
     while (p < end && b->count < kMaxBlockLines) {
@@ -182,6 +196,8 @@ class BlockReader {
       ParsedBlock* b = TakeFree();
       if (b == nullptr) return;
       b->count = 0;
+      b->left_out = 0;
+      b->left_out_postfix = 0;
       b->last = false;
       char* buf = b->bytes.get();
       size_t line_start = 0;
@@ -205,7 +221,7 @@ class BlockReader {
         }
         const size_t rest = filled - line_start;
         carry.assign(buf + line_start, room ? std::min(rest, kCarryBytes) : rest);
-      } while (b->count == 0 && !end);
+      } while (b->count + b->left_out == 0 && !end);
       if (end) {
         // A last line without a newline still counts (as LogLineSplitter::Finish hands it out).
         if (filled > line_start) AddLine(b, buf + line_start, filled - line_start);
@@ -217,6 +233,7 @@ class BlockReader {
   }
 
   LogSource* const source_;
+  const LogCorrelator* const filter_;
   std::array<ParsedBlock, kBlocks> blocks_;
   std::mutex mu_;
   std::condition_variable ready_cv_;  // a block was queued
@@ -256,11 +273,12 @@ void FeedSequential(LogSource* source, LogCorrelator* correlator, std::string* o
 
 // Two threads: BlockReader reads and parses, this thread correlates.
 void FeedPipelined(LogSource* source, LogCorrelator* correlator, std::string* out) {
-  BlockReader reader(source);
+  BlockReader reader(source, correlator);
   while (ParsedBlock* b = reader.Next()) {
     for (size_t i = 0; i < b->count; ++i) {
       correlator->FeedParsed(b->lines[i].text, b->lines[i].parsed);
     }
+    correlator->AddLeftOutLines(b->left_out, b->left_out_postfix);
     reader.Recycle(b);
     FlushWhenFull(out);
   }
