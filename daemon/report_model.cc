@@ -226,6 +226,14 @@ Report BuildReport(const ReportData& data, const AdviceBook& advice, int top_row
       if (sp.samples.size() >= 3) break;
       if (seen.insert(s->diagnostic).second) sp.samples.push_back(s->diagnostic);
     }
+    std::map<std::string, int64_t> senders;
+    for (const SenderDomainRow& d : data.sender_domains) {
+      if (advice.GroupOf(d.provider) == sp.provider &&
+          KeyCode(d.provider_code, d.status, d.category) == sp.code) {
+        senders[d.sender_domain] += d.count;
+      }
+    }
+    sp.sender_domains = Sorted(senders, 5);
     if (const AdviceEntry* a = advice.Find(p.provider, p.provider_code, sp.status, sp.category)) {
       sp.advice_title = a->title;
       sp.advice_why = a->why;
@@ -291,6 +299,16 @@ Report BuildReport(const ReportData& data, const AdviceBook& advice, int top_row
     r.trend.categories.push_back({n.name, by_category[n.name]});
   }
   return r;
+}
+
+std::string SenderDomains(const SenderProblem& p) {
+  std::string line;
+  for (const NamedCount& d : p.sender_domains) {
+    if (!line.empty()) line += ", ";
+    line += (d.name == "<>" ? std::string("null or unknown sender") : d.name) + " " +
+            std::to_string(d.count);
+  }
+  return line;
 }
 
 std::string ProblemCount(const SenderProblem& p, const std::string& count_text) {

@@ -61,6 +61,17 @@ struct SampleRow {
   int64_t last_seen = 0;
 };
 
+// Sender-side rejections in the period per key and envelope sender domain (lower-cased; "<>"
+// for the null sender or one not known): which of our own domains a problem hit.
+struct SenderDomainRow {
+  std::string provider;
+  std::string provider_code;
+  std::string status;
+  std::string category;
+  std::string sender_domain;
+  int64_t count = 0;
+};
+
 // Distinct messages (queue ids) per outcome in the period.
 struct MessageCountRow {
   std::string log_status;
@@ -106,6 +117,7 @@ struct ReportData {
   // Sender rows for the period and the 7 days before it.
   std::vector<SenderRow> sender;
   std::vector<SampleRow> samples;
+  std::vector<SenderDomainRow> sender_domains;  // in the period
   std::vector<MessageCountRow> messages;
   std::vector<SuppressionChange> suppression_changes;  // in the period
   std::vector<ManualChange> manual_changes;            // in the period
@@ -152,10 +164,17 @@ struct SenderProblem {
   double previous_daily_average = 0;     // the 7 days before the period
   std::optional<double> change_percent;  // nullopt when there was nothing before ("new")
   std::vector<std::string> samples;      // up to 3 distinct replies
+  // Our sending domains (envelope sender) it hit in the period, most first, at most 5; a
+  // reputation or content problem of one brand shows as one domain here.
+  std::vector<NamedCount> sender_domains;
   std::string advice_title;
   std::string advice_why;
   std::vector<std::string> advice_steps;
 };
+
+// A problem's sender domains as one line: "brand-a.example 120, news.example 3" ("<>" reads as
+// "null or unknown sender").
+std::string SenderDomains(const SenderProblem& p);
 
 // What `count` of a problem's events are called: "deferral(s)" for a provider's throttling
 // (rate_limited: Postfix tries again), else "rejection(s)".

@@ -260,6 +260,9 @@ std::string RenderHtml(const Report& r) {
          (p.status.empty() ? "" : " &middot; " + Esc(p.status)) + "</small>";
     if (!p.advice_title.empty()) h += "<p><b>" + Esc(p.advice_title) + "</b></p>";
     for (const auto& s : p.samples) h += "<div class=\"sample\">" + Esc(s) + "</div>";
+    if (!p.sender_domains.empty()) {
+      h += "<p><small>From: " + Esc(SenderDomains(p)) + "</small></p>";
+    }
     if (!p.advice_why.empty()) h += "<p>" + Esc(p.advice_why) + "</p>";
     if (!p.advice_steps.empty()) {
       h += "<p><b>What to do</b></p><ul>";

@@ -74,6 +74,7 @@ json ReportToJson(const Report& r) {
          {"previous_daily_average", Round4(p.previous_daily_average)},
          {"change_percent", p.change_percent ? json(*p.change_percent) : json(nullptr)},
          {"samples", p.samples},
+         {"sender_domains", Named(p.sender_domains)},
          {"advice",
           {{"title", p.advice_title}, {"why", p.advice_why}, {"steps", p.advice_steps}}}});
   }

@@ -175,6 +175,7 @@ std::string RenderText(const Report& r) {
                 "     ", "  ");
     if (!p.advice_title.empty()) out += Wrap(p.advice_title, "     ", "     ");
     for (const auto& s : p.samples) out += Wrap("> " + s, "       ", "     ");
+    if (!p.sender_domains.empty()) out += Wrap("From: " + SenderDomains(p), "     ", "     ");
     if (!p.advice_why.empty()) out += Wrap(p.advice_why, "     ", "     ");
     if (!p.advice_steps.empty()) out += "     What to do:\n";
     for (const auto& s : p.advice_steps) out += Wrap(s, "       ", "     - ");

@@ -130,6 +130,14 @@ TEST_F(ReportDbTest, CountsTheDayAndComparesSenderSideProblemsWithThePreviousWee
   EXPECT_NE(first.samples[0].find("[CS01]"), std::string::npos);
   EXPECT_NE(first.advice_title.find("CS01"), std::string::npos);
   EXPECT_FALSE(first.advice_steps.empty());
+  // Which of our domains it hit: the burst came from the offers brand (its sender spelt in
+  // capitals), the rest from the newsletter.
+  ASSERT_EQ(first.sender_domains.size(), 2u);
+  EXPECT_EQ(first.sender_domains[0].name, "deals.example");
+  EXPECT_EQ(first.sender_domains[0].count, 30);
+  EXPECT_EQ(first.sender_domains[1].name, "shop.example");
+  EXPECT_EQ(first.sender_domains[1].count, 5);
+  EXPECT_EQ(SenderDomains(first), "deals.example 30, shop.example 5");
 
   auto find = [&](const std::string& provider, const std::string& code) -> const SenderProblem* {
     for (const auto& p : r.sender_problems) {

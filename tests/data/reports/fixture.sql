@@ -4,7 +4,8 @@
 -- per-day counters computed from those events as the daemon would, and a day of suppression list
 -- and manual changes. The story of 2026-11-28: iCloud CS01 jumps from 2 a day to 35 (30 of
 -- them in one burst at 09:00, an alert), Gmail 5.7.26 appears, Yahoo defers with TSS04,
--- Microsoft blocks with S3150; gmail.com hard bounces are suppressed.
+-- Microsoft blocks with S3150; gmail.com hard bounces are suppressed. The CS01 burst was sent
+-- from deals.example, everything else from shop.example.
 CREATE TEMP TABLE plan (
   id INTEGER PRIMARY KEY, first_d INTEGER, last_d INTEGER, per_day INTEGER, start_s INTEGER,
   spacing_s INTEGER, domain TEXT, provider TEXT, log_status TEXT, category TEXT, fault TEXT,
@@ -34,13 +35,15 @@ INSERT INTO temp.plan VALUES
 
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 799),
 d(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM d WHERE k < 13)
-INSERT INTO events (time, day, time_text, source, source_ref, queue_id, recipient, recipient_key,
-  domain, log_status, program, category, fault, action, hard_bounce, status, reply_code,
-  provider, provider_code, diagnostic, counted)
+INSERT INTO events (time, day, time_text, source, source_ref, queue_id, sender, recipient,
+  recipient_key, domain, log_status, program, category, fault, action, hard_bounce, status,
+  reply_code, provider, provider_code, diagnostic, counted)
 SELECT CAST(strftime('%s', date('2026-11-15', '+' || d.k || ' days')) AS INTEGER) + p.start_s + n.i * p.spacing_s,
        date('2026-11-15', '+' || d.k || ' days'),
        '', 'log', 'ino=1 off=' || (d.k * 1000000 + p.id * 1000 + n.i),
        printf('%02X%03X%05X', d.k, p.id, n.i / 2),
+       -- The CS01 burst came from the offers brand; everything else from the newsletter.
+       CASE WHEN p.id = 10 THEN 'offers@Deals.example' ELSE 'news@shop.example' END,
        'user' || n.i || '.' || p.id || '@' || p.domain,
        'user' || n.i || '.' || p.id || '@' || p.domain,
        p.domain, p.log_status, 'postfix/smtp', p.category, p.fault, p.action, p.hard, p.status,
