@@ -21,7 +21,8 @@
 //                                                          limit at most 10000; [after_id]:
 //                                                          those recorded after event
 //                                                          after_id, the oldest first
-//   stats       [by=domain|provider] [only] [days] [per_day]  read -> {"by","days","rows"}
+//   stats       [by=domain|provider|sender_domain]         read   -> {"by","days","rows"}
+//               [only] [days] [per_day]
 //   allowlist                                              read   -> [entry, ...]
 //   health                                                 read   -> storage, inputs, sockets
 //   metrics                                                read   -> {"format": "prometheus",
