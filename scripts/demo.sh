@@ -60,6 +60,7 @@ ctl status "$first"
 ctl status -v "$first"
 ctl stats --provider
 ctl stats --domain --days 30
+ctl stats --sender-domain --days 3660
 # The sample's times may be long past: a window that reaches back to them.
 ctl events --since 2000-01-01 --status bounced --limit 10
 echo "\$ bouncectl metrics | grep -v '^#'   (Prometheus text; the HELP and TYPE lines left out)"
