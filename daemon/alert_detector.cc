@@ -6,6 +6,8 @@
 #include <ctime>
 #include <utility>
 
+#include "classifier/text.h"
+
 namespace bounced {
 namespace {
 
@@ -21,6 +23,19 @@ std::string KeyCode(const RejectionEvent& e) {
   return e.category;
 }
 
+// Counts one event's sender domain in the incident ("" = not known: not counted), past
+// kMaxIncidentSenderDomains ones as "other".
+void CountSenderDomain(Incident* i, const std::string& domain) {
+  if (domain.empty()) return;
+  auto it = i->sender_domains.find(domain);
+  if (it == i->sender_domains.end() && i->sender_domains.size() >= kMaxIncidentSenderDomains) {
+    it = i->sender_domains.try_emplace("other", 0).first;
+  } else if (it == i->sender_domains.end()) {
+    it = i->sender_domains.emplace(domain, 0).first;
+  }
+  ++it->second;
+}
+
 }  // namespace
 
 std::string FormatUtc(int64_t unix_time) {
@@ -32,9 +47,17 @@ std::string FormatUtc(int64_t unix_time) {
   return buf;
 }
 
+std::string SenderDomainOf(std::string_view sender) {
+  if (sender.empty()) return "<>";
+  const size_t at = sender.rfind('@');
+  return AsciiLowerCopy(at == std::string_view::npos ? sender : sender.substr(at + 1));
+}
+
 nlohmann::json ToJson(const Incident& i) {
   nlohmann::json domains = nlohmann::json::object();
   for (const auto& [d, n] : i.domains) domains[d] = n;
+  nlohmann::json sender_domains = nlohmann::json::object();
+  for (const auto& [d, n] : i.sender_domains) sender_domains[d] = n;
   return {{"id", i.id},
           {"provider", i.provider},
           {"code", i.code},
@@ -50,7 +73,8 @@ nlohmann::json ToJson(const Incident& i) {
           {"expected_per_window", std::round(i.expected_per_window * 100) / 100},
           {"threshold", std::round(i.threshold * 100) / 100},
           {"sample", i.sample},
-          {"domains", std::move(domains)}};
+          {"domains", std::move(domains)},
+          {"sender_domains", std::move(sender_domains)}};
 }
 
 std::string DescribeIncident(const Incident& i) {
@@ -138,10 +162,10 @@ std::optional<Incident> SpikeDetector::Observe(const RejectionEvent& e) {
       now / kMinute - Minutes(thresholds_.window_seconds) - thresholds_.baseline_seconds / kMinute;
   if (e.unix_time / kMinute < horizon) return std::nullopt;  // too old to matter
   s.minutes[e.unix_time / kMinute] += 1;
-  s.recent.emplace_back(e.unix_time, e.recipient_domain);
+  s.recent.push_back({e.unix_time, e.recipient_domain, e.sender_domain});
   const int64_t window_start = now - thresholds_.window_seconds;
   while (!s.recent.empty() &&
-         (s.recent.front().first <= window_start || s.recent.size() > kMaxRecentDomains)) {
+         (s.recent.front().time <= window_start || s.recent.size() > kMaxRecentDomains)) {
     s.recent.pop_front();
   }
 
@@ -152,6 +176,7 @@ std::optional<Incident> SpikeDetector::Observe(const RejectionEvent& e) {
     i.peak_count = std::max(i.peak_count, in_window);
     i.total_events += 1;
     if (!e.recipient_domain.empty()) i.domains[e.recipient_domain] += 1;
+    CountSenderDomain(&i, e.sender_domain);
     return std::nullopt;
   }
   const double expected = ExpectedPerWindow(s, now);
@@ -173,8 +198,9 @@ std::optional<Incident> SpikeDetector::Observe(const RejectionEvent& e) {
   i.expected_per_window = expected;
   i.threshold = threshold;
   i.sample = e.diagnostic;
-  for (const auto& [t, domain] : s.recent) {
-    if (!domain.empty()) i.domains[domain] += 1;
+  for (const KeyState::Recent& r : s.recent) {
+    if (!r.domain.empty()) i.domains[r.domain] += 1;
+    CountSenderDomain(&i, r.sender_domain);
   }
   s.incident = i;
   return i;

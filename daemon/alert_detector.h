@@ -23,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,7 @@ struct RejectionEvent {
   std::string status;            // "5.7.1", ... or ""
   std::string category;          // "policy_rejection", ...
   std::string recipient_domain;  // for the incident's details
+  std::string sender_domain;     // ours (the envelope sender's), "<>" for none; "" = not known
   std::string diagnostic;        // remote reply; the first one of a burst is kept as a sample
 };
 
@@ -65,13 +67,24 @@ struct Incident {
   double threshold = 0;
   std::string sample;                      // one remote reply from the burst
   std::map<std::string, int64_t> domains;  // recipient domains hit while open
+  // Our sending domains (envelope sender; "<>": the null sender) of its events, at most
+  // kMaxIncidentSenderDomains, the others counted as "other": which of our brands it is about.
+  std::map<std::string, int64_t> sender_domains;
 
   bool open() const { return closed == 0; }
 };
 
+inline constexpr size_t kMaxIncidentSenderDomains = 100;
+
+// The sending domain of an envelope sender as incidents, `bouncectl stats --sender-domain` and
+// the report group it: lower-cased; "<>" for the null sender (stored as "", as one not known
+// is); a sender without '@' is itself.
+std::string SenderDomainOf(std::string_view sender);
+
 // {"id","provider","code","category","opened","last_event","closed","open","window_seconds",
 //  "count_at_open","peak_count","total_events","expected_per_window","threshold","sample",
-//  "domains":{domain: count}}; times as RFC 3339 UTC strings, "closed" null while open.
+//  "domains":{domain: count},"sender_domains":{domain: count}}; times as RFC 3339 UTC strings,
+//  "closed" null while open.
 nlohmann::json ToJson(const Incident& incident);
 // One line for logs: "sender-side rejection spike: icloud CS01 ...".
 std::string DescribeIncident(const Incident& incident);
@@ -96,8 +109,13 @@ class SpikeDetector {
 
  private:
   struct KeyState {
-    std::map<int64_t, int64_t> minutes;                  // minute index -> events in it
-    std::deque<std::pair<int64_t, std::string>> recent;  // (time, domain) inside the window
+    std::map<int64_t, int64_t> minutes;  // minute index -> events in it
+    struct Recent {
+      int64_t time;
+      std::string domain;         // recipient's
+      std::string sender_domain;  // ours
+    };
+    std::deque<Recent> recent;  // inside the window
     std::optional<Incident> incident;
   };
   int64_t WindowCount(const KeyState& s, int64_t now) const;

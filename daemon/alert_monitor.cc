@@ -87,7 +87,7 @@ Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string
 
 bool IsSenderSideRejection(const Result& r) { return r.sender_side(); }
 
-RejectionEvent ToRejectionEvent(const Result& r, int64_t unix_time) {
+RejectionEvent ToRejectionEvent(const Result& r, int64_t unix_time, std::string_view sender) {
   RejectionEvent e;
   e.unix_time = unix_time;
   e.provider = r.provider;
@@ -95,6 +95,7 @@ RejectionEvent ToRejectionEvent(const Result& r, int64_t unix_time) {
   e.status = r.status;
   e.category = std::string(ToString(r.category));
   e.recipient_domain = DomainOf(r.recipient);  // lower-cased: one domain, however it is spelt
+  e.sender_domain = SenderDomainOf(sender);
   e.diagnostic = r.diagnostic;
   return e;
 }
@@ -182,11 +183,13 @@ AlertMonitor::~AlertMonitor() {
   running_->cv.wait(lock, [&] { return running_->count == 0; });
 }
 
-void AlertMonitor::OnEvent(const Result& result, int64_t unix_time) {
+void AlertMonitor::OnEvent(const Result& result, int64_t unix_time, std::string_view sender) {
   if (!IsSenderSideRejection(result)) return;
   std::lock_guard lock(mu_);
   if (!config_.enabled) return;
-  if (auto opened = detector_->Observe(ToRejectionEvent(result, unix_time))) Opened(*opened);
+  if (auto opened = detector_->Observe(ToRejectionEvent(result, unix_time, sender))) {
+    Opened(*opened);
+  }
 }
 
 void AlertMonitor::Seed(const RejectionEvent& event) {

@@ -48,7 +48,8 @@ Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string
 // (Result::sender_side).
 bool IsSenderSideRejection(const Result& result);
 // The detector's view of a stored event.
-RejectionEvent ToRejectionEvent(const Result& result, int64_t unix_time);
+RejectionEvent ToRejectionEvent(const Result& result, int64_t unix_time,
+                                std::string_view sender = {});
 
 // Runs `command` through /bin/sh -c with `stdin_text` on its standard input; waits at most
 // timeout_seconds, then kills its process group. Returns its exit status, or an error.
@@ -63,8 +64,9 @@ class AlertMonitor {
   AlertMonitor& operator=(const AlertMonitor&) = delete;
 
   // Call once for every delivery event stored (any outcome, any source), with the event's own
-  // time. Cheap for events that are not sender-side rejections. Thread-safe.
-  void OnEvent(const Result& result, int64_t unix_time);
+  // time and envelope sender ("" for the null sender or one not known). Cheap for events that
+  // are not sender-side rejections. Thread-safe.
+  void OnEvent(const Result& result, int64_t unix_time, std::string_view sender = {});
   // At start: replays stored sender-side rejections of the baseline period (oldest first) so
   // a restart neither forgets "normal" nor re-announces an incident. Logs and runs nothing.
   void Seed(const RejectionEvent& event);

@@ -39,7 +39,7 @@ class AlertObserver : public CommitObserver {
   explicit AlertObserver(std::shared_ptr<AlertMonitor> monitor) : monitor_(std::move(monitor)) {}
   void OnCommitted(const std::vector<Event>& events) override {
     for (const Event& e : events) {
-      monitor_->OnEvent(e.result, e.unix_time != 0 ? e.unix_time : std::time(nullptr));
+      monitor_->OnEvent(e.result, e.unix_time != 0 ? e.unix_time : std::time(nullptr), e.sender);
     }
   }
 

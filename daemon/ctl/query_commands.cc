@@ -405,7 +405,8 @@ void FollowEvents(Context& ctx, const EventsOptions& o) {
 }
 
 // The open policy-rejection alerts of a stats reply, a few lines each: what, since when, how
-// many against the threshold, the domains most hit, and a sample reply (`--json` has it all).
+// many against the threshold, the recipient domains most hit, our sending domains, and a sample
+// reply (`--json` has it all).
 void PrintOpenAlerts(const json& open) {
   if (!open.is_array() || open.empty()) return;
   std::cout << "\n" << open.size() << " open alert(s):\n";
@@ -418,24 +419,26 @@ void PrintOpenAlerts(const json& open) {
               << a.value("peak_count", int64_t{0}) << " in "
               << a.value("window_seconds", int64_t{0}) / 60 << " min (threshold "
               << static_cast<int64_t>(a.value("threshold", 0.0)) << ")\n";
-    // The domains hit most, five at most.
-    std::vector<std::pair<int64_t, std::string>> domains;
-    if (const json& d = At(a, "domains"); d.is_object()) {
-      for (const auto& [domain, n] : d.items()) {
-        domains.emplace_back(n.is_number_integer() ? n.get<int64_t>() : 0, domain);
+    // The recipient domains hit most, and our sending domains, five at most each.
+    for (const auto& [member, label] :
+         {std::pair{"domains", "domains"}, std::pair{"sender_domains", "from"}}) {
+      std::vector<std::pair<int64_t, std::string>> domains;
+      if (const json& d = At(a, member); d.is_object()) {
+        for (const auto& [domain, n] : d.items()) {
+          domains.emplace_back(n.is_number_integer() ? n.get<int64_t>() : 0, domain);
+        }
       }
-    }
-    std::sort(domains.begin(), domains.end(), [](const auto& x, const auto& y) {
-      return x.first != y.first ? x.first > y.first : x.second < y.second;
-    });
-    if (!domains.empty()) {
+      std::sort(domains.begin(), domains.end(), [](const auto& x, const auto& y) {
+        return x.first != y.first ? x.first > y.first : x.second < y.second;
+      });
+      if (domains.empty()) continue;
       std::string line;
       for (size_t i = 0; i < domains.size() && i < 5; ++i) {
         if (i > 0) line += ", ";
         line += domains[i].second + " " + std::to_string(domains[i].first);
       }
       if (domains.size() > 5) line += ", " + std::to_string(domains.size() - 5) + " more";
-      std::cout << "    domains: " << Shown(line) << "\n";
+      std::cout << "    " << label << ": " << Shown(line) << "\n";
     }
     if (!Str(a, "sample").empty())
       std::cout << "    e.g. " << Sanitize(Str(a, "sample"), 160) << "\n";

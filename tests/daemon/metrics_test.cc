@@ -405,8 +405,8 @@ TEST(Events, FollowPrintsEachNewEventOnceInOrderAcrossRestartsAndAnOutage) {
 }
 
 // `bouncectl stats` shows an open alert as a few lines a person reads: what, since when, how
-// many against the threshold, the domains most hit and a sample reply (a real bounced, fed a
-// burst of CS01 rejections stamped now).
+// many against the threshold, the recipient domains most hit, our sending domains and a sample
+// reply (a real bounced, fed a burst of CS01 rejections stamped now).
 TEST(Stats, ShowsOpenAlertsReadably) {
   TempDir dir;
   BouncedProcess d(dir);
@@ -420,6 +420,10 @@ TEST(Stats, ShowsOpenAlertsReadably) {
     char qid[16];
     std::snprintf(qid, sizeof qid, "8D0E3A7%04X", i);
     const std::string domain = i % 3 == 0 ? "me.com" : "icloud.com";
+    // The offers brand sent two thirds of them.
+    lines += std::string(stamp) + " mta postfix/qmgr[28946]: " + qid + ": from=<" +
+             (i % 3 == 2 ? "news@shop.example" : "offers@Deals.example") +
+             ">, size=900, nrcpt=1 (queue active)\n";
     lines += std::string(stamp) + " mta postfix/smtp[28967]: " + qid + ": to=<user" +
              std::to_string(i) + "@" + domain +
              ">, relay=mx01.mail.icloud.com[17.57.154.6]:25, delay=0.05, "
@@ -440,6 +444,7 @@ TEST(Stats, ShowsOpenAlertsReadably) {
   EXPECT_NE(out.find("1 open alert(s):\n  icloud policy_rejection CS01: since "), std::string::npos)
       << out;
   EXPECT_NE(out.find("    domains: icloud.com 20, me.com 10\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("    from: deals.example 20, shop.example 10\n"), std::string::npos) << out;
   EXPECT_NE(out.find("    e.g. 554 5.7.1 [CS01] Message rejected due to local policy."),
             std::string::npos)
       << out;
@@ -448,6 +453,7 @@ TEST(Stats, ShowsOpenAlertsReadably) {
   json j = json::parse(d.Ctl("--json stats --provider icloud", &rc));
   ASSERT_EQ(j["alerts"]["open"].size(), 1u) << j.dump();
   EXPECT_EQ(j["alerts"]["open"][0]["domains"]["icloud.com"], 20);
+  EXPECT_EQ(j["alerts"]["open"][0]["sender_domains"]["deals.example"], 20);
   EXPECT_EQ(d.Stop(), 0);
 }
 

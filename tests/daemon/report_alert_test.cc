@@ -173,6 +173,44 @@ TEST(SpikeDetectorTest, RecipientDomainsAreCountedLowerCased) {
   EXPECT_EQ(ToRejectionEvent(r, 1000).recipient_domain, "");
 }
 
+// And our sending domains, which tell which of our brands a spike is about: "<>" for the null
+// (or an unknown) sender, lower-cased, a sender without '@' as itself.
+TEST(SpikeDetectorTest, SenderDomainsAreCountedWithTheirBrand) {
+  Result r;
+  r.recipient = "user@icloud.com";
+  r.category = Category::kPolicyRejection;
+  EXPECT_EQ(ToRejectionEvent(r, 1000, "Offers@Deals.Example").sender_domain, "deals.example");
+  EXPECT_EQ(ToRejectionEvent(r, 1000, "").sender_domain, "<>");
+  EXPECT_EQ(ToRejectionEvent(r, 1000, "root").sender_domain, "root");
+
+  SpikeDetector d(AlertThresholds{});
+  std::optional<Incident> inc;
+  for (int i = 0; i < 10 && !inc; ++i) {
+    RejectionEvent e = Cs01(kT0 + i);
+    e.sender_domain = i < 7 ? "deals.example" : "shop.example";
+    inc = d.Observe(e);
+  }
+  ASSERT_TRUE(inc);
+  EXPECT_EQ(inc->sender_domains,
+            (std::map<std::string, int64_t>{{"deals.example", 7}, {"shop.example", 3}}));
+  EXPECT_EQ(ToJson(*inc)["sender_domains"]["deals.example"], 7);
+  // While it is open, each event adds; past kMaxIncidentSenderDomains, as "other". An event
+  // without a sender domain (a RejectionEvent built without one) adds nothing.
+  for (size_t i = 0; i < kMaxIncidentSenderDomains + 5; ++i) {
+    RejectionEvent e = Cs01(kT0 + 20);
+    e.sender_domain = "brand" + std::to_string(i) + ".example";
+    d.Observe(e);
+  }
+  RejectionEvent unknown = Cs01(kT0 + 21);
+  d.Observe(unknown);
+  const std::vector<Incident> now_open = d.Open();
+  ASSERT_EQ(now_open.size(), 1u);
+  const Incident& open = now_open[0];
+  EXPECT_EQ(open.sender_domains.size(), kMaxIncidentSenderDomains + 1) << "the cap, and other";
+  EXPECT_EQ(open.sender_domains.at("other"), 7);
+  EXPECT_EQ(open.total_events, 10 + static_cast<int64_t>(kMaxIncidentSenderDomains) + 5 + 1);
+}
+
 TEST(AlertConfigTest, DefaultsWhenTheSectionIsMissing) {
   auto c = AlertConfigFromToml(nullptr, "bounced.toml");
   ASSERT_TRUE(c.ok());
