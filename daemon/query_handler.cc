@@ -382,6 +382,11 @@ json CmdEvents(Services& services, const json& req) {
   q.provider_code = StringField(req, "provider_code", false);
   q.domain = DomainField(req);
   q.sender = StringField(req, "sender", false);
+  q.sender_domain = StringField(req, "sender_domain", false);
+  if (!q.sender_domain.empty() && q.sender_domain != "<>") {
+    q.sender_domain =
+        AsciiLowerCopy(q.sender_domain[0] == '@' ? q.sender_domain.substr(1) : q.sender_domain);
+  }
   q.limit = static_cast<size_t>(
       IntField(req, "limit", 50, 1, static_cast<int64_t>(Store::kMaxFoundEvents)));
   q.after_id = IntField(req, "after_id", -1, 0, std::numeric_limits<int64_t>::max());

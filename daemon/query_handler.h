@@ -14,8 +14,8 @@
 //   export      [format=csv|jsonl] + list filters          read   -> {"format","count","data"}
 //               [stream=true]                                      (streamed: see below)
 //   events      [since=24h] [until] [category] [provider] [provider_code] [log_status]
-//               [source] [domain] [sender] [limit=50]       read   -> [event, ...] (as status's
-//                                                          "events"), the most recently
+//               [source] [domain] [sender] [sender_domain]  read   -> [event, ...] (as status's
+//               [limit=50]                                 "events"), the most recently
 //                                                          recorded first; provider "-" = none
 //                                                          known, sender "<>" = the null sender;
 //                                                          limit at most 10000; [after_id]:

@@ -2504,6 +2504,11 @@ Expected<std::vector<StoredEvent>> StoreImpl::FindEvents(const EventsQuery& q) {
   } else if (!q.sender.empty()) {
     text_filter(rows, "sender", q.sender);
   }
+  if (q.sender_domain == "<>") {
+    rows += " AND sender IS NULL";
+  } else if (!q.sender_domain.empty()) {
+    text_filter(rows, "lower(substr(sender, instr(sender, '@') + 1))", q.sender_domain);
+  }
   std::string kinds;
   if (!q.category.empty()) text_filter(kinds, "category", q.category);
   if (q.provider == "-") {

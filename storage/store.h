@@ -328,7 +328,10 @@ struct EventsQuery {
   std::string source = {};      // log, journal, dsn, milter, manual
   std::string domain = {};      // the recipient's domain
   std::string sender = {};      // the envelope sender ("<>" = the null sender)
-  size_t limit = 50;            // at most this many, the most recently recorded
+  // the envelope sender's domain, as `stats --sender-domain` groups it (lower-cased; "<>" = the
+  // null sender; a sender without '@' is itself)
+  std::string sender_domain = {};
+  size_t limit = 50;  // at most this many, the most recently recorded
   // >= 0: only events recorded after the one with this id (StoredEvent::id; ids start at 1),
   // the oldest of them first: how `bouncectl events --follow` asks for what is new without
   // missing any. -1: no such bound.

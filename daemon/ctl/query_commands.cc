@@ -284,7 +284,7 @@ void WriteMetrics(Context& ctx, const std::string& output) {
 
 // `bouncectl events` options and the request they make.
 struct EventsOptions {
-  std::string since, until, category, provider, code, status, source, domain, sender;
+  std::string since, until, category, provider, code, status, source, domain, sender, sender_domain;
   int limit = 50;
   bool follow = false;
   int interval = 1;
@@ -304,6 +304,7 @@ json EventsRequest(const EventsOptions& o) {
   set("source", o.source);
   set("domain", o.domain);
   set("sender", o.sender);
+  set("sender_domain", o.sender_domain);
   return req;
 }
 
@@ -985,6 +986,8 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     cmd->add_option("--source", o->source, "only from log, journal, dsn, milter or manual");
     cmd->add_option("--domain", o->domain, "only recipients at this domain");
     cmd->add_option("--sender", o->sender, "only this envelope sender (<> = the null sender)");
+    cmd->add_option("--sender-domain", o->sender_domain,
+                    "only envelope senders at this domain (<> = the null sender)");
     cmd->add_option("--limit", o->limit, "at most this many (default 50)")
         ->check(CLI::Range(1, static_cast<int>(Store::kMaxFoundEvents)));
     cmd->add_flag("-f,--follow", o->follow,

@@ -318,6 +318,14 @@ TEST(Events, BouncectlListsRecordedEventsByCategoryProviderAndCode) {
     cs01 = cs01 || (row["provider_code"] == "CS01" && row["count"] == 1);
   }
   EXPECT_TRUE(cs01) << stats.dump();
+  // And the events behind it.
+  out = d.Ctl("events --since 2000-01-01 --sender-domain TESTBED.local --code CS01", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("cs01@icloud.com"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 event(s)"), std::string::npos) << out;
+  out = d.Ctl("events --since 2000-01-01 --sender-domain other.example", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("cs01@icloud.com"), std::string::npos) << out;
   out = d.Ctl("stats --sender-domain --provider", &rc);
   EXPECT_EQ(rc, 2) << "one grouping at a time: " << out;
   EXPECT_EQ(d.Stop(), 0);

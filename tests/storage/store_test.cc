@@ -582,7 +582,7 @@ TEST_F(StoreTest, FindEventsFiltersByEveryFieldNewestFirst) {
                        event("b@icloud.com", Category::kPolicyRejection, "bounced", kT0 + 60,
                              "icloud", "CS02", "news@us.example"),
                        event("c@gmail.com", Category::kUserUnknown, "bounced", kT0 + 120, "gmail",
-                             "", "shop@us.example", EventSource::kDsn),
+                             "", "shop@Eu.Example", EventSource::kDsn),
                        event("d@example.org", Category::kDelivered, "sent", kT0 + 180, "", "", ""),
                        event("e@icloud.com", Category::kRateLimited, "deferred", kT0 + 240,
                              "icloud", "", "news@us.example")},
@@ -614,8 +614,11 @@ TEST_F(StoreTest, FindEventsFiltersByEveryFieldNewestFirst) {
   EXPECT_EQ(find({.log_status = "bounced"}), "cba");
   EXPECT_EQ(find({.source = "dsn"}), "c");
   EXPECT_EQ(find({.domain = "icloud.com"}), "eba");
-  EXPECT_EQ(find({.sender = "shop@us.example"}), "c");
+  EXPECT_EQ(find({.sender = "shop@Eu.Example"}), "c");
   EXPECT_EQ(find({.sender = "<>"}), "d") << "\"<>\": the null sender";
+  EXPECT_EQ(find({.sender_domain = "us.example"}), "eba");
+  EXPECT_EQ(find({.sender_domain = "eu.example"}), "c") << "the sender's domain in any case";
+  EXPECT_EQ(find({.sender_domain = "<>"}), "d");
   EXPECT_EQ(find({.category = "policy_rejection",
                   .provider = "icloud",
                   .provider_code = "CS01",
