@@ -384,8 +384,9 @@ json CmdEvents(Services& services, const json& req) {
   q.sender = StringField(req, "sender", false);
   q.sender_domain = StringField(req, "sender_domain", false);
   if (!q.sender_domain.empty() && q.sender_domain != "<>") {
-    q.sender_domain =
-        AsciiLowerCopy(q.sender_domain[0] == '@' ? q.sender_domain.substr(1) : q.sender_domain);
+    if (q.sender_domain[0] == '@') q.sender_domain.erase(0, 1);
+    if (q.sender_domain.empty()) throw RequestError{"\"sender_domain\" must name a domain"};
+    q.sender_domain = AsciiLowerCopy(q.sender_domain);
   }
   q.limit = static_cast<size_t>(
       IntField(req, "limit", 50, 1, static_cast<int64_t>(Store::kMaxFoundEvents)));

@@ -326,6 +326,9 @@ TEST(Events, BouncectlListsRecordedEventsByCategoryProviderAndCode) {
   out = d.Ctl("events --since 2000-01-01 --sender-domain other.example", &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out.find("cs01@icloud.com"), std::string::npos) << out;
+  out = d.Ctl("events --sender-domain @", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("\"sender_domain\" must name a domain"), std::string::npos) << out;
   out = d.Ctl("stats --sender-domain --provider", &rc);
   EXPECT_EQ(rc, 2) << "one grouping at a time: " << out;
   EXPECT_EQ(d.Stop(), 0);
