@@ -187,10 +187,15 @@ std::string CategoryField(const json& req) {
 }
 
 // "domain" as stored: lower-case, without a leading '@' ("@Example.COM" -> "example.com").
-std::string DomainField(const json& req) {
-  std::string domain = StringField(req, "domain", false);
+// A domain filter (`key`: "domain", "sender_domain"): lower-cased, a leading '@' dropped; ""
+// when absent. "@" alone names no domain and is refused (it is not "any").
+std::string DomainField(const json& req, const char* key = "domain") {
+  std::string domain = StringField(req, key, false);
   for (char& c : domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!domain.empty() && domain[0] == '@') domain.erase(0, 1);
+  if (!domain.empty() && domain[0] == '@') {
+    domain.erase(0, 1);
+    if (domain.empty()) throw RequestError{"\"" + std::string(key) + "\" must name a domain"};
+  }
   return domain;
 }
 
@@ -382,12 +387,7 @@ json CmdEvents(Services& services, const json& req) {
   q.provider_code = StringField(req, "provider_code", false);
   q.domain = DomainField(req);
   q.sender = StringField(req, "sender", false);
-  q.sender_domain = StringField(req, "sender_domain", false);
-  if (!q.sender_domain.empty() && q.sender_domain != "<>") {
-    if (q.sender_domain[0] == '@') q.sender_domain.erase(0, 1);
-    if (q.sender_domain.empty()) throw RequestError{"\"sender_domain\" must name a domain"};
-    q.sender_domain = AsciiLowerCopy(q.sender_domain);
-  }
+  q.sender_domain = DomainField(req, "sender_domain");  // "<>" passes as it is
   q.limit = static_cast<size_t>(
       IntField(req, "limit", 50, 1, static_cast<int64_t>(Store::kMaxFoundEvents)));
   q.after_id = IntField(req, "after_id", -1, 0, std::numeric_limits<int64_t>::max());
