@@ -6,8 +6,6 @@
 #include <ctime>
 #include <utility>
 
-#include "classifier/text.h"
-
 namespace bounced {
 namespace {
 
@@ -28,10 +26,9 @@ std::string KeyCode(const RejectionEvent& e) {
 void CountSenderDomain(Incident* i, const std::string& domain) {
   if (domain.empty()) return;
   auto it = i->sender_domains.find(domain);
-  if (it == i->sender_domains.end() && i->sender_domains.size() >= kMaxIncidentSenderDomains) {
-    it = i->sender_domains.try_emplace("other", 0).first;
-  } else if (it == i->sender_domains.end()) {
-    it = i->sender_domains.emplace(domain, 0).first;
+  if (it == i->sender_domains.end()) {
+    const bool full = i->sender_domains.size() >= kMaxIncidentSenderDomains;
+    it = i->sender_domains.try_emplace(full ? "other" : domain, 0).first;
   }
   ++it->second;
 }
@@ -45,12 +42,6 @@ std::string FormatUtc(int64_t unix_time) {
   char buf[32];
   strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-std::string SenderDomainOf(std::string_view sender) {
-  if (sender.empty()) return "<>";
-  const size_t at = sender.rfind('@');
-  return AsciiLowerCopy(at == std::string_view::npos ? sender : sender.substr(at + 1));
 }
 
 nlohmann::json ToJson(const Incident& i) {

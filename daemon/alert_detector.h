@@ -23,7 +23,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -47,7 +46,7 @@ struct RejectionEvent {
   std::string status;            // "5.7.1", ... or ""
   std::string category;          // "policy_rejection", ...
   std::string recipient_domain;  // for the incident's details
-  std::string sender_domain;     // ours (the envelope sender's), "<>" for none; "" = not known
+  std::string sender_domain;     // ours: SenderDomainOf (store.h) the envelope sender; "" = none
   std::string diagnostic;        // remote reply; the first one of a burst is kept as a sample
 };
 
@@ -75,11 +74,6 @@ struct Incident {
 };
 
 inline constexpr size_t kMaxIncidentSenderDomains = 100;
-
-// The sending domain of an envelope sender as incidents, `bouncectl stats --sender-domain` and
-// the report group it: lower-cased; "<>" for the null sender (stored as "", as one not known
-// is); a sender without '@' is itself.
-std::string SenderDomainOf(std::string_view sender);
 
 // {"id","provider","code","category","opened","last_event","closed","open","window_seconds",
 //  "count_at_open","peak_count","total_events","expected_per_window","threshold","sample",

@@ -20,6 +20,7 @@
 
 #include "classifier/text.h"
 #include "daemon/config.h"
+#include "storage/store.h"
 
 extern char** environ;
 

@@ -266,14 +266,12 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
   if (!s) return s;
 
   // Which of our sending domains each kind of rejection hit in the period.
-  s = q.Run(
-      "SELECT provider, provider_code, status, category, CASE WHEN sender = '' THEN '<>' ELSE "
-      "lower(substr(sender, instr(sender, '@') + 1)) END, COUNT(*) FROM events" +
-          sender_where + " GROUP BY 1, 2, 3, 4, 5",
-      params(first, last), [&](sqlite3_stmt* st) {
-        data.sender_domains.push_back({Text(st, 0), Text(st, 1), Text(st, 2), Text(st, 3),
-                                       Text(st, 4), sqlite3_column_int64(st, 5)});
-      });
+  s = q.Run("SELECT provider, provider_code, status, category, " + SenderDomainSql("sender") +
+                ", COUNT(*) FROM events" + sender_where + " GROUP BY 1, 2, 3, 4, 5",
+            params(first, last), [&](sqlite3_stmt* st) {
+              data.sender_domains.push_back({Text(st, 0), Text(st, 1), Text(st, 2), Text(st, 3),
+                                             Text(st, 4), sqlite3_column_int64(st, 5)});
+            });
   if (!s) return s;
 
   // The most frequent replies of each kind of rejection, kSamplesPerKind each: a bound over all

@@ -130,4 +130,21 @@ std::string_view DomainOfKey(std::string_view key) {
   return at == std::string_view::npos ? std::string_view() : key.substr(at + 1);
 }
 
+std::string SenderDomainOf(std::string_view sender) {
+  if (sender.empty()) return "<>";
+  std::string domain(sender.substr(sender.rfind('@') + 1));  // npos + 1: the whole sender
+  for (char& c : domain) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return domain;
+}
+
+std::string SenderDomainSql(std::string_view column) {
+  const std::string c(column);
+  // rtrim(c, <c without its '@'s>) keeps c up to its last '@' ("" when it has none): what
+  // follows is the domain, as SenderDomainOf takes it. lower() folds ASCII only, as it does.
+  return "CASE WHEN coalesce(" + c + ", '') = '' THEN '<>' ELSE lower(substr(" + c +
+         ", length(rtrim(" + c + ", replace(" + c + ", '@', ''))) + 1)) END";
+}
+
 }  // namespace bounced

@@ -2490,9 +2490,9 @@ Expected<std::vector<StoredEvent>> StoreImpl::FindEvents(const EventsQuery& q) {
   if (!first) return first.status();
   if (*first < 0) return out;  // no events on those days
   std::vector<const std::string*> texts;
-  auto text_filter = [&](std::string& where, const char* column, const std::string& value) {
+  auto text_filter = [&](std::string& where, std::string_view column, const std::string& value) {
     texts.push_back(&value);
-    where += std::string(" AND ") + column + " = ?" + std::to_string(texts.size() + 3);
+    where += " AND " + std::string(column) + " = ?" + std::to_string(texts.size() + 3);
   };
   std::string rows = "SELECT id FROM event_rows WHERE id >= ?1 AND time >= ?2";
   if (q.after_id >= 0) rows += " AND id > " + std::to_string(q.after_id);
@@ -2504,11 +2504,8 @@ Expected<std::vector<StoredEvent>> StoreImpl::FindEvents(const EventsQuery& q) {
   } else if (!q.sender.empty()) {
     text_filter(rows, "sender", q.sender);
   }
-  if (q.sender_domain == "<>") {
-    rows += " AND sender IS NULL";
-  } else if (!q.sender_domain.empty()) {
-    text_filter(rows, "lower(substr(sender, instr(sender, '@') + 1))", q.sender_domain);
-  }
+  const std::string sender_domain = SenderDomainSql("sender");
+  if (!q.sender_domain.empty()) text_filter(rows, sender_domain, q.sender_domain);
   std::string kinds;
   if (!q.category.empty()) text_filter(kinds, "category", q.category);
   if (q.provider == "-") {
@@ -2658,9 +2655,7 @@ Expected<std::vector<StatsRow>> StoreImpl::Stats(const StatsQuery& q) {
   if (by_sender) {
     // The counted events of those days (the rows of event_days' range, as FindEvents reads
     // them), grouped as daily_counters groups them, by the sender's domain.
-    const std::string key =
-        "CASE WHEN r.sender IS NULL THEN '<>' "
-        "ELSE lower(substr(r.sender, instr(r.sender, '@') + 1)) END";
+    const std::string key = SenderDomainSql("r.sender");
     const std::string day =
         q.per_day ? "strftime('%Y-%m-%d', r.time, 'unixepoch')" : std::string("''");
     sql = "SELECT " + key + ", " + day +

@@ -82,6 +82,14 @@ std::string_view DomainOfKey(std::string_view key);
 // A domain as keys hold it: lower-case, without trailing dots; "" when it has a character other
 // than letters, digits, '-', '.' and '_' (a leading '@' is the caller's to remove).
 std::string NormalizeDomain(std::string_view domain);
+// The sending domain of an envelope sender, as `stats --sender-domain`, `events
+// --sender-domain`, the report and alert incidents group it: what follows its last '@',
+// lower-cased (the whole sender when it has none); "<>" for the null sender (stored as "", as a
+// sender not known is).
+std::string SenderDomainOf(std::string_view sender);
+// The same as an SQL expression over `column`, which holds the sender ("" or NULL: the null
+// sender).
+std::string SenderDomainSql(std::string_view column);
 
 // ---------------------------------------------------------------------------------------------
 // Events

@@ -1313,5 +1313,31 @@ TEST_F(StoreTest, NonAddressRecipientIsStoredButNeverSuppressed) {
   EXPECT_EQ(Count("SELECT count(*) FROM suppressions"), 0);
 }
 
+// Stats, events and the report group senders in SQL, alerts in C++: the two agree.
+TEST(SenderDomain, SqlAndCodeGroupAlike) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, ("SELECT " + SenderDomainSql("?1")).c_str(), -1, &st, nullptr),
+            SQLITE_OK);
+  for (const std::string sender : {"news@Shop.Example", "", "root", "\"a@b\"@Brand.example", "x@",
+                                   "@only.example", "MAILER-DAEMON@Mx.Example."}) {
+    sqlite3_bind_text(st, 1, sender.data(), static_cast<int>(sender.size()), SQLITE_TRANSIENT);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), SenderDomainOf(sender))
+        << sender;
+    sqlite3_reset(st);
+  }
+  sqlite3_bind_null(st, 1);  // event_rows keeps the null sender as NULL
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "<>");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  EXPECT_EQ(SenderDomainOf("news@Shop.Example"), "shop.example");
+  EXPECT_EQ(SenderDomainOf("\"a@b\"@Brand.example"), "brand.example") << "after the last '@'";
+  EXPECT_EQ(SenderDomainOf("root"), "root");
+  EXPECT_EQ(SenderDomainOf(""), "<>");
+}
+
 }  // namespace
 }  // namespace bounced
