@@ -685,11 +685,39 @@ Result ExpiredResultAfter(const RuleSet& rules, const Result& deferral) {
   return r;
 }
 
+namespace {
+
+// What a line of kind p.kind is to a correlator in counts_only mode: queue, message-id and
+// notification lines only add to the count of Postfix lines there, and blank and other programs'
+// lines change nothing but counts in any mode. Impl::FeedParsed and UseOf both go by it.
+LogCorrelator::LineUse CountsOnlyUse(const ParsedLogLine& p) {
+  using LineUse = LogCorrelator::LineUse;
+  switch (p.kind) {
+    case LogLineKind::kBlank:
+      return LineUse::kSkip;
+    case LogLineKind::kOther:
+      return p.daemon.empty() ? LineUse::kSkip : LineUse::kSkipPostfixLine;
+    case LogLineKind::kQueued:
+    case LogLineKind::kMessageId:
+    case LogLineKind::kNotification:
+      return LineUse::kSkipPostfixLine;
+    default:
+      return LineUse::kFeed;
+  }
+}
+
+}  // namespace
+
 void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
   ++stats.lines;
   if (text.size() > kMaxLogLineBytes) {
     ++stats.skipped_too_long;
     return;
+  }
+  if (counts_only) {
+    const LineUse use = CountsOnlyUse(p);
+    if (use == LineUse::kSkipPostfixLine) ++stats.postfix_lines;
+    if (use != LineUse::kFeed) return;
   }
   switch (p.kind) {
     case LogLineKind::kBlank:
@@ -710,7 +738,6 @@ void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
       return;
     case LogLineKind::kQueued: {
       ++stats.postfix_lines;
-      if (counts_only) return;
       QueueState* st = FindOrCreate(p.queue_id);
       if (track_facts) {
         // Every retry of a deferred message logs its qmgr line again: a change only if it says
@@ -736,7 +763,6 @@ void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
       return;
     case LogLineKind::kMessageId: {
       ++stats.postfix_lines;
-      if (counts_only) return;
       QueueState* st = FindOrCreate(p.queue_id);
       if (track_facts) {
         AssignClean(&scratch_fact, p.message_id, 1024);
@@ -750,7 +776,6 @@ void LogCorrelator::Impl::FeedParsed(sv text, const ParsedLogLine& p) {
     }
     case LogLineKind::kNotification:
       ++stats.postfix_lines;
-      if (counts_only) return;
       // Only the non-delivery notice is the bounce; delay and success notices are not.
       if (p.notification.find("non-delivery") != sv::npos) {
         if (QueueState* st = Find(p.queue_id)) {
@@ -778,21 +803,9 @@ void LogCorrelator::Feed(std::string_view text) {
 void LogCorrelator::FeedParsed(std::string_view text, const ParsedLogLine& parsed) {
   impl_->FeedParsed(text, parsed);
 }
-// Mirrors Impl::FeedParsed: the kinds it only counts in counts_only mode.
 LogCorrelator::LineUse LogCorrelator::UseOf(std::string_view text, const ParsedLogLine& p) const {
   if (!impl_->counts_only || text.size() > kMaxLogLineBytes) return LineUse::kFeed;
-  switch (p.kind) {
-    case LogLineKind::kBlank:
-      return LineUse::kSkip;
-    case LogLineKind::kOther:
-      return p.daemon.empty() ? LineUse::kSkip : LineUse::kSkipPostfixLine;
-    case LogLineKind::kQueued:
-    case LogLineKind::kMessageId:
-    case LogLineKind::kNotification:
-      return LineUse::kSkipPostfixLine;
-    default:
-      return LineUse::kFeed;
-  }
+  return CountsOnlyUse(p);
 }
 void LogCorrelator::AddLeftOutLines(uint64_t lines, uint64_t postfix_lines) {
   impl_->stats.lines += lines;
