@@ -286,7 +286,7 @@ void ParseMilter(Reader& r, const toml::table& t, MilterConfig* m) {
 
 void ParseTables(Reader& r, const toml::table& root, Config* c) {
   r.CheckKeys(root, "",
-              {"storage", "input", "query", "socketmap", "rules", "policy", "milter", "log",
+              {"storage", "input", "query", "socketmap", "rules", "policy", "milter", "verp", "log",
                "alerts", "report"});
   if (const toml::table* t = r.Table(root, "", "storage")) {
     r.CheckKeys(*t, "storage", {"path"});
@@ -400,6 +400,22 @@ void ParseTables(Reader& r, const toml::table& root, Config* c) {
     }
   }
   if (const toml::table* t = r.Table(root, "", "milter")) ParseMilter(r, *t, &c->milter);
+  if (const toml::table* t = r.Table(root, "", "verp")) {
+    r.CheckKeys(*t, "verp", {"enabled", "delimiters", "prefixes", "domains"});
+    r.Bool(*t, "verp", "enabled", &c->verp.enabled);
+    r.String(*t, "verp", "delimiters", &c->verp.format.delimiters);
+    r.StringArray(*t, "verp", "prefixes", &c->verp.format.prefixes);
+    r.StringArray(*t, "verp", "domains", &c->verp.format.domains);
+    if (!r.failed()) {
+      if (Status s = CheckVerpFormat(c->verp.format); !s.ok()) {
+        const std::string& msg = s.message();  // "KEY: reason"
+        const size_t colon = msg.find(": ");
+        const std::string key = msg.substr(0, colon);
+        r.Fail(t->get(key) != nullptr ? t->get(key) : t, "verp." + key, msg.substr(colon + 2));
+      }
+    }
+  }
+  if (c->verp.enabled) c->milter.verp = c->verp.format;
   if (const toml::table* t = r.Table(root, "", "log")) {
     r.CheckKeys(*t, "log", {"level"});
     r.String(*t, "log", "level", &c->log.level);
@@ -518,6 +534,12 @@ on_storage_error = "accept"    # accept | tempfail
 timeout = "2s"
 max_bounce_bytes = 1048576
 removed_header = "X-Bounced-Suppressed"
+
+[verp]
+enabled = false                # bounces to a VERP return path are about the recipient it encodes
+delimiters = "+="              # as Postfix's default_verp_delimiters: bounces+alice=example.com@...
+prefixes = []                  # local parts before the first delimiter ("bounces", "*-bounces"); [] = any
+domains = []                   # return-path domains ("news.example.org", "*.example.org"); [] = any
 
 [log]
 level = "info"

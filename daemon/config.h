@@ -15,6 +15,7 @@
 
 #include <toml++/toml.h>
 
+#include "classifier/verp.h"
 #include "common/status.h"
 #include "daemon/alert_monitor.h"
 #include "daemon/report_config.h"
@@ -87,6 +88,14 @@ struct PolicyConfig {
   SuppressionPolicy Effective() const;
 };
 
+// [verp]: bounces that come back to a VERP return path (classifier/verp.h) are about the
+// recipient it encodes: the milter reads it from the bounce's envelope recipient, ingest-dsn
+// from the request or the message's X-Original-To, Delivered-To or To.
+struct VerpConfig {
+  bool enabled = false;
+  VerpFormat format;  // delimiters, prefixes, domains
+};
+
 struct LogConfig {
   std::string level = "info";  // trace, debug, info, warn, error
 };
@@ -100,6 +109,7 @@ struct Config {
   RulesConfig rules;
   PolicyConfig policy;
   MilterConfig milter;
+  VerpConfig verp;
   LogConfig log;
   AlertConfig alerts;   // [alerts], parsed by alert_monitor.h
   ReportConfig report;  // [report], parsed by report_config.h

@@ -96,6 +96,8 @@ std::vector<std::string> KeysNeedingRestart(const Config& running, const Config&
   changed(nm.callback_timeout != rm.callback_timeout, "milter.timeout");
   changed(nm.max_bounce_bytes != rm.max_bounce_bytes, "milter.max_bounce_bytes");
   changed(nm.removed_header != rm.removed_header, "milter.removed_header");
+  // ingest-dsn takes a new [verp] at once; the milter, at the next restart.
+  changed(nm.verp != rm.verp, "verp (for the milter)");
   return keys;
 }
 

@@ -170,9 +170,13 @@ struct Session {
   std::vector<PendingRemoval> removals;
   std::optional<BounceSniffer> sniffer;
   std::unique_ptr<MessageBuffer> buffer;
+  // While a bounce may be captured: its envelope recipients, brackets stripped (at most
+  // two: with more than one it is no VERP bounce anyway).
+  std::vector<std::string> rcpts;
 
   void ResetMessage() {
     sender.clear();
+    rcpts.clear();
     null_sender = false;
     kept_rcpts = 0;
     lookup_failed = false;
@@ -283,6 +287,9 @@ sfsistat OnEnvRcpt(SMFICTX* ctx, char** argv) {
       case RcptDecision::Kind::kContinue:
         break;
     }
+    if (s->buffer && verdict == SMFIS_CONTINUE && s->rcpts.size() < 2) {
+      s->rcpts.emplace_back(address);
+    }
     if (d.remove_at_eom) {
       s->removals.push_back(PendingRemoval{std::string(raw), std::string(address), *d.hit});
     } else if (verdict == SMFIS_CONTINUE) {
@@ -352,7 +359,16 @@ struct BounceOutcome {
   bool discard = false;
 };
 
-BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::string& queue_id) {
+// The recipient a bounce is about by its VERP return path: its one envelope recipient, when
+// [verp] is on and that address is one.
+std::optional<std::string> VerpRecipient(const std::vector<std::string>& rcpts) {
+  const std::optional<VerpFormat>& verp = G().config.verp;
+  if (!verp || rcpts.size() != 1) return std::nullopt;
+  return DecodeVerp(rcpts[0], *verp);
+}
+
+BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::string& queue_id,
+                            const std::vector<std::string>& rcpts) {
   BounceOutcome out;
   Global& g = G();
   std::shared_lock l(g.mu);
@@ -363,6 +379,7 @@ BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::s
   // address), even inside a base64 part, is not read as if it were whole.
   ParsedBounce parsed = ParseBounce(raw, *rules, truncated);
   if (parsed.kind == MessageKind::kNotBounce || parsed.recipients.empty()) return out;
+  if (std::optional<std::string> ours = VerpRecipient(rcpts)) ApplyVerp(&parsed, *ours, *rules);
   out.is_bounce = true;
   g.counters.bounces_seen.fetch_add(1, std::memory_order_relaxed);
   // Read in part: the capture stopped at max_bounce_bytes, or a parser limit cut the message
@@ -431,8 +448,8 @@ sfsistat OnEom(SMFICTX* ctx) {
   bool is_bounce = false;
   if (s->buffer) {
     auto task = std::make_shared<std::packaged_task<BounceOutcome()>>(
-        [raw = s->buffer->bytes(), truncated = s->buffer->truncated(), queue_id] {
-          return ProcessBounce(raw, truncated, queue_id);
+        [raw = s->buffer->bytes(), truncated = s->buffer->truncated(), queue_id, rcpts = s->rcpts] {
+          return ProcessBounce(raw, truncated, queue_id, rcpts);
         });
     auto done = task->get_future();
     if (g.bounce_worker.Post([task] { (*task)(); })) {

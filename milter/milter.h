@@ -47,6 +47,7 @@
 #include "classifier/dsn_parser.h"
 #include "classifier/result.h"
 #include "classifier/rules.h"
+#include "classifier/verp.h"
 #include "common/status.h"
 
 namespace bounced {
@@ -100,6 +101,9 @@ struct MilterConfig {
   size_t max_bounce_bytes = 1024 * 1024;
   // Header added to sendmail(1) mail whose suppressed recipients were removed.
   std::string removed_header = "X-Bounced-Suppressed";
+  // Set from [verp] when enabled (not a [milter] key): a bounce whose one envelope recipient is a
+  // VERP return path is about the recipient it encodes (classifier/verp.h, ApplyVerp).
+  std::optional<VerpFormat> verp;
 
   RcptAction ActionFor(Category c) const {
     const auto& o = category_actions[static_cast<int>(c)];

@@ -43,6 +43,8 @@ TEST(Config, ThePrintedDefaultConfigParsesToTheDefaults) {
   EXPECT_EQ(c->policy.suppression.incident_merge_seconds,
             d.policy.suppression.incident_merge_seconds);
   EXPECT_EQ(c->input.poll_interval, d.input.poll_interval);
+  EXPECT_EQ(c->verp.enabled, d.verp.enabled);
+  EXPECT_EQ(c->verp.format.delimiters, d.verp.format.delimiters);
 }
 
 TEST(Config, ReadsEveryDocumentedKey) {
@@ -76,6 +78,11 @@ actions = { mailbox_full = "tempfail" }
 bounces = "quarantine"
 on_storage_error = "tempfail"
 timeout = "500ms"
+[verp]
+enabled = true
+delimiters = "-="
+prefixes = ["bounces", "*-bounces"]
+domains = ["*.example.org"]
 )",
                        "t.toml");
   ASSERT_TRUE(c.ok()) << c.error();
@@ -97,6 +104,10 @@ timeout = "500ms"
   EXPECT_EQ(c->milter.bounces, BounceDisposition::kQuarantine);
   EXPECT_EQ(c->milter.on_storage_error, StorageErrorPolicy::kTempfail);
   EXPECT_EQ(c->milter.callback_timeout, std::chrono::milliseconds(500));
+  EXPECT_TRUE(c->verp.enabled);
+  EXPECT_EQ(c->verp.format.delimiters, "-=");
+  EXPECT_EQ(c->verp.format.prefixes, (std::vector<std::string>{"bounces", "*-bounces"}));
+  EXPECT_EQ(c->verp.format.domains, std::vector<std::string>{"*.example.org"});
 }
 
 void ExpectRefused(const std::string& text, const std::string& expected) {
@@ -146,6 +157,13 @@ TEST(Config, RefusesUnknownKeysAndBadValuesWithFileLineKeyAndReason) {
   ExpectRefused("[query]\nmax_import_bytes = \"1G\"\n",
                 "query.max_import_bytes: must be an integer");
   ExpectRefused("[log]\nlevel = \"loud\"\n", "log.level");
+  ExpectRefused("[verp]\nenabled = true\ndelimiters = \"+\"\n",
+                "b.toml:3: verp.delimiters: must be two different characters");
+  ExpectRefused("[verp]\ndelimiters = \"+@\"\n",
+                "b.toml:2: verp.delimiters: '@' cannot stand in an address's local part");
+  ExpectRefused("[verp]\nprefixes = [\"bounces\"]\ndomains = [\"\"]\n",
+                "b.toml:3: verp.domains: an empty pattern matches nothing");
+  ExpectRefused("[verp]\nenable = true\n", "b.toml:2: verp.enable: unknown key");
   ExpectRefused("[storage\n", "b.toml:1:");
 }
 

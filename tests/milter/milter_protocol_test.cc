@@ -52,6 +52,8 @@ class MilterEnvironment : public ::testing::Environment {
     g_socket = (g_dir / "milter.sock").string();
     MilterConfig c;
     c.socket = "unix:" + g_socket;
+    // [verp] on, for return paths "bounces+...": the other tests' recipients are none.
+    c.verp = VerpFormat{.prefixes = {"bounces"}};
     auto rules = RuleSet::Default();
     Status s = StartMilter(c, MilterDependenciesForStore(
                                   *g_store, [rules] { return rules; }, kCommitWait));
@@ -438,6 +440,44 @@ TEST(MilterProtocol, CapturesRemoteDsnRecordsItOnceAndKeepsIt) {
   MilterStats stats = GetMilterStats();
   EXPECT_GE(stats.bounces_seen, 2u);
   EXPECT_GE(stats.rcpt_checked, 1u);
+}
+
+// A bounce to a VERP return path ([verp] on) is about the recipient the path encodes: one that
+// names no recipient is recorded (and suppressed) for it, one that names another address (the
+// mail was forwarded) has it as its original recipient.
+TEST(MilterProtocol, ABounceToAVerpReturnPathIsAboutTheRecipientItEncodes) {
+  auto bounce = [](const std::string& verp, const std::string& text, const std::string& qid) {
+    Mta mta;
+    ASSERT_TRUE(mta.ok());
+    mta.Negotiate();
+    mta.Connect("[198.51.100.8]", "198.51.100.8", 42000);
+    mta.Mail("<>");
+    EXPECT_EQ(mta.Rcpt("<" + verp + ">").first, SMFIR_CONTINUE);
+    SendMessage(mta, "From: MAILER-DAEMON@mx.example.net\r\nTo: " + verp +
+                         "\r\nSubject: Undeliverable: news\r\nMessage-ID: <" + qid +
+                         "@mx.example.net>\r\n\r\nYour message could not be delivered" + text +
+                         ".\r\n\r\nThe remote server said: 550 5.1.1 User unknown\r\n");
+    auto eom = mta.Eom(qid);
+    ASSERT_FALSE(eom.empty());
+    EXPECT_EQ(eom.back().first, SMFIR_CONTINUE);
+  };
+  bounce("bounces+verp-gone=example.com@e2e.test", "", "VERP1");
+  bounce("bounces+alumni=example.edu@e2e.test", " to verp-fwd@example.net", "VERP2");
+  ASSERT_TRUE(g_store->Flush().ok());
+  auto gone = g_store->GetStatus("verp-gone@example.com", 20);
+  ASSERT_TRUE(gone.ok()) << gone.error();
+  EXPECT_TRUE(gone->suppressed);
+  ASSERT_EQ(gone->events.size(), 1u);
+  EXPECT_EQ(gone->events[0].event.result.category, Category::kUserUnknown);
+  EXPECT_EQ(gone->events[0].event.source, EventSource::kMilter);
+  auto fwd = g_store->GetStatus("verp-fwd@example.net", 20);
+  ASSERT_TRUE(fwd.ok()) << fwd.error();
+  ASSERT_EQ(fwd->events.size(), 1u);
+  EXPECT_EQ(fwd->events[0].event.result.original_recipient, "alumni@example.edu");
+  // The return path itself is nobody's status.
+  auto path = g_store->GetStatus("bounces+verp-gone=example.com@e2e.test", 20);
+  ASSERT_TRUE(path.ok()) << path.error();
+  EXPECT_TRUE(path->events.empty());
 }
 
 // A DSN longer than max_bounce_bytes (1 MiB by default): Postfix's for 3,000 recipients, whose

@@ -1,0 +1,165 @@
+// verp.cc: DecodeVerp, VerpRecipientOf, ApplyVerp (see verp.h).
+#include "classifier/verp.h"
+
+#include <fnmatch.h>
+
+#include "classifier/dsn_mime.h"
+#include "classifier/dsn_parser.h"
+#include "classifier/dsn_text.h"
+#include "classifier/rules.h"
+#include "classifier/text.h"
+
+namespace bounced {
+namespace {
+
+using sv = std::string_view;
+
+constexpr sv kAddressSyntax = "@<>\"\\,;:()[] ";
+
+bool Printable(char c) { return c > ' ' && c < 0x7f; }
+
+bool MatchesAny(const std::vector<std::string>& patterns, sv s) {
+  if (patterns.empty()) return true;
+  const std::string text(s);
+  for (const std::string& p : patterns) {
+    if (::fnmatch(p.c_str(), text.c_str(), FNM_CASEFOLD) == 0) return true;
+  }
+  return false;
+}
+
+// A domain as a recipient's: labels of letters, digits and '-' joined by single dots.
+bool IsDomain(sv d) {
+  if (d.empty() || d.size() > 253 || d.front() == '.' || d.back() == '.') return false;
+  char prev = '.';
+  for (char c : d) {
+    const bool label = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '_';
+    if (!label && !(c == '.' && prev != '.')) return false;
+    prev = c;
+  }
+  return true;
+}
+
+// The address in a header value: inside its first "<...>", else the value trimmed.
+sv AddressIn(sv value) {
+  const size_t open = value.find('<');
+  if (open != sv::npos) {
+    const size_t close = value.find('>', open);
+    if (close != sv::npos) return TrimSpace(value.substr(open + 1, close - open - 1));
+  }
+  return TrimSpace(value);
+}
+
+}  // namespace
+
+Status CheckVerpFormat(const VerpFormat& format) {
+  const std::string& d = format.delimiters;
+  if (d.size() != 2 || d[0] == d[1]) {
+    return Status::Error(
+        "delimiters: must be two different characters (Postfix's default is \"+=\")");
+  }
+  for (char c : d) {
+    if (!Printable(c) || kAddressSyntax.find(c) != sv::npos) {
+      return Status::Error(std::string("delimiters: '") + MaskControls(sv(&c, 1)) +
+                           "' cannot stand in an address's local part");
+    }
+  }
+  for (const auto& [key, list] :
+       {std::pair{"prefixes", &format.prefixes}, std::pair{"domains", &format.domains}}) {
+    for (const std::string& p : *list) {
+      if (p.empty()) {
+        return Status::Error(std::string(key) + ": an empty pattern matches nothing; leave it out");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+std::optional<std::string> DecodeVerp(sv return_path, const VerpFormat& format) {
+  if (format.delimiters.size() != 2) return std::nullopt;
+  sv path = AddressIn(return_path);
+  const size_t at = path.rfind('@');
+  if (at == sv::npos) return std::nullopt;
+  sv local = path.substr(0, at);
+  const sv domain = path.substr(at + 1);
+  if (local.size() >= 2 && local.front() == '"' && local.back() == '"') {
+    local = local.substr(1, local.size() - 2);
+  }
+  const size_t first = local.find(format.delimiters[0]);
+  if (first == 0 || first == sv::npos) return std::nullopt;
+  const sv encoded = local.substr(first + 1);
+  const size_t last = encoded.rfind(format.delimiters[1]);
+  if (last == 0 || last == sv::npos) return std::nullopt;
+  const sv user = encoded.substr(0, last);
+  const sv user_domain = encoded.substr(last + 1);
+  if (!IsDomain(user_domain) || !IsDomain(domain)) return std::nullopt;
+  for (char c : user) {
+    if (!Printable(c) || c == '@' || c == '<' || c == '>') return std::nullopt;
+  }
+  if (!MatchesAny(format.prefixes, local.substr(0, first)) || !MatchesAny(format.domains, domain)) {
+    return std::nullopt;
+  }
+  std::string out(user);
+  out += '@';
+  out += AsciiLowerCopy(user_domain);
+  return out;
+}
+
+std::optional<std::string> VerpRecipientOf(sv message, const VerpFormat& format) {
+  if (message.substr(0, 5) == "From ") {  // an mbox separator line
+    const size_t nl = message.find('\n');
+    message = nl == sv::npos ? sv() : message.substr(nl + 1);
+  }
+  const dsn::HeaderBlock block = dsn::ParseHeaderBlock(message);
+  for (sv name : {sv("x-original-to"), sv("delivered-to"), sv("to")}) {
+    for (const dsn::Header& h : block.headers) {
+      if (h.name != name) continue;
+      if (std::optional<std::string> r = DecodeVerp(h.value, format)) return r;
+      break;  // the first of each: a later Delivered-To is an earlier hop
+    }
+  }
+  return std::nullopt;
+}
+
+size_t ApplyVerp(ParsedBounce* bounce, sv recipient, const RuleSet& rules) {
+  size_t changed = 0;
+  if (recipient.empty()) return changed;
+  const bool reply =
+      bounce->kind == MessageKind::kDsn || bounce->kind == MessageKind::kNonStandardBounce;
+  for (Result& r : bounce->recipients) {
+    if (!dsn::LooksLikeAddress(r.recipient)) {
+      // The bounce names no address (or a file or pipe): the return path says whom it is about.
+      r.recipient = std::string(recipient);
+      if (reply) {
+        ReplyInput in;
+        in.diagnostic = r.diagnostic;
+        in.status = r.status;
+        in.reply_code = r.reply_code;
+        in.stage = r.stage;
+        in.recipient = r.recipient;
+        in.remote_mta = r.remote_mta;
+        in.dsn_action = r.dsn_action;
+        Result again = rules.Classify(in);
+        again.recipient = std::move(r.recipient);
+        again.original_recipient = std::move(r.original_recipient);
+        again.diagnostic = std::move(r.diagnostic);
+        again.remote_mta = std::move(r.remote_mta);
+        again.dsn_action = std::move(r.dsn_action);
+        if (again.status.empty()) again.status = std::move(r.status);
+        if (again.reply_code.empty()) again.reply_code = std::move(r.reply_code);
+        if (again.stage.empty()) again.stage = std::move(r.stage);
+        r = std::move(again);
+      } else if (r.provider.empty()) {
+        r.provider = std::string(rules.ProviderFor(r.recipient, r.remote_mta));
+      }
+      ++changed;
+    } else if (!EqualsNoCase(r.recipient, recipient) &&
+               !EqualsNoCase(r.original_recipient, recipient)) {
+      r.original_recipient = std::string(recipient);
+      ++changed;
+    }
+  }
+  return changed;
+}
+
+}  // namespace bounced
