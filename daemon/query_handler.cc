@@ -16,6 +16,7 @@
 #include "classifier/mail_date.h"
 #include "classifier/result_json.h"
 #include "classifier/text.h"
+#include "classifier/verp.h"
 #include "daemon/base64.h"
 #include "daemon/metrics.h"
 #include "storage/store_json.h"
@@ -500,13 +501,22 @@ json CmdIngestDsn(Services& services, const json& req) {
     message = StringField(req, "message", true);
   }
   if (message.empty()) throw RequestError{"the message is empty"};
+  // Where the bounce was delivered (a pipe transport's ${original_recipient}): with [verp] on,
+  // read as its return path; without it, the message's own X-Original-To, Delivered-To or To.
+  const std::string envelope = StringField(req, "envelope_recipient", false);
   std::shared_ptr<const RuleSet> rules = services.rules();
   ParsedBounce parsed = ParseBounce(message, *rules);
+  std::optional<std::string> verp;
+  if (const VerpConfig v = services.config().verp; v.enabled && !parsed.recipients.empty()) {
+    verp = envelope.empty() ? VerpRecipientOf(message, v.format) : DecodeVerp(envelope, v.format);
+    if (verp) ApplyVerp(&parsed, *verp, *rules);
+  }
   json recipients = json::array();
   for (const auto& r : parsed.recipients) recipients.push_back(ToJson(r));
   json out{{"kind", ToString(parsed.kind)},
            {"message_id", parsed.message_id},
            {"recipients", std::move(recipients)}};
+  if (verp) out["verp_recipient"] = *verp;
   // What a limit left unread (a message over 16 MiB, more recipients than are read): said in
   // the reply and logged, and what was read is recorded.
   if (!parsed.warnings.empty()) {

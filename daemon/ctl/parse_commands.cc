@@ -41,6 +41,7 @@
 #include "classifier/mbox.h"
 #include "classifier/result_json.h"
 #include "classifier/rules.h"
+#include "classifier/verp.h"
 #include "common/file_open.h"
 #include "common/read_buffer.h"
 #include "common/spread_thread.h"
@@ -55,8 +56,15 @@ struct ParseOptions {
   std::string format = "jsonl";
   std::vector<std::string> rules_files;
   std::vector<std::string> files;
-  unsigned jobs = 0;  // 0: one thread per CPU
-  bool mbox = false;  // every file is a mailbox
+  unsigned jobs = 0;               // 0: one thread per CPU
+  bool mbox = false;               // every file is a mailbox
+  std::optional<VerpFormat> verp;  // --verp: read each message's VERP return path
+};
+
+// How each message's line is made: text or JSON, and whether its VERP return path is read.
+struct ParseOutput {
+  bool text = false;
+  std::optional<VerpFormat> verp = {};
 };
 
 // Files per unit of work handed to a thread, and how many units may wait, parsed, for the
@@ -135,12 +143,15 @@ class ReadBuffer {
 };
 
 // `number`: the message's position in its mailbox (--mbox), or 0.
-void PrintText(const std::string& file, uint64_t number, const ParsedBounce& p, std::string* out) {
+// `verp`: the recipient the message's VERP return path names (--verp), if any.
+void PrintText(const std::string& file, uint64_t number, const ParsedBounce& p,
+               const std::optional<std::string>& verp, std::string* out) {
   *out += file;
   if (number != 0) *out += "#" + std::to_string(number);
   *out += ": ";
   *out += ToString(p.kind);
   if (!p.mta.empty()) *out += " (" + p.mta + ")";
+  if (verp) *out += " for " + *verp + " (VERP)";
   if (!p.error.empty()) *out += ": " + p.error;
   *out += '\n';
   for (const std::string& w : p.warnings) *out += "  warning: " + w + '\n';
@@ -153,6 +164,7 @@ void PrintText(const std::string& file, uint64_t number, const ParsedBounce& p, 
             " action=" + std::string(ToString(r.action()));
     if (!r.provider.empty()) *out += " provider=" + r.provider;
     if (!r.provider_code.empty()) *out += " code=" + r.provider_code;
+    if (!r.original_recipient.empty()) *out += " original=" + r.original_recipient;
     *out += '\n';
     if (!r.diagnostic.empty()) *out += "    " + r.diagnostic + '\n';
   }
@@ -162,19 +174,25 @@ void PrintText(const std::string& file, uint64_t number, const ParsedBounce& p, 
 // its output line(s) to *out; false when it yielded no recipient. `number`: the message's
 // position in its mailbox (--mbox), or 0 for a file.
 bool ParseOne(const std::string& file, std::string_view message, const std::string& read_error,
-              const std::function<const RuleSet&()>& rules, bool text, std::string* out,
-              uint64_t number = 0) {
+              const std::function<const RuleSet&()>& rules, const ParseOutput& output,
+              std::string* out, uint64_t number = 0) {
   ParsedBounce parsed;
   if (!read_error.empty()) {
     parsed.error = read_error;
   } else {
     parsed = ParseBounce(message, rules);
   }
-  if (text) {
-    PrintText(file, number, parsed, out);
+  // Where the bounce was delivered, as its header says (see verp.h): the recipient it is about.
+  std::optional<std::string> verp;
+  if (output.verp && !parsed.recipients.empty()) {
+    verp = VerpRecipientOf(message, *output.verp);
+    if (verp) ApplyVerp(&parsed, *verp, rules());
+  }
+  if (output.text) {
+    PrintText(file, number, parsed, verp, out);
   } else {
-    // {"error", "file", "kind", "message", "mta", "recipients", "warnings"}: written directly,
-    // keys in the order nlohmann's dump gives them (tests compare the two).
+    // {"error", "file", "kind", "message", "mta", "recipients", "verp_recipient", "warnings"}:
+    // written directly, keys in the order nlohmann's dump gives them (tests compare the two).
     *out += '{';
     if (!parsed.error.empty()) {
       *out += "\"error\":";
@@ -199,6 +217,10 @@ bool ParseOne(const std::string& file, std::string_view message, const std::stri
       AppendJson(parsed.recipients[i], out);
     }
     *out += ']';
+    if (verp) {
+      *out += ",\"verp_recipient\":";
+      AppendJsonString(*verp, out);
+    }
     if (!parsed.warnings.empty()) {
       *out += ",\"warnings\":[";
       for (size_t i = 0; i < parsed.warnings.size(); ++i) {
@@ -214,38 +236,38 @@ bool ParseOne(const std::string& file, std::string_view message, const std::stri
 
 // Parses every message of a folder (see FolderFiles), a line each; false when one of them
 // yielded no recipient or the folder could not be listed. An empty folder prints nothing.
-bool ParseFolder(const std::string& dir, const std::function<const RuleSet&()>& rules, bool text,
-                 ReadBuffer* message, std::string* out);
+bool ParseFolder(const std::string& dir, const std::function<const RuleSet&()>& rules,
+                 const ParseOutput& output, ReadBuffer* message, std::string* out);
 
 // Reads one file into *message and parses it (see ParseOne); a folder, its messages.
-bool ReadAndParse(const std::string& file, const std::function<const RuleSet&()>& rules, bool text,
-                  ReadBuffer* message, std::string* out) {
+bool ReadAndParse(const std::string& file, const std::function<const RuleSet&()>& rules,
+                  const ParseOutput& output, ReadBuffer* message, std::string* out) {
   std::string error;
   if (!message->Read(file, &error)) {
-    if (IsFolder(file)) return ParseFolder(file, rules, text, message, out);
-    return ParseOne(file, {}, error, rules, text, out);
+    if (IsFolder(file)) return ParseFolder(file, rules, output, message, out);
+    return ParseOne(file, {}, error, rules, output, out);
   }
-  return ParseOne(file, message->view(), std::string(), rules, text, out);
+  return ParseOne(file, message->view(), std::string(), rules, output, out);
 }
 
-bool ParseFolder(const std::string& dir, const std::function<const RuleSet&()>& rules, bool text,
-                 ReadBuffer* message, std::string* out) {
+bool ParseFolder(const std::string& dir, const std::function<const RuleSet&()>& rules,
+                 const ParseOutput& output, ReadBuffer* message, std::string* out) {
   std::error_code ec;
   std::vector<std::string> files = FolderFiles(dir, &ec);
   if (ec)
-    return ParseOne(dir, {}, "cannot list folder " + dir + ": " + ec.message(), rules, text, out);
+    return ParseOne(dir, {}, "cannot list folder " + dir + ": " + ec.message(), rules, output, out);
   bool ok = true;
-  for (const std::string& file : files) ok = ReadAndParse(file, rules, text, message, out) && ok;
+  for (const std::string& file : files) ok = ReadAndParse(file, rules, output, message, out) && ok;
   return ok;
 }
 
-int ParseSequential(const ParseOptions& opt, const RuleSet& rules, bool text) {
+int ParseSequential(const ParseOptions& opt, const RuleSet& rules, const ParseOutput& output) {
   int rc = kExitOk;
   ReadBuffer message;
   std::string out;
   const std::function<const RuleSet&()> get_rules = [&rules]() -> const RuleSet& { return rules; };
   for (const std::string& file : opt.files) {
-    if (!ReadAndParse(file, get_rules, text, &message, &out)) rc = kExitFailed;
+    if (!ReadAndParse(file, get_rules, output, &message, &out)) rc = kExitFailed;
     if (out.size() > (1 << 16)) {
       std::fwrite(out.data(), 1, out.size(), stdout);
       out.clear();
@@ -263,7 +285,7 @@ int ParseSequential(const ParseOptions& opt, const RuleSet& rules, bool text) {
 // the run with its error alone.
 using LoadedRules = Expected<std::shared_ptr<const RuleSet>>;
 
-int ParseParallel(const ParseOptions& opt, bool text, unsigned jobs) {
+int ParseParallel(const ParseOptions& opt, const ParseOutput& output, unsigned jobs) {
   std::promise<LoadedRules> rules_promise;
   std::shared_future<LoadedRules> loading = rules_promise.get_future().share();
   const std::function<const RuleSet&()> get_rules = [&loading]() -> const RuleSet& {
@@ -369,15 +391,15 @@ int ParseParallel(const ParseOptions& opt, bool text, unsigned jobs) {
       for (size_t i = first; i < end; ++i) {
         bool ok;
         if (ra.ends.empty()) {
-          ok = ReadAndParse(opt.files[i], get_rules, text, &message, &out);
+          ok = ReadAndParse(opt.files[i], get_rules, output, &message, &out);
         } else {
           size_t k = i - first;
           size_t from = k == 0 ? 0 : ra.ends[k - 1];
           if (!ra.errors[k].empty() && IsFolder(opt.files[i])) {
-            ok = ParseFolder(opt.files[i], get_rules, text, &message, &out);
+            ok = ParseFolder(opt.files[i], get_rules, output, &message, &out);
           } else {
             ok = ParseOne(opt.files[i], std::string_view(ra.bytes).substr(from, ra.ends[k] - from),
-                          ra.errors[k], get_rules, text, &out);
+                          ra.errors[k], get_rules, output, &out);
           }
         }
         if (!ok) failed = true;
@@ -437,8 +459,8 @@ struct MailboxBatch {
 
 class MailboxParser {
  public:
-  MailboxParser(unsigned threads, const RuleSet& rules, bool text)
-      : rules_(rules), text_(text), get_rules_([this]() -> const RuleSet& { return rules_; }) {
+  MailboxParser(unsigned threads, const RuleSet& rules, const ParseOutput& output)
+      : rules_(rules), output_(output), get_rules_([this]() -> const RuleSet& { return rules_; }) {
     for (unsigned t = 0; threads > 1 && t < threads; ++t) workers_.emplace_back([this] { Work(); });
   }
   MailboxParser(const MailboxParser&) = delete;
@@ -495,14 +517,14 @@ class MailboxParser {
   void Parse(Slot* slot) {
     const MailboxBatch& b = slot->batch;
     if (!b.error.empty()) {
-      slot->ok = ParseOne(*b.file, {}, b.error, get_rules_, text_, &slot->out);
+      slot->ok = ParseOne(*b.file, {}, b.error, get_rules_, output_, &slot->out);
       return;
     }
     std::string_view bytes(b.bytes);
     for (size_t k = 0; k < b.ends.size(); ++k) {
       size_t from = k == 0 ? 0 : b.ends[k - 1];
-      if (!ParseOne(*b.file, bytes.substr(from, b.ends[k] - from), std::string(), get_rules_, text_,
-                    &slot->out, b.numbers[k]))
+      if (!ParseOne(*b.file, bytes.substr(from, b.ends[k] - from), std::string(), get_rules_,
+                    output_, &slot->out, b.numbers[k]))
         slot->ok = false;
     }
   }
@@ -537,7 +559,7 @@ class MailboxParser {
   }
 
   const RuleSet& rules_;
-  const bool text_;
+  const ParseOutput output_;
   const std::function<const RuleSet&()> get_rules_;
   std::vector<SpreadThread> workers_;
   std::mutex mu_;
@@ -551,9 +573,10 @@ class MailboxParser {
 
 // --mbox: every FILE ("-": stdin) is a mailbox, read in blocks and split as it streams
 // (message_sources.h); its messages go to the workers in batches.
-int ParseMailboxes(const ParseOptions& opt, const RuleSet& rules, bool text, unsigned jobs) {
+int ParseMailboxes(const ParseOptions& opt, const RuleSet& rules, const ParseOutput& output,
+                   unsigned jobs) {
   constexpr size_t kBatchBytes = 1 << 20;
-  MailboxParser parser(jobs, rules, text);
+  MailboxParser parser(jobs, rules, output);
   MailboxBatch batch;
   auto submit = [&] {
     parser.Submit(std::move(batch));
@@ -602,7 +625,7 @@ int RunParse(ParseOptions opt) {
     }
     opt.files = std::move(expanded);
   }
-  bool text = opt.format == "text";
+  const ParseOutput output{opt.format == "text", opt.verp};
   const unsigned wanted =
       opt.jobs != 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
   // A thread per chunk of files at most; a handful of files is not worth a thread. A mailbox's
@@ -616,10 +639,10 @@ int RunParse(ParseOptions opt) {
       std::cerr << "bouncectl parse: " << loaded.error() << '\n';
       return kExitUsage;
     }
-    rc = opt.mbox ? ParseMailboxes(opt, **loaded, text, wanted)
-                  : ParseSequential(opt, **loaded, text);
+    rc = opt.mbox ? ParseMailboxes(opt, **loaded, output, wanted)
+                  : ParseSequential(opt, **loaded, output);
   } else {
-    rc = ParseParallel(opt, text, jobs);
+    rc = ParseParallel(opt, output, jobs);
   }
   std::fflush(stdout);
   return rc;
@@ -642,9 +665,38 @@ void RegisterParseCommands(CLI::App& app, Context& ctx) {
   parse->add_flag("--mbox", opt->mbox,
                   "every FILE is a Unix mailbox: one line per message in it, with \"message\": "
                   "its position");
+  auto verp = std::make_shared<bool>(false);
+  auto verp_format = std::make_shared<VerpFormat>();
+  parse->add_flag(
+      "--verp", *verp,
+      "each message was delivered to a VERP return path (bounces+alice=example.com@...): "
+      "read it from X-Original-To, Delivered-To or To, and the bounce is about the "
+      "recipient it encodes (\"verp_recipient\")");
+  parse
+      ->add_option("--verp-delimiters", verp_format->delimiters,
+                   "with --verp: the two VERP delimiters (Postfix's default_verp_delimiters)")
+      ->capture_default_str();
+  parse->add_option("--verp-prefix", verp_format->prefixes,
+                    "with --verp: only return paths whose local part before the first delimiter "
+                    "matches (a shell pattern, repeatable; default: any)");
+  parse->add_option("--verp-domain", verp_format->domains,
+                    "with --verp: only return paths at this domain (a shell pattern, repeatable; "
+                    "default: any)");
   parse->add_option("files", opt->files, "message files or folders (Maildir), '-' for stdin")
       ->required();
-  parse->callback([opt, &ctx] {
+  parse->callback([opt, verp, verp_format, &ctx] {
+    if (*verp) {
+      if (Status s = CheckVerpFormat(*verp_format); !s.ok()) {
+        // "delimiters: why" -> "--verp-delimiters: why", "prefixes: ..." -> "--verp-prefix: ..."
+        std::string why = s.message();
+        for (auto [key, option] : {std::pair{"prefixes", "prefix"}, std::pair{"domains", "domain"}})
+          if (why.rfind(key, 0) == 0) why.replace(0, std::strlen(key), option);
+        std::cerr << "bouncectl parse: --verp-" << why << '\n';
+        ctx.exit_code = kExitUsage;
+        return;
+      }
+      opt->verp = *verp_format;
+    }
     ctx.exit_code = RunParse(std::move(*opt));  // runs once: the options are not needed again
     ctx.fast_exit = true;
   });

@@ -529,7 +529,9 @@ void PrintTable(const std::vector<std::string>& header,
 // a count at the end. Messages that are no bounce (a mailbox holds some) are counted and named
 // on stderr, and make the exit status 1, as an unreadable input does; a refusal of any other
 // kind, or bounced not answering, stops the run.
-void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
+// `envelope_recipient`: where the messages were delivered (--envelope-recipient), "" when unknown.
+void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox,
+                    const std::string& envelope_recipient) {
   if (files.empty()) files.push_back("-");
   const bool many = mbox || files.size() > 1 || IsFolder(files[0]);
   uint64_t messages = 0, recorded = 0, events = 0, not_bounces = 0, unreadable = 0;
@@ -548,6 +550,7 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
     std::cout << Str(r, "kind") << " with " << At(r, "recipients").size()
               << " recipient(s) recorded";
     if (many) std::cout << " (" << Str(r, "time") << ")";
+    if (r.contains("verp_recipient")) std::cout << " for " << Str(r, "verp_recipient") << " (VERP)";
     for (const auto& w : r.value("warnings", json::array())) {
       std::cout << "\n  warning: " << (w.is_string() ? Shown(w.get<std::string>()) : w.dump());
     }
@@ -576,8 +579,9 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox) {
         }
         json reply;
         std::string error;
-        if (!Call(ctx, {{"cmd", "ingest-dsn"}, {"message_base64", Base64Encode(bytes)}}, &reply,
-                  &error)) {
+        json request{{"cmd", "ingest-dsn"}, {"message_base64", Base64Encode(bytes)}};
+        if (!envelope_recipient.empty()) request["envelope_recipient"] = envelope_recipient;
+        if (!Call(ctx, request, &reply, &error)) {
           std::fprintf(stderr, "bouncectl: %s\n", error.c_str());
           ctx.exit_code = kExitFailed;
           stopped = true;
@@ -1223,7 +1227,12 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
                     "mailboxes");
     cmd->add_flag("--mbox", *mbox,
                   "every FILE is a Unix mailbox: each message in it is handed over");
-    cmd->callback([&ctx, files, mbox] { IngestMessages(ctx, *files, *mbox); });
+    auto envelope = std::make_shared<std::string>();
+    cmd->add_option("--envelope-recipient", *envelope,
+                    "the address the message was delivered to (a Postfix pipe transport's "
+                    "${original_recipient}); with [verp] on, the bounce is about the recipient "
+                    "that return path encodes");
+    cmd->callback([&ctx, files, mbox, envelope] { IngestMessages(ctx, *files, *mbox, *envelope); });
   }
 }
 

@@ -476,6 +476,62 @@ TEST(CtlParse, CompressedMessagesAndMailboxesReadAsThePlainOnes) {
   }
 }
 
+// --verp: each message's return path, from its header, says whom a bounce is about; with one
+// thread or several, and from a mailbox, alike. A bad format is a usage error.
+TEST(CtlParse, VerpReadsTheReturnPathFromTheMessageHeader) {
+  TempDir dir;
+  auto bounce = [](const std::string& header, const std::string& named) {
+    return header +
+           "From: MAILER-DAEMON@mx.example.net\nSubject: Undeliverable: news\n\n"
+           "Your message could not be delivered" +
+           named + ".\n\nThe remote server said: 550 5.1.1 User unknown\n";
+  };
+  const std::string a = bounce("X-Original-To: bounces+alice=Example.com@news.example.org\n", "");
+  const std::string b =
+      bounce("To: bounces+bob=example.com@news.example.org\n", " to bob@fwd.example");
+  const std::string c = bounce("To: other+carol=example.com@news.example.org\n", "");
+  std::vector<std::string> files;
+  for (int i = 0; i < 40; ++i) {  // more than a chunk: threads get work
+    files.push_back(dir / ("m" + std::to_string(i) + ".eml"));
+    std::ofstream(files.back()) << (i % 3 == 0 ? a : i % 3 == 1 ? b : c);
+  }
+  std::ofstream(dir / "box") << "From x Tue Dec  1 10:00:00 2026\n"
+                             << a << "\nFrom x Tue Dec  1 10:00:01 2026\n"
+                             << b;
+  int rc = -1;
+  const std::string cmd = kBouncectl + " parse --verp --verp-prefix bounces";
+  const std::string one = Shell(cmd + " --jobs 1" + Args(files), &rc);
+  EXPECT_EQ(rc, 0) << one;
+  EXPECT_EQ(Shell(cmd + " --jobs 2" + Args(files), &rc), one);
+  std::vector<std::string> lines = Lines(one);
+  ASSERT_EQ(lines.size(), 40u) << one;
+  json first = json::parse(lines[0]);
+  EXPECT_EQ(first["verp_recipient"], "alice@example.com");
+  EXPECT_EQ(first["recipients"][0]["recipient"], "alice@example.com");
+  json second = json::parse(lines[1]);
+  EXPECT_EQ(second["verp_recipient"], "bob@example.com");
+  EXPECT_EQ(second["recipients"][0]["recipient"], "bob@fwd.example");
+  EXPECT_EQ(second["recipients"][0]["original_recipient"], "bob@example.com");
+  json third = json::parse(lines[2]);  // another prefix: no VERP
+  EXPECT_FALSE(third.contains("verp_recipient")) << lines[2];
+  EXPECT_EQ(third["recipients"][0]["recipient"], "");
+  // Without --verp, nothing of it.
+  EXPECT_EQ(json::parse(Lines(Shell(kBouncectl + " parse" + Args({files[0]}), &rc))[0])
+                .contains("verp_recipient"),
+            false);
+  const std::string box = Shell(cmd + " --mbox --format=text " + Quote(dir / "box"), &rc);
+  EXPECT_EQ(rc, 0) << box;
+  EXPECT_NE(box.find("#1: non_standard_bounce (text) for alice@example.com (VERP)\n"
+                     "  alice@example.com  user_unknown"),
+            std::string::npos)
+      << box;
+  EXPECT_NE(box.find("original=bob@example.com"), std::string::npos) << box;
+  const std::string bad =
+      Shell(kBouncectl + " parse --verp --verp-delimiters @= " + Quote(files[0]) + " 2>&1", &rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(bad.find("--verp-delimiters: '@' cannot stand"), std::string::npos) << bad;
+}
+
 TEST(CtlParse, RejectsANegativeJobCount) {
   int rc = -1;
   Shell(kBouncectl + " parse --jobs -1 " + Quote(TestBounces().front()) + " >/dev/null 2>&1", &rc);

@@ -652,6 +652,55 @@ TEST(DaemonProcess, IngestDsnRecordsOncePerMessageAndRecipient) {
   EXPECT_NE(out.find("not a bounce"), std::string::npos) << out;
 }
 
+// [verp] on: a bounce delivered to a VERP return path and fed with ingest-dsn is about the
+// recipient the path encodes, read from the message's X-Original-To or from
+// --envelope-recipient (a pipe transport's ${original_recipient}), even when the bounce names
+// no recipient. A return path the format does not take is no VERP: the bounce reads as it is.
+TEST(DaemonProcess, IngestDsnReadsTheVerpReturnPathItWasDeliveredTo) {
+  TempDir dir;
+  BouncedProcess d(dir, "[verp]\nenabled = true\nprefixes = [\"bounces\"]\n");
+  d.Start();
+  auto write = [&dir](const std::string& name, const std::string& header) {
+    std::ofstream(dir / name) << header
+                              << "From: MAILER-DAEMON@mx.example.net\n"
+                                 "Subject: Undeliverable: news\n"
+                                 "Message-ID: <"
+                              << name
+                              << "@mx.example.net>\n\n"
+                                 "Your message could not be delivered.\n\n"
+                                 "The remote server said: 550 5.1.1 User unknown\n";
+    return Quote(dir / name);
+  };
+  int rc = -1;
+  std::string out =
+      d.Ctl("--json ingest-dsn " +
+                write("a.eml", "X-Original-To: bounces+verp-a=Example.com@news.example.org\n"),
+            &rc);
+  EXPECT_EQ(rc, 0) << out;
+  json r = json::parse(out);
+  EXPECT_EQ(r["verp_recipient"], "verp-a@example.com");
+  ASSERT_EQ(r["recipients"].size(), 1u) << out;
+  EXPECT_EQ(r["recipients"][0]["recipient"], "verp-a@example.com");
+  EXPECT_EQ(r["recipients"][0]["category"], "user_unknown");
+  out = d.Ctl("ingest-dsn --envelope-recipient bounces+verp-b=example.com@news.example.org " +
+                  write("b.eml", "To: news@news.example.org\n"),
+              &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("for verp-b@example.com (VERP)"), std::string::npos) << out;
+  for (const char* address : {"verp-a@example.com", "verp-b@example.com"}) {
+    json s = json::parse(d.Ctl(std::string("--json status ") + address, &rc));
+    EXPECT_TRUE(s["suppressed"].get<bool>()) << address;
+  }
+  // Not a return path of the configured prefix: recorded as the bounce reads, for nobody.
+  out = d.Ctl("--json ingest-dsn " +
+                  write("c.eml", "X-Original-To: news+verp-c=example.com@news.example.org\n"),
+              &rc);
+  EXPECT_EQ(rc, 0) << out;
+  r = json::parse(out);
+  EXPECT_FALSE(r.contains("verp_recipient")) << out;
+  EXPECT_EQ(r["recipients"][0]["recipient"], "") << out;
+}
+
 // What a smarthost that accepts a message to full@example.org and bounces it later leaves:
 // Postfix's log lines for message `id` (queue id `qid`) accepted on 2026-11-`day` at 10:00:0x
 // (status=sent to the relay, which queued it as E3DE4A74B`tag`), and the relay's DSN for it

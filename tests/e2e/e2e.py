@@ -243,6 +243,44 @@ def scenario_6(tb):
                   "%s refuses RCPT TO:<%s>: %s" % (who, rcpt, refusal))
 
 
+def remote_text_bounce(verp):
+    """A remote MTA's plain-text bounce that names no recipient (some do), sent back to the VERP
+    return path of the message that failed."""
+    return ("From: Mail Delivery Subsystem <MAILER-DAEMON@mx.remote.example>\r\n"
+            "To: <%s>\r\n"
+            "Subject: Delivery failure\r\n"
+            "Message-ID: <verp-text-1@mx.remote.example>\r\n"
+            "Auto-Submitted: auto-replied\r\n\r\n"
+            "Your message could not be delivered.\r\n\r\n"
+            "The remote server said: 550 5.1.1 User unknown\r\n" % verp)
+
+
+def scenario_7(tb):
+    log("--- 7. VERP: a bounce to a return path sender+rcpt=domain@e2e.test is about rcpt@domain")
+    # Postfix's own VERP (XVERP): the message goes out with the return path
+    # sender+unknown-verp=example.org@e2e.test, the fake MX refuses it, and Postfix's bounce to
+    # that return path passes the milter, whose envelope recipient reads as the same recipient.
+    rcpt = "unknown-verp@example.org"
+    r = tb.smtp_send(A, SENDER, [rcpt], mail_options=["XVERP"])
+    check(r["accepted"] == [rcpt], "message sent with XVERP accepted")
+    tb.wait_log(r"to=<sender\+unknown-verp=example\.org@e2e\.test>, relay=virtual")
+    st = wait_status(tb, rcpt, "Postfix's bounce to the VERP return path recorded",
+                     lambda s: s.get("suppressed") and events(s, "milter"))
+    ev = events(st, "milter")[0]
+    check(ev.get("recipient") == rcpt and ev.get("original_recipient") in ("", rcpt),
+          "the DSN and its return path agree (%s, original %r)"
+          % (ev.get("recipient"), ev.get("original_recipient")))
+    # A remote bounce that names no recipient, to the return path the recipient had.
+    verp = "sender+verp-gone=yahoo.com@e2e.test"
+    r = tb.smtp_send(A, "", [verp], raw=remote_text_bounce(verp))
+    check(r["data"] and r["data"][0] == 250, "bounce to the VERP return path accepted")
+    st = wait_status(tb, "verp-gone@yahoo.com", "the recipient the return path encodes suppressed",
+                     lambda s: s.get("suppressed") and events(s, "milter"))
+    check(st.get("category") == "user_unknown", "category user_unknown")
+    r = tb.smtp_send(A, SENDER, ["verp-gone@yahoo.com"])
+    check("verp-gone@yahoo.com" in r["refused"], "and the next message to it is refused at RCPT")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
@@ -270,7 +308,8 @@ def main():
         tb.start_fake_mx()
         tb.start_bounced()
         tb.start_postfix()
-        for scenario in (scenario_1, scenario_2, scenario_3, scenario_4, scenario_5, scenario_6):
+        for scenario in (scenario_1, scenario_2, scenario_3, scenario_4, scenario_5, scenario_6,
+                         scenario_7):
             scenario(tb)
     except (Check, testbed.TestbedError) as e:
         failed = str(e)

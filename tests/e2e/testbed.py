@@ -218,6 +218,10 @@ files = ["{rules}"]
 socket = "{milter}"
 socket_group = "postfix"
 timeout = "2s"
+[verp]
+enabled = true
+prefixes = ["sender"]
+domains = ["e2e.test"]
 {extra}
 """.format(db=os.path.join(self.bounced_dir, "bounced.db"), maillog=self.maillog,
            query=self.query_sock, sm=self.socketmap_sock,
@@ -274,14 +278,14 @@ timeout = "2s"
 
     # ------------------------------------------------------------------ mail
     def smtp_send(self, port, sender, rcpts, subject="e2e", headers=None, body="e2e test\r\n",
-                  raw=None):
-        """One SMTP transaction. Returns {accepted, refused: {rcpt: (code, text)}, data: (code,
-        text) or None, queue_id}."""
+                  raw=None, mail_options=()):
+        """One SMTP transaction (mail_options: MAIL FROM parameters, e.g. XVERP). Returns
+        {accepted, refused: {rcpt: (code, text)}, data: (code, text) or None, queue_id}."""
         out = {"accepted": [], "refused": {}, "data": None, "queue_id": None}
         s = smtplib.SMTP("127.0.0.1", port, local_hostname="client.e2e.test", timeout=30)
         try:
             s.ehlo()
-            code, text = s.mail(sender)
+            code, text = s.mail(sender, list(mail_options))
             if code != 250:
                 out["data"] = (code, text.decode())
                 return out
