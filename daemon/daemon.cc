@@ -321,6 +321,7 @@ struct Daemon::Impl {
       milter_json["bounce_recipients"] = ms.bounce_recipients;
       milter_json["bounces_truncated"] = ms.bounces_truncated;
       milter_json["bounces_incomplete"] = ms.bounces_incomplete;
+      milter_json["bounces_verp"] = ms.bounces_verp;
       milter_json["bounces_discarded"] = ms.bounces_discarded;
       milter_json["bounces_quarantined"] = ms.bounces_quarantined;
       milter_json["callback_timeouts"] = ms.callback_timeouts;

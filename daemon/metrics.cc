@@ -277,6 +277,8 @@ std::string RenderMetrics(const json& m) {
                "Bounces longer than max_bounce_bytes (read up to it)."},
               {"bounces_incomplete", "bounced_milter_bounces_incomplete_total", "counter",
                "Bounces cut short by a parser limit."},
+              {"bounces_verp", "bounced_milter_bounces_verp_total", "counter",
+               "Bounces whose VERP return path named the recipient ([verp])."},
               {"bounces_discarded", "bounced_milter_bounces_discarded_total", "counter",
                "Bounces the milter discarded after recording them."},
               {"bounces_quarantined", "bounced_milter_bounces_quarantined_total", "counter",

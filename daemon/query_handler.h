@@ -36,8 +36,11 @@
 //               [part] [more]                                      "line N: why"; in parts:
 //                                                                  see below)
 //   ingest-dsn  message | message_base64                   write  (parsed like `bouncectl
-//                                                                  parse`, recorded once per
-//                                                                  Message-ID + recipient)
+//               [envelope_recipient]                               parse`, recorded once per
+//                                                                  Message-ID + recipient; with
+//                                                                  [verp] on, about the recipient
+//                                                                  its return path encodes:
+//                                                                  verp_recipient in the reply)
 //   reload                                                 write  (config and rules)
 // The address of status, suppress and unsuppress may be spelt any way (case, <>, a +extension):
 // it names the stored key (NormalizeAddress, storage/store.h). One that is no address (no '@',

@@ -5,7 +5,8 @@
 // real Store (SQLite in a temporary directory, opened once and kept across inputs, so requests
 // see what earlier ones wrote); the rest get the error reply the session sends. Checks: no
 // crash, no sanitizer report, no exception escaping; every reply has a boolean "ok", an error
-// reply says why, and its text is one line.
+// reply says why, and its text is one line. [verp] is on (ingest-dsn's envelope_recipient and
+// the message's own X-Original-To, Delivered-To or To).
 #include <unistd.h>
 
 #include <cstddef>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "classifier/rules.h"
+#include "daemon/config.h"
 #include "daemon/query_handler.h"
 #include "daemon/services.h"
 #include "fuzz/fuzz_services.h"
@@ -27,8 +29,17 @@ namespace {
 
 using bounced::fuzz::Check;
 
+// With [verp] on (any prefix and domain), so that ingest-dsn reads return paths too.
 bounced::Services& FuzzServices() {
-  return bounced::fuzz::ServicesOverRealStore("query_fuzz", [](bounced::Store&) {});
+  static bounced::Services& services = []() -> bounced::Services& {
+    bounced::Services& s =
+        bounced::fuzz::ServicesOverRealStore("query_fuzz", [](bounced::Store&) {});
+    bounced::Config config;
+    config.verp.enabled = true;
+    s.SetConfig(std::move(config));
+    return s;
+  }();
+  return services;
 }
 
 void CheckReply(const nlohmann::json& reply) {

@@ -51,8 +51,8 @@ struct Counters {
   std::atomic<uint64_t> connections{0}, smtpd_messages{0}, non_smtpd_messages{0}, rcpt_checked{0},
       rcpt_rejected{0}, rcpt_tempfailed{0}, rcpt_logged{0}, rcpt_removed{0}, bounces_seen{0},
       bounce_recipients{0}, bounces_discarded{0}, bounces_quarantined{0}, bounces_truncated{0},
-      bounces_incomplete{0}, storage_errors{0}, storage_incidents{0}, callback_timeouts{0},
-      dropped_records{0};
+      bounces_incomplete{0}, bounces_verp{0}, storage_errors{0}, storage_incidents{0},
+      callback_timeouts{0}, dropped_records{0};
   std::array<std::atomic<uint64_t>, MilterStats::kRcptBuckets> rcpt_latency{};
 };
 
@@ -379,7 +379,10 @@ BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::s
   // address), even inside a base64 part, is not read as if it were whole.
   ParsedBounce parsed = ParseBounce(raw, *rules, truncated);
   if (parsed.kind == MessageKind::kNotBounce || parsed.recipients.empty()) return out;
-  if (std::optional<std::string> ours = VerpRecipient(rcpts)) ApplyVerp(&parsed, *ours, *rules);
+  if (std::optional<std::string> ours = VerpRecipient(rcpts);
+      ours && ApplyVerp(&parsed, *ours, *rules) != 0) {
+    g.counters.bounces_verp.fetch_add(1, std::memory_order_relaxed);
+  }
   out.is_bounce = true;
   g.counters.bounces_seen.fetch_add(1, std::memory_order_relaxed);
   // Read in part: the capture stopped at max_bounce_bytes, or a parser limit cut the message
@@ -699,6 +702,7 @@ MilterStats GetMilterStats() {
   s.bounces_quarantined = ld(c.bounces_quarantined);
   s.bounces_truncated = ld(c.bounces_truncated);
   s.bounces_incomplete = ld(c.bounces_incomplete);
+  s.bounces_verp = ld(c.bounces_verp);
   s.storage_errors = ld(c.storage_errors);
   s.storage_incidents = ld(c.storage_incidents);
   s.callback_timeouts = ld(c.callback_timeouts);

@@ -192,6 +192,7 @@ struct MilterStats {
   uint64_t bounces_quarantined = 0;
   uint64_t bounces_truncated = 0;   // longer than max_bounce_bytes: read in part
   uint64_t bounces_incomplete = 0;  // a parser limit cut them short (ParsedBounce::warnings)
+  uint64_t bounces_verp = 0;        // bounces whose VERP return path changed a result ([verp])
   uint64_t storage_errors = 0;
   uint64_t storage_incidents = 0;  // runs of failures (each logged once)
   uint64_t callback_timeouts = 0;

@@ -1192,7 +1192,10 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
                       << m.value("rcpt_rejected", 0) << " refused), " << m.value("bounces_seen", 0)
                       << " bounces (" << m.value("bounce_recipients", 0) << " recipients; "
                       << m.value("bounces_truncated", 0) << " over max_bounce_bytes, "
-                      << m.value("bounces_incomplete", 0) << " cut short by a parser limit)";
+                      << m.value("bounces_incomplete", 0) << " cut short by a parser limit";
+            if (m.value("bounces_verp", 0) != 0)
+              std::cout << "; " << m.value("bounces_verp", 0) << " read by their VERP return path";
+            std::cout << ")";
             if (m.value("dropped_records", 0) != 0) {
               std::cout << "; " << m.value("dropped_records", 0)
                         << " records not queued (storage too slow; bounces kept)";

@@ -461,6 +461,7 @@ TEST(MilterProtocol, ABounceToAVerpReturnPathIsAboutTheRecipientItEncodes) {
     ASSERT_FALSE(eom.empty());
     EXPECT_EQ(eom.back().first, SMFIR_CONTINUE);
   };
+  const uint64_t verp_before = GetMilterStats().bounces_verp;
   bounce("bounces+verp-gone=example.com@e2e.test", "", "VERP1");
   bounce("bounces+alumni=example.edu@e2e.test", " to verp-fwd@example.net", "VERP2");
   ASSERT_TRUE(g_store->Flush().ok());
@@ -474,6 +475,7 @@ TEST(MilterProtocol, ABounceToAVerpReturnPathIsAboutTheRecipientItEncodes) {
   ASSERT_TRUE(fwd.ok()) << fwd.error();
   ASSERT_EQ(fwd->events.size(), 1u);
   EXPECT_EQ(fwd->events[0].event.result.original_recipient, "alumni@example.edu");
+  EXPECT_EQ(GetMilterStats().bounces_verp, verp_before + 2);
   // The return path itself is nobody's status.
   auto path = g_store->GetStatus("bounces+verp-gone=example.com@e2e.test", 20);
   ASSERT_TRUE(path.ok()) << path.error();
