@@ -665,12 +665,8 @@ Result ExpiredResultAfter(const RuleSet& rules, const Result& deferral) {
   // (status, stage, cleaned reply and host), and normalising them again changes nothing, so
   // the rules see what they saw then, with the Action of an expiry. The reply code is left to
   // the rules, as Classify leaves it. Fields are then filled as Classify fills them.
-  ReplyInput in;
-  in.diagnostic = deferral.diagnostic;
-  in.status = deferral.status;
-  in.stage = deferral.stage;
-  in.recipient = deferral.recipient;
-  in.remote_mta = deferral.remote_mta;
+  ReplyInput in = ReplyInputOf(deferral);
+  in.reply_code = {};
   in.dsn_action = "expired";
   Result fresh = rules.Classify(in);
   Result r = deferral;

@@ -42,6 +42,13 @@ struct ReplyInput {
                                 // "expired" when the MTA gave up (Postfix status=expired)
 };
 
+// A result's reply again as Classify's input (its views are into `r`), to classify it anew with
+// something changed: the recipient, the Action.
+inline ReplyInput ReplyInputOf(const Result& r) {
+  return ReplyInput{r.diagnostic, r.status,     r.reply_code, r.stage,
+                    r.recipient,  r.remote_mta, r.dsn_action};
+}
+
 class RuleSet {
  public:
   // Compiles the given files in order. On error returns a Status naming the file, line and

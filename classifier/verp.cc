@@ -131,15 +131,7 @@ size_t ApplyVerp(ParsedBounce* bounce, sv recipient, const RuleSet& rules) {
       // The bounce names no address (or a file or pipe): the return path says whom it is about.
       r.recipient = std::string(recipient);
       if (reply) {
-        ReplyInput in;
-        in.diagnostic = r.diagnostic;
-        in.status = r.status;
-        in.reply_code = r.reply_code;
-        in.stage = r.stage;
-        in.recipient = r.recipient;
-        in.remote_mta = r.remote_mta;
-        in.dsn_action = r.dsn_action;
-        Result again = rules.Classify(in);
+        Result again = rules.Classify(ReplyInputOf(r));
         again.recipient = std::move(r.recipient);
         again.original_recipient = std::move(r.original_recipient);
         again.diagnostic = std::move(r.diagnostic);
