@@ -501,8 +501,9 @@ json CmdIngestDsn(Services& services, const json& req) {
     message = StringField(req, "message", true);
   }
   if (message.empty()) throw RequestError{"the message is empty"};
-  // Where the bounce was delivered (a pipe transport's ${original_recipient}): with [verp] on,
-  // read as its return path; without it, the message's own X-Original-To, Delivered-To or To.
+  // With [verp] on, the return path the bounce came back to says whom it is about: the address
+  // it was delivered to (a pipe transport's ${original_recipient}) when the request gives it,
+  // else the message's own X-Original-To, Delivered-To or To.
   const std::string envelope = StringField(req, "envelope_recipient", false);
   std::shared_ptr<const RuleSet> rules = services.rules();
   ParsedBounce parsed = ParseBounce(message, *rules);
