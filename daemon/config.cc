@@ -358,7 +358,8 @@ void ParseTables(Reader& r, const toml::table& root, Config* c) {
     r.CheckKeys(*t, "policy",
                 {"hard_bounce_expiry", "soft_bounce_expiry", "complaint_expiry", "soft_threshold",
                  "soft_window_days", "soft_incident_gap", "count_deferrals", "complaints_suppress",
-                 "complaint_report_only_types", "plus_extension", "recipient_delimiter"});
+                 "complaint_report_only_types", "plus_extension", "recipient_delimiter",
+                 "suppress_original_recipient"});
     // Kept in whole seconds: "500ms" would become 0, which means "never" for an expiry.
     auto seconds = [&](const char* key, int64_t* out_s, bool allow_never) {
       int64_t ms = *out_s * 1000;
@@ -378,6 +379,7 @@ void ParseTables(Reader& r, const toml::table& root, Config* c) {
     p.count_min_span_seconds = int64_t{days} * 86400;
     r.Bool(*t, "policy", "count_deferrals", &p.count_deferrals);
     r.Bool(*t, "policy", "complaints_suppress", &p.complaints_suppress);
+    r.Bool(*t, "policy", "suppress_original_recipient", &p.suppress_original_recipient);
     r.StringArray(*t, "policy", "complaint_report_only_types", &p.complaint_report_only_types);
     // Compared with the provider code the classifier writes: lower-case, no blanks.
     for (std::string& type : p.complaint_report_only_types) {
@@ -519,6 +521,7 @@ complaints_suppress = true
 complaint_report_only_types = ["not-spam", "auth-failure"]   # feedback reports that never suppress
 plus_extension = true          # user+ext@example.com is looked up as user@example.com
 recipient_delimiter = "+"
+suppress_original_recipient = false   # a forwarded address's failure suppresses the address sent to too
 
 [milter]
 socket = ""                    # "unix:/run/bounced/milter.sock" or "inet:8895@127.0.0.1"

@@ -223,6 +223,10 @@ struct PreparedEvent {
   size_t kind_at = 0, kind_size = 0;
   size_t key_hash = 0;     // KeyHash of the key
   uint64_t kind_hash = 0;  // KindKeyHash of the kind key
+  // NormalizeAddress(original_recipient) when that is an address whose key is not the key;
+  // else empty (SuppressionPolicy::suppress_original_recipient).
+  size_t original_at = 0, original_size = 0;
+  size_t original_hash = 0;
   bool permanent = false;  // IsPermanentFailure
   bool delivery = false;   // IsDelivery
   bool failure = false;    // IsFailure
@@ -323,6 +327,16 @@ void PrepareEvents(Job& job, const std::string& delimiters) {
     pe.kind_size = job.prepared_text.size() - pe.kind_at;
     pe.kind_hash =
         KindKeyHash(std::string_view(job.prepared_text).substr(pe.kind_at, pe.kind_size));
+    if (!ev.result.original_recipient.empty() && !key.empty()) {
+      NormalizeAddressInto(ev.result.original_recipient, delimiters, key);
+      if (!key.empty() &&
+          std::string_view(job.prepared_text).substr(pe.key_at, pe.key_size) != key) {
+        pe.original_at = job.prepared_text.size();
+        pe.original_size = key.size();
+        pe.original_hash = KeyHash{}(key);
+        job.prepared_text += key;
+      }
+    }
     pe.permanent = IsPermanentFailure(ev);
     pe.delivery = IsDelivery(ev);
     pe.failure = pe.permanent || ev.log_status == "deferred";
@@ -443,7 +457,12 @@ class StoreImpl final : public Store {
                     Counters& counters);
   // Whether the last ApplyEvent stored its event as counted (not a repeat, not a copy).
   bool last_event_counted_ = false;
-  Status ApplyDecision(const HashedKey& key, const Event& ev, const PolicyDecision& d, int64_t t);
+  // The policy's part of ApplyEvent for one recipient key (the recipient's, or its original
+  // recipient's: `display` is the address as the event gives it).
+  Status ApplyPolicyW(const HashedKey& hkey, std::string_view display, const Event& ev,
+                      const PreparedEvent& pe, const CategoryInfo& info, int64_t t);
+  Status ApplyDecision(const HashedKey& key, std::string_view display, const Event& ev,
+                       const PolicyDecision& d, int64_t t);
   Expected<std::optional<Suppression>> GetSuppressionW(std::string_view key);
   Status PutSuppressionW(const Suppression& s, std::string_view log_action, int64_t actor_uid);
   Status LogSuppressionW(const Suppression& s, std::string_view action, int64_t actor_uid);
@@ -1690,7 +1709,20 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
     txn_day_texts_.try_emplace(day_number, day);  // DayOf(t) as the counter row's day
   }
   if (key.empty()) return Status::Ok();
+  if (Status s = ApplyPolicyW(hkey, r.recipient, ev, pe, info, t); !s) return s;
+  // The address as the sender gave it (a VERP return path's, a DSN's Original-Recipient,
+  // Postfix's orig_to=), when it is another one: it is the one mailed again.
+  if (pe.original_size != 0 && txn_policy_.suppress_original_recipient) {
+    const HashedKey original{prepared_text.substr(pe.original_at, pe.original_size),
+                             pe.original_hash};
+    return ApplyPolicyW(original, r.original_recipient, ev, pe, info, t);
+  }
+  return Status::Ok();
+}
 
+Status StoreImpl::ApplyPolicyW(const HashedKey& hkey, std::string_view display, const Event& ev,
+                               const PreparedEvent& pe, const CategoryInfo& info, int64_t t) {
+  const std::string_view key = hkey.key;
   // The policy reads and folds only the recipient_policy fields; the rest of RecipientState
   // (first_seen, last_event, counts, ...) is derived from the events when read. An event the
   // policy ignores (a deferral for rate limiting, a sender-fault bounce, ...) skips the row.
@@ -1715,7 +1747,7 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
     w_.delivered_after.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.delivered_after.Run(); !s) return s;
   }
-  if (d.suppress) return ApplyDecision(hkey, ev, d, t);
+  if (d.suppress) return ApplyDecision(hkey, display, ev, d, t);
   if (pe.failure && MayHaveSuppressionW(hkey)) {
     w_.touch_suppression.BindRef(1, key).Bind(2, t).Bind(3, txn_now_);
     if (Status s = w_.touch_suppression.Run(); !s) return s;
@@ -1817,8 +1849,8 @@ Status StoreImpl::FlushRowsW() {
   return Status::Ok();
 }
 
-Status StoreImpl::ApplyDecision(const HashedKey& hkey, const Event& ev, const PolicyDecision& d,
-                                int64_t t) {
+Status StoreImpl::ApplyDecision(const HashedKey& hkey, std::string_view display, const Event& ev,
+                                const PolicyDecision& d, int64_t t) {
   const std::string_view key = hkey.key;
   auto allowed = AllowedW(key);
   if (!allowed) return allowed.status();
@@ -1834,7 +1866,7 @@ Status StoreImpl::ApplyDecision(const HashedKey& hkey, const Event& ev, const Po
   }
   Suppression s;
   s.address = std::string(key);
-  s.display = ev.result.recipient;
+  s.display = std::string(display);
   s.reason = std::string(d.reason);
   s.category = std::string(ToString(ev.result.category));
   s.source = std::string(d.source);

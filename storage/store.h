@@ -196,6 +196,12 @@ struct SuppressionPolicy {
   // Characters that start an address extension (at most 8); "" disables extension folding.
   // Keys are computed when written: a change applies to entries written from then on.
   std::string recipient_delimiters = "+";
+  // A result with an original recipient that is another address (a VERP return path's, a DSN's
+  // Original-Recipient, Postfix's orig_to=: the address as the sender gave it, which forwarded
+  // or was rewritten to the one that failed) counts for that address too, so that it is
+  // suppressed when the failed one is. Off by default: one target of an alias with several
+  // failing would suppress the alias.
+  bool suppress_original_recipient = false;
   // Sender-fault, transient and other categories never suppress: they only feed counters.
 };
 

@@ -44,6 +44,8 @@ TEST(Config, ThePrintedDefaultConfigParsesToTheDefaults) {
             d.policy.suppression.incident_merge_seconds);
   EXPECT_EQ(c->input.poll_interval, d.input.poll_interval);
   EXPECT_EQ(c->verp.enabled, d.verp.enabled);
+  EXPECT_EQ(c->policy.suppression.suppress_original_recipient,
+            d.policy.suppression.suppress_original_recipient);
   EXPECT_EQ(c->verp.format.delimiters, d.verp.format.delimiters);
 }
 
@@ -71,6 +73,7 @@ soft_window_days = 14
 complaint_expiry = 86400
 complaint_report_only_types = ["Not-Spam", "auth-failure", "virus"]
 plus_extension = false
+suppress_original_recipient = true
 [milter]
 socket = "inet:8895@127.0.0.1"
 action = "log"
@@ -98,6 +101,7 @@ domains = ["*.example.org"]
   EXPECT_EQ(c->policy.suppression.complaint_report_only_types,
             (std::vector<std::string>{"not-spam", "auth-failure", "virus"}));
   EXPECT_EQ(c->policy.Effective().recipient_delimiters, "");
+  EXPECT_TRUE(c->policy.Effective().suppress_original_recipient);
   EXPECT_EQ(c->milter.default_action, RcptAction::kLog);
   EXPECT_EQ(c->milter.ActionFor(Category::kMailboxFull), RcptAction::kTempfail);
   EXPECT_EQ(c->milter.ActionFor(Category::kUserUnknown), RcptAction::kLog);

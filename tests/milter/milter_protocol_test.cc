@@ -480,6 +480,23 @@ TEST(MilterProtocol, ABounceToAVerpReturnPathIsAboutTheRecipientItEncodes) {
   auto path = g_store->GetStatus("bounces+verp-gone=example.com@e2e.test", 20);
   ASSERT_TRUE(path.ok()) << path.error();
   EXPECT_TRUE(path->events.empty());
+  EXPECT_FALSE(g_store->view().Lookup("alumni@example.edu").has_value());
+  // With [policy] suppress_original_recipient, the address sent to is suppressed with the one it
+  // forwarded to, and refused at the next RCPT.
+  SuppressionPolicy policy;
+  policy.suppress_original_recipient = true;
+  g_store->SetPolicy(policy);
+  bounce("bounces+alumni2=example.edu@e2e.test", " to verp-fwd2@example.net", "VERP3");
+  ASSERT_TRUE(g_store->Flush().ok());
+  g_store->SetPolicy(SuppressionPolicy());
+  EXPECT_TRUE(g_store->view().Lookup("verp-fwd2@example.net").has_value());
+  EXPECT_TRUE(g_store->view().Lookup("alumni2@example.edu").has_value());
+  Mta mta;
+  ASSERT_TRUE(mta.ok());
+  mta.Negotiate();
+  mta.Connect("[198.51.100.9]", "198.51.100.9", 42001);
+  mta.Mail("<news@e2e.test>");
+  EXPECT_EQ(mta.Rcpt("<alumni2@example.edu>").first, SMFIR_REPLYCODE);
 }
 
 // A DSN longer than max_bounce_bytes (1 MiB by default): Postfix's for 3,000 recipients, whose

@@ -547,6 +547,53 @@ TEST_F(StorePolicyTest, AnEntryStoredBeforeFoldingWasTurnedOnCanStillBeLifted) {
   EXPECT_FALSE(store_->Unsuppress("a+x@example.com", {0, "a third time"}).ok());
 }
 
+// A failure at an address the mail was forwarded or rewritten to (its original recipient is the
+// address as the sender gave it: a VERP return path's, a DSN's Original-Recipient, Postfix's
+// orig_to=) suppresses only the address that failed, unless suppress_original_recipient is on:
+// then the original counts the failure too, under its own policy fields.
+TEST_F(StorePolicyTest, AnOriginalRecipientCountsTheFailureWhenAskedTo) {
+  auto forwarded = [](const std::string& to, const std::string& original, Category c, int64_t t) {
+    Event e = MakeEvent(to, c, "bounced", t);
+    e.result.original_recipient = original;
+    return e;
+  };
+  Write({forwarded("bob@gmail.com", "alumni@school.example", Category::kUserUnknown, kT0)});
+  EXPECT_TRUE(Suppressed("bob@gmail.com"));
+  EXPECT_FALSE(Suppressed("alumni@school.example"));
+
+  SuppressionPolicy p;
+  p.suppress_original_recipient = true;
+  store_->SetPolicy(p);
+  Write({forwarded("carol@gmail.com", "Old.Carol@School.example", Category::kUserUnknown, kT0)});
+  EXPECT_TRUE(Suppressed("carol@gmail.com"));
+  auto st = store_->GetStatus("old.carol@school.example");
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_TRUE(st->suppression.has_value());
+  EXPECT_EQ(st->suppression->display, "Old.Carol@School.example");
+  EXPECT_EQ(st->suppression->category, "user_unknown");
+  EXPECT_EQ(st->suppression->reason, kReasonHardBounce);
+  EXPECT_EQ(st->suppression->source, "bounce");
+  // The same address but for its extension and case: one entry, added once.
+  Write({forwarded("dave+news@example.com", "Dave@example.com", Category::kUserUnknown, kT0)});
+  EXPECT_EQ(testing::Scalar(dir_.File("p.db"),
+                            "SELECT count(*) FROM suppression_log WHERE address LIKE 'dave%'"),
+            1);
+  // A count category: the original's own incidents reach the threshold with the final one's.
+  for (int64_t t : {kT0, kT0 + 4 * kDay, kT0 + 7 * kDay}) {
+    EXPECT_FALSE(Suppressed("list@school.example"));
+    Write({forwarded("full@gmail.com", "list@school.example", Category::kMailboxFull, t)});
+  }
+  EXPECT_TRUE(Suppressed("full@gmail.com"));
+  EXPECT_TRUE(Suppressed("list@school.example"));
+  // Sender-side rejections suppress neither.
+  Write({forwarded("x@icloud.com", "y@school.example", Category::kPolicyRejection, kT0)});
+  EXPECT_FALSE(Suppressed("y@school.example"));
+  // The allowlist wins for the original as for any address.
+  ASSERT_TRUE(store_->Allow("vip@school.example", {0, "customer"}).ok());
+  Write({forwarded("vip@gmail.com", "vip@school.example", Category::kUserUnknown, kT0)});
+  EXPECT_FALSE(Suppressed("vip@school.example"));
+}
+
 TEST_F(StorePolicyTest, MailboxFullThroughStore) {
   Write({MakeEvent("f@example.com", Category::kMailboxFull, "bounced", kT0),
          MakeEvent("f@example.com", Category::kMailboxFull, "bounced", kT0 + 30),
