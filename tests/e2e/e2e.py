@@ -243,16 +243,17 @@ def scenario_6(tb):
                   "%s refuses RCPT TO:<%s>: %s" % (who, rcpt, refusal))
 
 
-def remote_text_bounce(verp):
-    """A remote MTA's plain-text bounce that names no recipient (some do), sent back to the VERP
-    return path of the message that failed."""
+def remote_text_bounce(verp, named="", message_id="<verp-text-1@mx.remote.example>"):
+    """A remote MTA's plain-text bounce, sent back to the VERP return path of the message that
+    failed: naming no recipient (some do), or `named`, the address the mail was forwarded to."""
     return ("From: Mail Delivery Subsystem <MAILER-DAEMON@mx.remote.example>\r\n"
             "To: <%s>\r\n"
             "Subject: Delivery failure\r\n"
-            "Message-ID: <verp-text-1@mx.remote.example>\r\n"
+            "Message-ID: %s\r\n"
             "Auto-Submitted: auto-replied\r\n\r\n"
-            "Your message could not be delivered.\r\n\r\n"
-            "The remote server said: 550 5.1.1 User unknown\r\n" % verp)
+            "Your message could not be delivered%s.\r\n\r\n"
+            "The remote server said: 550 5.1.1 User unknown\r\n"
+            % (verp, message_id, " to " + named if named else ""))
 
 
 def scenario_7(tb):
@@ -278,7 +279,27 @@ def scenario_7(tb):
                      lambda s: s.get("suppressed") and events(s, "milter"))
     check(st.get("category") == "user_unknown", "category user_unknown")
     r = tb.smtp_send(A, SENDER, ["verp-gone@yahoo.com"])
-    check("verp-gone@yahoo.com" in r["refused"], "and the next message to it is refused at RCPT")
+    refusal = r["refused"].get("verp-gone@yahoo.com")
+    check(refusal and "suppressed" in refusal[1],
+          "and the next message to it is refused at RCPT: %s" % (refusal,))
+    # A forwarded address: the bounce names where it went; with [policy]
+    # suppress_original_recipient the address sent to is suppressed too, and refused both ways.
+    verp = "sender+alumni=example.org@e2e.test"
+    r = tb.smtp_send(A, "", [verp], raw=remote_text_bounce(
+        verp, "gone-fwd@gmail.com", "<verp-text-2@mx.remote.example>"))
+    check(r["data"] and r["data"][0] == 250, "bounce for a forwarded address accepted")
+    st = wait_status(tb, "gone-fwd@gmail.com", "the forwarded-to address recorded",
+                     lambda s: s.get("suppressed") and events(s, "milter"))
+    ev = events(st, "milter")[0]
+    check(ev.get("original_recipient") == "alumni@example.org",
+          "its original recipient is the address sent to (%r)" % ev.get("original_recipient"))
+    st = wait_status(tb, "alumni@example.org", "the address sent to suppressed with it",
+                     lambda s: s.get("suppressed"))
+    for port, who in ((A, "milter"), (B, "socketmap")):
+        r = tb.smtp_send(port, SENDER, ["alumni@example.org"])
+        refusal = r["refused"].get("alumni@example.org")
+        check(refusal and "suppressed" in refusal[1],
+              "%s refuses the address sent to: %s" % (who, refusal))
 
 
 def main():

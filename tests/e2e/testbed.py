@@ -218,6 +218,8 @@ files = ["{rules}"]
 socket = "{milter}"
 socket_group = "postfix"
 timeout = "2s"
+[policy]
+suppress_original_recipient = true
 [verp]
 enabled = true
 prefixes = ["sender"]
