@@ -77,7 +77,8 @@ bool NormalizeAddressInto(std::string_view a, std::string_view delimiters, std::
   std::string_view local = a.substr(0, at);
   std::string_view domain = a.substr(at + 1);
   while (!domain.empty() && domain.back() == '.') domain.remove_suffix(1);
-  if (domain.empty()) return false;
+  // A domain has no blanks ("x@ex .." would leave "ex ", whose key normalises to another one).
+  if (domain.empty() || domain.find_first_of(" \t") != std::string_view::npos) return false;
   for (char c : a) {
     auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f) return false;

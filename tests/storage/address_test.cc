@@ -77,6 +77,11 @@ TEST(AddressTest, RejectsWhatIsNotAnAddress) {
   // Quoting would make the key longer than an address may be.
   EXPECT_EQ(NormalizeAddress(std::string(158, '.') + "@x.org").size(), 158u + 8);
   EXPECT_EQ(NormalizeAddress(std::string(310, '\\') + "@x.org"), "");
+  // A blank in the domain (found by import_fuzz: "q3er@ex .." gave the key "q3er@ex ", which
+  // normalised again to "q3er@ex").
+  EXPECT_EQ(NormalizeAddress("q3er@ex .."), "");
+  EXPECT_EQ(NormalizeAddress("a@example .org"), "");
+  EXPECT_EQ(NormalizeAddress("a@example.org\t."), "");
   for (const std::string& a :
        {std::string(), std::string("no-at-sign"), std::string("@x.org"), std::string("a@"),
         std::string("<>"), std::string("a\n@x.org"), std::string(400, 'a') + "@x.org"}) {
