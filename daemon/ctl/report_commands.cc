@@ -424,6 +424,29 @@ void CheckSocketmap(Doctor& d, const Config& cfg) {
   CheckSocketMode(d, path, "Postfix (user postfix)");
 }
 
+// [verp] on: bounces come back to PREFIX+RCPT=DOMAIN@yourdomain, which Postfix takes (into
+// PREFIX's mailbox, past the milter) only when recipient_delimiter has the first VERP delimiter;
+// and `sendmail -V` writes return paths with default_verp_delimiters.
+void CheckVerp(Doctor& d, const VerpFormat& verp) {
+  const char first = verp.delimiters.empty() ? '+' : verp.delimiters[0];
+  auto delimiter = Postconf({"-h", "recipient_delimiter"});
+  if (delimiter && delimiter->find(first) != std::string::npos) {
+    d.Ok(std::string("recipient_delimiter has '") + first + "': VERP return paths are delivered");
+  } else if (delimiter) {
+    d.Warn("recipient_delimiter = '" + *delimiter + "' lacks '" + first +
+               "': Postfix refuses bounces to VERP return paths as unknown users (unless a "
+               "catch-all takes them)",
+           std::string("postconf -e recipient_delimiter=") + first +
+               " (keeping any other delimiters you use)");
+  }
+  auto defaults = Postconf({"-h", "default_verp_delimiters"});
+  if (defaults && *defaults != verp.delimiters) {
+    d.Warn("default_verp_delimiters = '" + *defaults + "' but [verp] delimiters = '" +
+               verp.delimiters + "': return paths of `sendmail -V` would not be read",
+           "make them the same");
+  }
+}
+
 void CheckPostfix(Doctor& d, const Config& cfg) {
   auto version = Postconf({"-h", "mail_version"});
   if (!version) {
@@ -489,6 +512,7 @@ void CheckPostfix(Doctor& d, const Config& cfg) {
     d.Fail("Postfix does not consult bounced (no socketmap or milter in main.cf)",
            "run `bouncectl postfix-config` and add the lines it prints to main.cf");
   }
+  if (cfg.verp.enabled) CheckVerp(d, cfg.verp.format);
 }
 
 void CheckDatabase(Doctor& d, const Config& cfg, const std::string& db_path) {

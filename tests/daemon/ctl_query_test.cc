@@ -269,6 +269,35 @@ bool HasControls(const std::string& s) {
   return s.find("\xC2\x9B") != std::string::npos;  // C1 CSI
 }
 
+// [verp] on: doctor checks that Postfix delivers bounces to VERP return paths (its
+// recipient_delimiter has the first VERP delimiter) and writes them as [verp] reads them
+// (default_verp_delimiters), with the real postconf reading a main.cf of the test's (MAIL_CONFIG).
+TEST(CtlQuery, DoctorChecksPostfixForVerp) {
+  int rc = -1;
+  Shell("command -v postconf >/dev/null", &rc);
+  if (rc != 0) GTEST_SKIP() << "postconf not installed";
+  TempDir dir;
+  const std::string config = dir / "bounced.toml";
+  AppendFile(config, "[storage]\npath = \"" + (dir / "bounced.db") + "\"\n[query]\nsocket = \"" +
+                         (dir / "none.sock") + "\"\n[socketmap]\nsocket = \"\"\n" +
+                         "[verp]\nenabled = true\ndelimiters = \"-=\"\n");
+  std::filesystem::create_directories(dir / "postfix");
+  auto doctor = [&](const std::string& main_cf) {
+    std::ofstream((dir / "postfix") + "/main.cf") << main_cf;
+    return Shell("MAIL_CONFIG=" + Quote(dir / "postfix") + " " + kBouncectl + " --config " +
+                     Quote(config) + " doctor 2>&1",
+                 &rc);
+  };
+  std::string out = doctor("recipient_delimiter =\n");
+  EXPECT_NE(out.find("recipient_delimiter = '' lacks '-'"), std::string::npos) << out;
+  EXPECT_NE(out.find("default_verp_delimiters = '+=' but [verp] delimiters = '-='"),
+            std::string::npos)
+      << out;
+  out = doctor("recipient_delimiter = +-\ndefault_verp_delimiters = -=\n");
+  EXPECT_NE(out.find("recipient_delimiter has '-'"), std::string::npos) << out;
+  EXPECT_EQ(out.find("default_verp_delimiters"), std::string::npos) << out;
+}
+
 TEST(CtlQuery, StoredTextReachesTheTerminalWithoutControlCharacters) {
   TempDir dir;
   BouncedProcess d(dir);
