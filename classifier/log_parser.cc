@@ -668,15 +668,9 @@ Result ExpiredResultAfter(const RuleSet& rules, const Result& deferral) {
   ReplyInput in = ReplyInputOf(deferral);
   in.reply_code = {};
   in.dsn_action = "expired";
-  Result fresh = rules.Classify(in);
   Result r = deferral;
-  r.category = fresh.category;
-  r.provider = std::move(fresh.provider);
-  if (!fresh.status.empty()) r.status = std::move(fresh.status);
-  r.provider_code = std::move(fresh.provider_code);
-  r.reply_code = std::move(fresh.reply_code);
-  if (!fresh.stage.empty()) r.stage = std::move(fresh.stage);
-  r.rule = std::move(fresh.rule);
+  r.reply_code.clear();  // the rules' alone, as said
+  ClassifyAgain(rules, in, &r);
   r.dsn_action = "expired";
   return r;
 }

@@ -1989,6 +1989,17 @@ std::string_view RuleSet::ProviderFor(std::string_view recipient_domain,
   return p;
 }
 
+void ClassifyAgain(const RuleSet& rules, const ReplyInput& in, Result* r) {
+  Result fresh = rules.Classify(in);  // before *r changes: `in` may view it
+  r->category = fresh.category;
+  r->provider = std::move(fresh.provider);
+  r->provider_code = std::move(fresh.provider_code);
+  r->rule = std::move(fresh.rule);
+  if (!fresh.status.empty()) r->status = std::move(fresh.status);
+  if (!fresh.reply_code.empty()) r->reply_code = std::move(fresh.reply_code);
+  if (!fresh.stage.empty()) r->stage = std::move(fresh.stage);
+}
+
 std::string_view ProviderFor(const RuleSet& rules, std::string_view recipient_domain,
                              std::string_view remote_mta) {
   return rules.ProviderFor(recipient_domain, remote_mta);

@@ -49,6 +49,14 @@ inline ReplyInput ReplyInputOf(const Result& r) {
                     r.recipient,  r.remote_mta, r.dsn_action};
 }
 
+class RuleSet;
+
+// Classifies `in` (made with ReplyInputOf from *r or from another result, then changed) and puts
+// what the classification decides into *r: category, provider, provider_code and rule, and
+// status, reply_code and stage where it gives them. The rest of *r (its addresses, reply, host
+// and Action) is kept. `in` may view *r's strings.
+void ClassifyAgain(const RuleSet& rules, const ReplyInput& in, Result* r);
+
 class RuleSet {
  public:
   // Compiles the given files in order. On error returns a Status naming the file, line and

@@ -40,16 +40,6 @@ bool IsDomain(sv d) {
   return true;
 }
 
-// The address in a header value: inside its first "<...>", else the value trimmed.
-sv AddressIn(sv value) {
-  const size_t open = value.find('<');
-  if (open != sv::npos) {
-    const size_t close = value.find('>', open);
-    if (close != sv::npos) return TrimSpace(value.substr(open + 1, close - open - 1));
-  }
-  return TrimSpace(value);
-}
-
 }  // namespace
 
 Status CheckVerpFormat(const VerpFormat& format) {
@@ -77,7 +67,9 @@ Status CheckVerpFormat(const VerpFormat& format) {
 
 std::optional<std::string> DecodeVerp(sv return_path, const VerpFormat& format) {
   if (format.delimiters.size() != 2) return std::nullopt;
-  sv path = AddressIn(return_path);
+  // The address alone: inside <...>, without "rfc822;" and blanks (text.h).
+  const std::string address = CanonicalAddress(return_path);
+  const sv path = address;
   const size_t at = path.rfind('@');
   if (at == sv::npos) return std::nullopt;
   sv local = path.substr(0, at);
@@ -131,16 +123,7 @@ size_t ApplyVerp(ParsedBounce* bounce, sv recipient, const RuleSet& rules) {
       // The bounce names no address (or a file or pipe): the return path says whom it is about.
       r.recipient = std::string(recipient);
       if (reply) {
-        Result again = rules.Classify(ReplyInputOf(r));
-        again.recipient = std::move(r.recipient);
-        again.original_recipient = std::move(r.original_recipient);
-        again.diagnostic = std::move(r.diagnostic);
-        again.remote_mta = std::move(r.remote_mta);
-        again.dsn_action = std::move(r.dsn_action);
-        if (again.status.empty()) again.status = std::move(r.status);
-        if (again.reply_code.empty()) again.reply_code = std::move(r.reply_code);
-        if (again.stage.empty()) again.stage = std::move(r.stage);
-        r = std::move(again);
+        ClassifyAgain(rules, ReplyInputOf(r), &r);
       } else if (r.provider.empty()) {
         r.provider = std::string(rules.ProviderFor(r.recipient, r.remote_mta));
       }
