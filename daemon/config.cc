@@ -289,9 +289,18 @@ void ParseTables(Reader& r, const toml::table& root, Config* c) {
               {"storage", "input", "query", "socketmap", "rules", "policy", "milter", "verp", "log",
                "alerts", "report"});
   if (const toml::table* t = r.Table(root, "", "storage")) {
-    r.CheckKeys(*t, "storage", {"path"});
+    r.CheckKeys(*t, "storage", {"path", "event_retention_days", "counter_retention_days"});
     r.String(*t, "storage", "path", &c->storage.path);
     if (c->storage.path.empty()) r.Fail(t->get("path"), "storage.path", "must not be empty");
+    // Less than a month would starve the report's comparisons and trends.
+    for (auto [key, days] : {std::pair{"event_retention_days", &c->storage.retention.event_days},
+                             {"counter_retention_days", &c->storage.retention.counter_days}}) {
+      r.Integer(*t, "storage", key, days, 0, 36500);
+      if (*days != 0 && *days < 30) {
+        r.Fail(t->get(key), std::string("storage.") + key,
+               "must be 0 (keep for ever) or at least 30");
+      }
+    }
   }
   if (const toml::table* in = r.Table(root, "", "input")) {
     r.CheckKeys(*in, "input", {"log"});
@@ -457,6 +466,15 @@ Expected<Config> ParseConfig(std::string_view text, const std::string& name) {
   Expected<AlertConfig> a = AlertConfigFromToml(alerts, name);
   if (!a) return a.status();
   c.alerts = std::move(*a);
+  if (const int days = c.storage.retention.event_days;
+      days != 0 && c.alerts.enabled &&
+      c.alerts.thresholds.baseline_seconds >= int64_t{days} * 86400) {
+    r.Fail(root.at_path("storage.event_retention_days").node(), "storage.event_retention_days",
+           "must be more than [alerts] baseline_days (" +
+               std::to_string(c.alerts.thresholds.baseline_seconds / 86400) +
+               "): the alerts' baseline is read from the events");
+    return Status::Error(r.error());
+  }
   Expected<ReportConfig> rep = ReportConfigFromToml(report, name);
   if (!rep) return rep.status();
   c.report = std::move(*rep);
@@ -482,6 +500,8 @@ std::string DefaultConfigToml() {
   return R"toml(# bounced.toml: every key is optional; these are the defaults.
 [storage]
 path = "/var/lib/bounced/bounced.db"
+event_retention_days = 0       # delivery events older than this many days are deleted; 0 = keep
+counter_retention_days = 0     # the same for the daily counters (report totals and trends)
 
 [input.log]
 path = "/var/log/mail.log"     # or "journal" (journald, postfix/* entries) or "-" (stdin)

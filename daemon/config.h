@@ -34,6 +34,9 @@ std::string ConfigError(std::string_view file, const toml::node* node, std::stri
 
 struct StorageConfig {
   std::string path = "/var/lib/bounced/bounced.db";
+  // event_retention_days, counter_retention_days: 0 (keep for ever) or 30 and more. Reloaded
+  // on SIGHUP. The events must outlast [alerts] baseline_days, whose baseline they give.
+  RetentionPolicy retention;
 };
 
 struct LogInputConfig {

@@ -155,6 +155,7 @@ struct Daemon::Impl {
     StoreOptions so;
     so.path = config.storage.path;
     so.policy = config.policy.Effective();
+    so.retention = config.storage.retention;
     std::error_code ec;
     std::filesystem::path dir = std::filesystem::path(so.path).parent_path();
     if (!dir.empty()) std::filesystem::create_directories(dir, ec);
@@ -274,8 +275,8 @@ struct Daemon::Impl {
     Config next = std::move(*fresh);
     std::vector<std::string> restart = KeysNeedingRestart(config, next);
     // What cannot change in a running process stays as it was; everything else applies now.
-    next.storage = config.storage;
-    next.input = config.input;  // the input runs with the settings it started with
+    next.storage.path = config.storage.path;  // the retention applies now
+    next.input = config.input;                // the input runs with the settings it started with
     next.query.socket = config.query.socket;
     next.query.max_connections = config.query.max_connections;
     next.query.idle_timeout = config.query.idle_timeout;
@@ -294,7 +295,10 @@ struct Daemon::Impl {
     config = next;
     services.SetConfig(next);
     services.SetRules(rules->rules, rules->sources);
-    if (auto store = services.store()) store->SetPolicy(next.policy.Effective());
+    if (auto store = services.store()) {
+      store->SetPolicy(next.policy.Effective());
+      store->SetRetention(next.storage.retention);
+    }
     alerts->Reconfigure(next.alerts);
     ApplyLogLevel(next.log.level);
     for (const auto& r : restart) {

@@ -413,6 +413,10 @@ json CmdMetrics(Services& services) {
       added.push_back({{"source", a.source}, {"category", a.category}, {"count", a.count}});
     }
     m["suppressions_added"] = std::move(added);
+    const PruneTotals pruned = store->Pruned();
+    m["events_pruned"] = pruned.events_pruned;
+    m["counter_rows_pruned"] = pruned.counter_rows_pruned;
+    m["events_too_old"] = pruned.events_too_old;
   }
   std::shared_ptr<const RuleSet> rules = services.rules();
   m["rules"] = rules ? rules->rule_count() : 0;
@@ -535,9 +539,19 @@ json CmdIngestDsn(Services& services, const json& req) {
   int64_t when = now;
   if (std::optional<int64_t> date = MessageDate(message); date && *date <= now + 86400)
     when = *date;
+  out["time"] = FormatTime(when);
+  // Older than the retention keeps: the store would skip its events (see RetentionPolicy).
+  const int retention_days = services.config().storage.retention.event_days;
+  if (when < RetentionHorizon(retention_days, now)) {
+    out["events"] = 0;
+    out["too_old"] = true;
+    out["warnings"].push_back("the bounce is from " + FormatTime(when) +
+                              ", before what [storage] event_retention_days (" +
+                              std::to_string(retention_days) + ") keeps: not recorded");
+    return out;
+  }
   std::vector<Event> events = EventsFromBounce(parsed, message, EventSource::kDsn, when);
   out["events"] = events.size();
-  out["time"] = FormatTime(when);
   Check(services.Record(std::move(events)));
   return out;
 }

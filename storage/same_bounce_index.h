@@ -25,7 +25,8 @@
 //   64-bit hashes of two pairs to collide; (b) the row committed: the writer calls Commit()
 //   after each COMMIT and Rollback() after a rollback, which marks the fingerprints added since
 //   the last Commit() as tainted (kMaybe while they are held); (c) rows are never deleted or
-//   changed behind the writer's back while it runs (Store::Open rebuilds the index).
+//   changed behind the writer's back while it runs (Store::Open rebuilds the index); the
+//   writer's own pruning of rows older than a time calls Forget(time) first.
 // - Bounded: entries older than the newest added time minus window and slack are dropped, and
 //   at most max_entries are held; dropping an entry raises covered_from() past its time.
 //   64-72 bytes per entry: hash node 32 + 8 for the check (malloc chunk), bucket pointer 8-16
@@ -33,6 +34,7 @@
 // - Not thread-safe: the writer thread alone uses it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -72,6 +74,10 @@ class SameBounceIndex {
   // Rollback() count for kYes; Rollback() taints it (never kYes while held). Reset() commits.
   void Commit() { txn_added_.clear(); }
   void Rollback();
+
+  // Rows before `time` may have been deleted (retention): lookups whose window reaches below it
+  // answer kMaybe from now on. Entries are kept (they age out as usual).
+  void Forget(int64_t time) { covered_from_ = std::max(covered_from_, time); }
 
   int64_t covered_from() const { return covered_from_; }
   size_t size() const { return newest_by_key_.size(); }

@@ -81,6 +81,7 @@ class Stmt {
   void Reset();  // reset and clear bindings, ready to reuse
   Stmt& BindNull(int i);
 
+  bool IsNull(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
   int64_t Int(int col) const { return sqlite3_column_int64(st_, col); }
   std::string Text(int col) const;
   std::string_view TextView(int col) const;

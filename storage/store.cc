@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
@@ -60,6 +61,12 @@ constexpr size_t kSameBounceIndexMaxEntries = size_t{1} << 20;
 // kPurgeLimit rows per transaction (a bigger backlog continues in the next group at once).
 constexpr int64_t kPurgeIntervalSeconds = 3600;
 constexpr int64_t kPurgeLimit = 10000;
+
+// Retention (RetentionPolicy): pruned like the expired suppressions, at most kPruneLimit event
+// rows (or one day of daily counters) per transaction. A backlog (retention just turned on, a
+// day of a busy server) continues with the next transaction, also when no batch comes.
+constexpr int64_t kPruneIntervalSeconds = 3600;
+constexpr int64_t kPruneLimit = 10000;
 
 // Event rows go into SQLite this many at a time, with one multi-row INSERT (see FlushRowsW).
 constexpr int kRowsPerInsert = 16;
@@ -380,7 +387,8 @@ struct KindCounterFields {
 
 class StoreImpl final : public Store {
  public:
-  explicit StoreImpl(const StoreOptions& o) : options_(o), policy_(o.policy) {}
+  explicit StoreImpl(const StoreOptions& o)
+      : options_(o), policy_(o.policy), retention_(o.retention) {}
   ~StoreImpl() override;
 
   Status OpenAll();
@@ -389,6 +397,8 @@ class StoreImpl final : public Store {
   Status Write(Batch batch) override { return Submit(std::move(batch)).get(); }
   Status Flush() override;
   void SetPolicy(const SuppressionPolicy& policy) override;
+  void SetRetention(const RetentionPolicy& retention) override;
+  Expected<PruneResult> Prune() override;
 
   Expected<Suppression> Suppress(const ManualSuppression& s, const Actor& who) override;
   Expected<std::string> Unsuppress(std::string_view address, const Actor& who) override;
@@ -404,6 +414,9 @@ class StoreImpl final : public Store {
     out.reserve(added_.size());
     for (const auto& [key, n] : added_) out.push_back({key.first, key.second, n});
     return out;
+  }
+  PruneTotals Pruned() const override {
+    return {events_pruned_.load(), counter_rows_pruned_.load(), events_too_old_.load()};
   }
   Expected<std::optional<InputPosition>> LoadPosition(std::string_view input) override;
   Expected<std::vector<QueueFacts>> LoadQueueFacts(std::string_view input) override;
@@ -475,6 +488,9 @@ class StoreImpl final : public Store {
                 std::string_view detail);
   // Deletes up to kPurgeLimit expired suppressions, logged as "remove" by bounced itself.
   Status PurgeExpiredW();
+  // One step of pruning under txn_retention_: up to kPruneLimit event rows, then one day of
+  // daily counters; sets prune_more_ when more is left.
+  Status PruneW();
   // An automatic suppression for repeated failures that has run out gives the address a fresh
   // start: the incidents that made it are forgotten when it goes (ForgetIncidentsW), by the
   // purge or, when a failure finds it expired before the purge did, here (which removes it).
@@ -511,6 +527,9 @@ class StoreImpl final : public Store {
   std::mutex policy_mu_;
   SuppressionPolicy policy_;
   SuppressionPolicy txn_policy_;  // the writer's copy for the current transaction
+  RetentionPolicy retention_;     // under policy_mu_
+  RetentionPolicy txn_retention_;
+  int64_t txn_event_horizon_ = 0;  // RetentionHorizon(txn_retention_.event_days, txn_now_)
   int64_t txn_now_ = 0;
   std::string txn_now_day_;  // DayOf(txn_now_)
   // DayOf(t) for the last day seen: most events of a batch fall on the same day.
@@ -627,6 +646,17 @@ class StoreImpl final : public Store {
   bool stopping_ = false;
   std::string last_write_error_;
   int64_t next_purge_ = 0;  // writer thread only
+  // Pruning (writer thread only, except prune_soon_): when next; whether a step left more (the
+  // writer then runs another without waiting for a batch); the event id the next step's scan
+  // starts at (0 after a finished pass or a rollback); what the running transaction pruned or
+  // skipped, added to the totals when it commits.
+  int64_t next_prune_ = 0;
+  bool prune_more_ = false;
+  std::atomic<bool> prune_soon_{false};  // SetRetention: prune at the next commit
+  int64_t prune_cursor_ = 0;
+  PruneResult txn_pruned_;
+  int64_t txn_too_old_ = 0;
+  std::atomic<int64_t> events_pruned_{0}, counter_rows_pruned_{0}, events_too_old_{0};
   std::thread writer_;
 
   // Finished jobs are destroyed here, off the writer thread: freeing a batch's event strings
@@ -1244,6 +1274,36 @@ std::future<Status> StoreImpl::Submit(Batch batch) {
 
 Status StoreImpl::Flush() { return Submit(Batch{}).get(); }
 
+void StoreImpl::SetRetention(const RetentionPolicy& retention) {
+  {
+    std::lock_guard lock(policy_mu_);
+    if (retention_ == retention) return;
+    retention_ = retention;
+  }
+  {
+    std::lock_guard lock(queue_mu_);  // so the writer cannot miss the wake-up
+    prune_soon_ = true;
+  }
+  queue_cv_.notify_one();
+}
+
+Expected<PruneResult> StoreImpl::Prune() {
+  PruneResult total;
+  for (bool more = true; more;) {
+    PruneResult step;
+    Status s = RunOnWriter([&](StoreImpl& self) {
+      Status st = self.PruneW();
+      more = self.prune_more_;
+      step = self.txn_pruned_;
+      return st;
+    });
+    if (!s) return s;
+    total.events += step.events;
+    total.counter_rows += step.counter_rows;
+  }
+  return total;
+}
+
 void StoreImpl::SetPolicy(const SuppressionPolicy& policy) {
   std::lock_guard lock(policy_mu_);
   policy_ = policy;
@@ -1273,8 +1333,10 @@ void StoreImpl::WriterLoop() {
     std::vector<std::unique_ptr<Job>> group;
     {
       std::unique_lock lock(queue_mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything queued is committed
+      // A pruning backlog goes on between batches, and without them.
+      queue_cv_.wait(lock,
+                     [&] { return stopping_ || !queue_.empty() || prune_more_ || prune_soon_; });
+      if (queue_.empty() && stopping_) return;  // everything queued is committed
       size_t events = 0;
       while (!queue_.empty() &&
              (group.empty() || events + queue_.front()->events <= options_.max_batch_events)) {
@@ -1289,6 +1351,12 @@ void StoreImpl::WriterLoop() {
       auto purge = std::make_unique<Job>();
       purge->call = [](StoreImpl& self) { return self.PurgeExpiredW(); };
       group.insert(group.begin(), std::move(purge));
+    }
+    if (prune_more_ || prune_soon_.exchange(false) || Now() >= next_prune_) {
+      if (!prune_more_) next_prune_ = Now() + kPruneIntervalSeconds;
+      auto prune = std::make_unique<Job>();
+      prune->call = [](StoreImpl& self) { return self.PruneW(); };
+      group.insert(group.begin(), std::move(prune));
     }
     if (wal_frames_ >= ckpt_cap_frames_) WaitForCheckpointW();
     CommitGroup(group);
@@ -1383,6 +1451,9 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
   *failed_job = kNoJob;
   auto discard = [&] {
     if (!sqlite3_get_autocommit(wdb_.get())) wdb_.Exec("ROLLBACK");
+    // A failed pruning step waits for the next hourly one (no retry loop on a full disk).
+    prune_more_ = false;
+    prune_cursor_ = 0;
     pending_rows_.clear();
     for (size_t i : jobs) group[i]->changes.clear();
     DiscardPendingW();
@@ -1396,6 +1467,8 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
   txn_days_.clear();
   txn_counters_.clear();
   txn_day_texts_.clear();
+  txn_pruned_ = PruneResult{};
+  txn_too_old_ = 0;
   if (kind_ids_.size() >= kKindCacheSize || kind_counter_fields_.size() >= kKindCacheSize) {
     // Together: every cached kind has its counter fields.
     kind_ids_.clear();
@@ -1423,6 +1496,9 @@ Status StoreImpl::RunTransaction(std::vector<std::unique_ptr<Job>>& group,
     return s;
   }
   dsn_bounces_.Commit();
+  events_pruned_ += txn_pruned_.events;
+  counter_rows_pruned_ += txn_pruned_.counter_rows;
+  events_too_old_ += txn_too_old_;
   return Status::Ok();
 }
 
@@ -1430,9 +1506,11 @@ void StoreImpl::CommitGroup(std::vector<std::unique_ptr<Job>>& group) {
   {
     std::lock_guard lock(policy_mu_);
     txn_policy_ = policy_;
+    txn_retention_ = retention_;
   }
   txn_now_ = Now();
   txn_now_day_ = DayOf(txn_now_);
+  txn_event_horizon_ = RetentionHorizon(txn_retention_.event_days, txn_now_);
   std::vector<Status> results(group.size());
   std::vector<size_t> all(group.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
@@ -1506,6 +1584,12 @@ Status StoreImpl::ApplyBatch(Job& job) {
   }
   if (job.batch.counted) job.batch.counted->assign(job.batch.events.size(), 0);
   for (size_t i = 0; i < job.batch.events.size(); ++i) {
+    // Older than the retention keeps: not recorded, as if pruned already (it would be within
+    // the hour, and a second feed of it would then count it again).
+    if (const int64_t t = job.batch.events[i].unix_time; t != 0 && t < txn_event_horizon_) {
+      ++txn_too_old_;
+      continue;
+    }
     if (Status s =
             ApplyEvent(job.batch.events[i], job.prepared[i], job.prepared_text, txn_counters_);
         !s) {
@@ -1976,6 +2060,78 @@ Status StoreImpl::PurgeExpiredW() {
     if (s.reason == kReasonRepeatedFailure) ForgetIncidentsW(s.address);
   }
   if (gone.size() == static_cast<size_t>(kPurgeLimit)) next_purge_ = 0;  // more are waiting
+  return Status::Ok();
+}
+
+Status StoreImpl::PruneW() {
+  prune_more_ = false;
+  if (txn_retention_.event_days > 0) {
+    const int64_t horizon = txn_event_horizon_;
+    const std::string horizon_day = DayOf(horizon);
+    // Every row of a day lies within that day's id range (event_days), so the rows before the
+    // horizon are within the ranges of the days before it: walked by id, without an index on
+    // time. A late event (an old mailbox fed yesterday) widens its day's range over newer rows,
+    // which the time test keeps; the cursor saves walking them again in the next step.
+    sql::Stmt range;
+    if (Status s = range.Prepare(
+            wdb_, "SELECT min(first_id), max(last_id) FROM event_days WHERE day < ?1");
+        !s) {
+      return s;
+    }
+    range.Bind(1, horizon_day);
+    auto r = range.Step();
+    if (!r) return r.status();
+    if (*r && !range.IsNull(0)) {
+      const int64_t first = std::max(range.Int(0), prune_cursor_);
+      const int64_t last = range.Int(1);
+      sql::Stmt old;
+      if (Status s = old.Prepare(wdb_,
+                                 "SELECT id FROM event_rows WHERE id >= ?1 AND id <= ?2 AND "
+                                 "time < ?3 ORDER BY id LIMIT ?4");
+          !s) {
+        return s;
+      }
+      old.Bind(1, first).Bind(2, last).Bind(3, horizon).Bind(4, kPruneLimit);
+      std::vector<int64_t> ids;
+      if (Status s = old.ForEachRow([&] { ids.push_back(old.Int(0)); }); !s) return s;
+      sql::Stmt del;
+      if (Status s = del.Prepare(wdb_, "DELETE FROM event_rows WHERE id = ?1"); !s) return s;
+      for (int64_t id : ids) {
+        del.Bind(1, id);
+        if (Status s = del.Run(); !s) return s;
+      }
+      txn_pruned_.events += static_cast<int64_t>(ids.size());
+      // The same-bounce index must not answer "stored" for a row pruned here.
+      if (!ids.empty()) dsn_bounces_.Forget(horizon);
+      if (ids.size() == static_cast<size_t>(kPruneLimit)) {
+        prune_cursor_ = ids.back() + 1;
+        prune_more_ = true;
+        return Status::Ok();
+      }
+      sql::Stmt days;
+      if (Status s = days.Prepare(wdb_, "DELETE FROM event_days WHERE day < ?1"); !s) return s;
+      days.Bind(1, horizon_day);
+      if (Status s = days.Run(); !s) return s;
+    }
+    prune_cursor_ = 0;
+  }
+  if (txn_retention_.counter_days > 0) {
+    // One day a step (its rows are adjacent: the key starts with the day).
+    const std::string horizon_day = DayOf(RetentionHorizon(txn_retention_.counter_days, txn_now_));
+    sql::Stmt oldest;
+    if (Status s = oldest.Prepare(wdb_, "SELECT min(day) FROM daily_counters"); !s) return s;
+    auto r = oldest.Step();
+    if (!r) return r.status();
+    if (*r && !oldest.IsNull(0) && oldest.Text(0) < horizon_day) {
+      const std::string day = oldest.Text(0);
+      sql::Stmt del;
+      if (Status s = del.Prepare(wdb_, "DELETE FROM daily_counters WHERE day = ?1"); !s) return s;
+      del.Bind(1, day);
+      if (Status s = del.Run(); !s) return s;
+      txn_pruned_.counter_rows += wdb_.changes();
+      prune_more_ = true;  // the next day may be old too
+    }
+  }
   return Status::Ok();
 }
 
@@ -2795,6 +2951,15 @@ Expected<Health> StoreImpl::GetHealth() {
     }
   }
   h.schema_version = static_cast<int>(version);
+  {
+    sql::Stmt oldest;
+    if (Status s = oldest.Prepare(**db, "SELECT coalesce(min(day), '') FROM event_days"); !s) {
+      return s;
+    }
+    auto r = oldest.Step();
+    if (!r) return r.status();
+    if (*r) h.oldest_event_day = oldest.Text(0);
+  }
   sql::Stmt check;
   if (Status s = check.Prepare(**db, "PRAGMA quick_check"); !s) return s;
   std::string detail;
@@ -2815,10 +2980,22 @@ Expected<Health> StoreImpl::GetHealth() {
     h.queued_batches = static_cast<int64_t>(queue_.size());
     h.last_write_error = last_write_error_;
   }
+  {
+    std::lock_guard lock(policy_mu_);
+    h.retention = retention_;
+  }
+  h.pruned = Pruned();
   return h;
 }
 
 }  // namespace
+
+int64_t RetentionHorizon(int days, int64_t now) {
+  if (days <= 0) return 0;
+  const int64_t t = now - int64_t{days} * 86400;
+  const int64_t day = t >= 0 ? t / 86400 : (t - 86399) / 86400;
+  return day * 86400;
+}
 
 std::optional<ExportFormat> ExportFormatFromName(std::string_view name) {
   if (name == "csv") return ExportFormat::kCsv;

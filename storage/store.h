@@ -205,6 +205,37 @@ struct SuppressionPolicy {
   // Sender-fault, transient and other categories never suppress: they only feed counters.
 };
 
+// How long the history is kept ([storage] event_retention_days, counter_retention_days). 0 keeps
+// it for ever. The suppression list, its change log, the allowlist, the audit trail and each
+// recipient's policy state (incidents, manual lifts) are never pruned.
+struct RetentionPolicy {
+  // Events (event_rows and their event_days ranges) whose time is before the horizon below go,
+  // and an event that arrives already older than it is not recorded (counted as too old): so
+  // a mailbox fed twice still records each bounce once.
+  int event_days = 0;
+  // daily_counters rows of days before the horizon go (reports of those days show nothing).
+  int counter_days = 0;
+  bool operator==(const RetentionPolicy&) const = default;
+};
+
+// The first second kept by `days` of retention at `now`: the start (UTC) of the day `days` days
+// before now's, so whole days go and at least `days` full days stay. 0 when days is 0.
+int64_t RetentionHorizon(int days, int64_t now);
+
+// What one Store::Prune() removed.
+struct PruneResult {
+  int64_t events = 0;
+  int64_t counter_rows = 0;
+};
+
+// Since a Store was opened: rows pruned, and events not recorded for being older than the
+// retention horizon when they came.
+struct PruneTotals {
+  int64_t events_pruned = 0;
+  int64_t counter_rows_pruned = 0;
+  int64_t events_too_old = 0;
+};
+
 // Automatic reasons written by the policy. Manual and imported entries carry the operator's text.
 inline constexpr std::string_view kReasonHardBounce = "hard_bounce";
 inline constexpr std::string_view kReasonRepeatedFailure = "repeated_failure";
@@ -383,6 +414,9 @@ struct Health {
   int64_t recipients = 0;
   int64_t queued_batches = 0;    // waiting for the writer
   std::string last_write_error;  // "" when the last commit succeeded
+  RetentionPolicy retention;     // in force
+  std::string oldest_event_day;  // "YYYY-MM-DD" of the oldest event kept; "" when none
+  PruneTotals pruned;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -414,6 +448,7 @@ class SuppressionView {
 struct StoreOptions {
   std::string path;  // the database file; its directory must exist
   SuppressionPolicy policy;
+  RetentionPolicy retention;
   int busy_timeout_ms = 5000;  // SQLite busy timeout for every connection
   // FULL: a committed batch survives power loss; NORMAL: survives a process crash only.
   bool synchronous_full = true;
@@ -449,6 +484,12 @@ class Store {
   virtual Status Flush() = 0;
   // Replaces the policy for events committed from now on (SIGHUP reload).
   virtual void SetPolicy(const SuppressionPolicy& policy) = 0;
+  // Replaces the retention (SIGHUP reload). The writer prunes at the first commit after open,
+  // then hourly, at most 10,000 rows per transaction between the batches it commits (a
+  // backlog continues at once, also while no batch comes): inputs are never held up for long.
+  virtual void SetRetention(const RetentionPolicy& retention) = 0;
+  // Prunes now, to the end, through the writer (tests; an operator's one-off).
+  virtual Expected<PruneResult> Prune() = 0;
 
   // Manual changes; each is audited and committed before returning. Suppress and Unsuppress
   // need a reason (who.reason). Suppress replaces an automatic entry (source becomes "manual",
@@ -476,6 +517,8 @@ class Store {
   // entries (an address suppressed anew, after an expiry too; not the update of an entry), by
   // source and category, ordered so. For `bouncectl metrics`: memory only, no SQLite.
   virtual std::vector<AddedSuppressions> SuppressionsAdded() const = 0;
+  // What retention pruned and skipped, as committed (memory only).
+  virtual PruneTotals Pruned() const = 0;
   virtual Expected<std::optional<InputPosition>> LoadPosition(std::string_view input) = 0;
   // The queue facts the input's batches left (Batch::queue_facts), oldest `updated` first.
   virtual Expected<std::vector<QueueFacts>> LoadQueueFacts(std::string_view input) = 0;

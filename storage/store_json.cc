@@ -121,7 +121,13 @@ nlohmann::json ToJson(const Health& h) {
           {"allowlist", h.allowlist},
           {"recipients", h.recipients},
           {"queued_batches", h.queued_batches},
-          {"last_write_error", h.last_write_error}};
+          {"last_write_error", h.last_write_error},
+          {"event_retention_days", h.retention.event_days},
+          {"counter_retention_days", h.retention.counter_days},
+          {"oldest_event_day", h.oldest_event_day},
+          {"events_pruned", h.pruned.events_pruned},
+          {"counter_rows_pruned", h.pruned.counter_rows_pruned},
+          {"events_too_old", h.pruned.events_too_old}};
 }
 
 }  // namespace bounced

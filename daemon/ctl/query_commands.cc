@@ -534,7 +534,7 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox,
                     const std::string& envelope_recipient) {
   if (files.empty()) files.push_back("-");
   const bool many = mbox || files.size() > 1 || IsFolder(files[0]);
-  uint64_t messages = 0, recorded = 0, events = 0, not_bounces = 0, unreadable = 0;
+  uint64_t messages = 0, recorded = 0, events = 0, not_bounces = 0, unreadable = 0, too_old = 0;
   bool stopped = false;
   auto label = [](const std::string& file, uint64_t number) {
     return number == 0 ? file : file + "#" + std::to_string(number);
@@ -547,8 +547,8 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox,
       return;
     }
     if (many) std::cout << where << ": ";
-    std::cout << Str(r, "kind") << " with " << At(r, "recipients").size()
-              << " recipient(s) recorded";
+    std::cout << Str(r, "kind") << " with " << At(r, "recipients").size() << " recipient(s) "
+              << (r.value("too_old", false) ? "not recorded (too old)" : "recorded");
     if (many) std::cout << " (" << Str(r, "time") << ")";
     if (r.contains("verp_recipient")) std::cout << " for " << Str(r, "verp_recipient") << " (VERP)";
     for (const auto& w : r.value("warnings", json::array())) {
@@ -597,7 +597,7 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox,
           not_a_bounce(where, why);
           return;
         }
-        ++recorded;
+        ++(reply["result"].value("too_old", false) ? too_old : recorded);
         events += reply["result"].value("events", uint64_t{0});
         print(reply["result"], where);
       },
@@ -609,8 +609,9 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox,
       });
   if (many && !ctx.json) {
     std::cout << messages << " message(s): " << recorded << " recorded (" << events
-              << " recipient event(s); one already recorded is not recorded again), " << not_bounces
-              << " not a bounce";
+              << " recipient event(s); one already recorded is not recorded again), ";
+    if (too_old != 0) std::cout << too_old << " too old for the event retention, ";
+    std::cout << not_bounces << " not a bounce";
     if (unreadable != 0) std::cout << ", " << unreadable << " input(s) unreadable";
     if (stopped) std::cout << "; stopped early";
     std::cout << "\n";

@@ -47,12 +47,16 @@ TEST(Config, ThePrintedDefaultConfigParsesToTheDefaults) {
   EXPECT_EQ(c->policy.suppression.suppress_original_recipient,
             d.policy.suppression.suppress_original_recipient);
   EXPECT_EQ(c->verp.format.delimiters, d.verp.format.delimiters);
+  EXPECT_EQ(c->storage.retention, d.storage.retention);
+  EXPECT_EQ(d.storage.retention, RetentionPolicy{}) << "keeps everything unless told";
 }
 
 TEST(Config, ReadsEveryDocumentedKey) {
   auto c = ParseConfig(R"(
 [storage]
 path = "/tmp/b.db"
+event_retention_days = 400
+counter_retention_days = 3650
 [input.log]
 path = "journal"
 journal_files = ["/tmp/a.journal"]
@@ -108,6 +112,7 @@ domains = ["*.example.org"]
   EXPECT_EQ(c->milter.bounces, BounceDisposition::kQuarantine);
   EXPECT_EQ(c->milter.on_storage_error, StorageErrorPolicy::kTempfail);
   EXPECT_EQ(c->milter.callback_timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(c->storage.retention, (RetentionPolicy{.event_days = 400, .counter_days = 3650}));
   EXPECT_TRUE(c->verp.enabled);
   EXPECT_EQ(c->verp.format.delimiters, "-=");
   EXPECT_EQ(c->verp.format.prefixes, (std::vector<std::string>{"bounces", "*-bounces"}));
@@ -168,6 +173,15 @@ TEST(Config, RefusesUnknownKeysAndBadValuesWithFileLineKeyAndReason) {
   ExpectRefused("[verp]\nprefixes = [\"bounces\"]\ndomains = [\"\"]\n",
                 "b.toml:3: verp.domains: an empty pattern matches nothing");
   ExpectRefused("[verp]\nenable = true\n", "b.toml:2: verp.enable: unknown key");
+  ExpectRefused("[storage]\nevent_retention_days = 7\n",
+                "b.toml:2: storage.event_retention_days: must be 0 (keep for ever) or at least 30");
+  ExpectRefused("[storage]\ncounter_retention_days = -1\n",
+                "b.toml:2: storage.counter_retention_days: must be between 0 and 36500");
+  ExpectRefused("[storage]\nevent_retention_days = \"90d\"\n",
+                "b.toml:2: storage.event_retention_days: must be an integer");
+  ExpectRefused("[storage]\nevent_retention_days = 60\n[alerts]\nbaseline_days = 60\n",
+                "b.toml:2: storage.event_retention_days: must be more than [alerts] baseline_days "
+                "(60)");
   ExpectRefused("[storage\n", "b.toml:1:");
 }
 

@@ -168,14 +168,19 @@ class BouncedProcess {
 
   // The test config: everything on temp paths, fast polling, root-only writes.
   std::string BaseConfig() const {
-    return "[storage]\npath = \"" + db() + "\"\n" + "[input.log]\npath = \"" + log() +
-           "\"\npoll_interval = \"20ms\"\n" + "[query]\nsocket = \"" + query_socket() +
+    return "[storage]\npath = \"" + db() + "\"\n" + storage_extra_ + "[input.log]\npath = \"" +
+           log() + "\"\npoll_interval = \"20ms\"\n" + "[query]\nsocket = \"" + query_socket() +
            "\"\ngroup = \"\"\nmode = \"0666\"\n" + query_extra_ + "[socketmap]\nsocket = \"" +
            socketmap_socket() + "\"\n" +
            "[rules]\nfiles = [\"/usr/share/bounced/rules/default.toml\", \"" + rules_dir() +
            "/*.toml\"]\n";
   }
   void WriteConfig() { std::ofstream(config_path()) << BaseConfig() << extra_config_; }
+  // Adds `lines` ("key = value\n" ...) to the [storage] table (then reload, or before Start).
+  void SetStorageConfig(std::string lines) {
+    storage_extra_ = std::move(lines);
+    WriteConfig();
+  }
   // Adds `lines` ("key = value\n" ...) to the [query] table; before Start.
   void SetQueryConfig(std::string lines) {
     query_extra_ = std::move(lines);
@@ -266,6 +271,7 @@ class BouncedProcess {
   const TempDir& dir_;
   std::string extra_config_;
   std::string query_extra_;
+  std::string storage_extra_;
   pid_t pid_ = -1;
 };
 

@@ -628,6 +628,66 @@ TEST(DaemonProcess, IngestDsnTakesMailboxesAndFoldersAtTheirDates) {
   EXPECT_EQ(line["recipients"][0]["recipient"], "ms-unknown@hotmail.com");
 }
 
+// [storage] event_retention_days, turned on by a reload: the events before it go (the
+// suppressions they made stay), a bounce older than it is not recorded and says so, and
+// health and metrics count both.
+TEST(DaemonProcess, EventRetentionTakenAtReloadPrunesAndSkipsWhatIsTooOld) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  auto dated = [](const std::string& file, int days_ago) {
+    std::string m = ReadFile(kTestData + "/dsn/postfix/" + file);
+    const size_t at = m.find("\nDate: ");
+    const size_t end = m.find('\n', at + 1);
+    const std::time_t t = std::time(nullptr) - days_ago * 86400;
+    char date[64];
+    std::tm tm{};
+    std::strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S +0000", ::gmtime_r(&t, &tm));
+    return m.substr(0, at + 1) + "Date: " + date + m.substr(end);
+  };
+  const std::string mbox = dir / "old.mbox";
+  AppendFile(mbox, "From MAILER-DAEMON Thu Oct  1 08:00:00 2026\n" +
+                       dated("icloud-unknown-09.eml", 60) +
+                       "\nFrom MAILER-DAEMON Thu Oct  1 08:00:00 2026\n" +
+                       dated("gmail-unknown-01.eml", 5) + "\n");
+  int rc = -1;
+  std::string out = d.Ctl("ingest-dsn --mbox " + Quote(mbox), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_NE(out.find("2 message(s): 2 recorded"), std::string::npos) << out;
+  ASSERT_EQ(d.StoredEvents(), 2);
+
+  d.SetStorageConfig("event_retention_days = 30\n");
+  json r = d.Query({{"cmd", "reload"}});
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  EXPECT_EQ(r["result"]["restart_needed"], json::array()) << "the retention applies at once";
+  // Pruned by the writer on its own: no batch comes.
+  ASSERT_TRUE(WaitUntil([&] { return d.StoredEvents() == 1; })) << d.Health().dump();
+  json storage = d.Health()["storage"];
+  EXPECT_EQ(storage["event_retention_days"], 30);
+  EXPECT_EQ(storage["events_pruned"], 1);
+  out = d.Ctl("status icloud-unknown@icloud.com", &rc);
+  EXPECT_NE(out.find("SUPPRESSED"), std::string::npos) << "the suppression stays:\n" << out;
+
+  // Too old to be kept: said, counted, not recorded, and no failure.
+  const std::string eml = dir / "old.eml";
+  AppendFile(eml, dated("ms-unknown-15.eml", 45));
+  out = d.Ctl("ingest-dsn " + Quote(eml), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("dsn with 1 recipient(s) not recorded (too old)"), std::string::npos) << out;
+  EXPECT_NE(out.find("before what [storage] event_retention_days (30) keeps"), std::string::npos)
+      << out;
+  out = d.Ctl("status ms-unknown@hotmail.com", &rc);
+  EXPECT_EQ(out.find("SUPPRESSED"), std::string::npos) << out;
+  out = d.Ctl("ingest-dsn --mbox " + Quote(mbox), &rc);
+  EXPECT_NE(out.find("2 message(s): 1 recorded (1 recipient event(s); one already recorded is "
+                     "not recorded again), 1 too old for the event retention"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(d.StoredEvents(), 1);
+  out = d.Ctl("metrics", &rc);
+  EXPECT_NE(out.find("bounced_events_pruned_total 1\n"), std::string::npos) << out;
+}
+
 TEST(DaemonProcess, IngestDsnRecordsOncePerMessageAndRecipient) {
   TempDir dir;
   BouncedProcess d(dir);

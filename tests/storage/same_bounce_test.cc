@@ -54,6 +54,22 @@ TEST(SameBounceIndexTest, BelowTheCoveredTimeItAlwaysSaysMaybe) {
   EXPECT_TRUE(idx.MayMatch("Q1", "a@example.com", 253402300799));
 }
 
+TEST(SameBounceIndexTest, AfterForgetNoExactHitReachesBelowTheForgottenTime) {
+  SameBounceIndex idx(kWindow, kDay, 100);
+  idx.Reset(kT0 - 30 * kDay);
+  idx.Add("Q1", "a@example.com", kT0, kT0);
+  idx.Add("Q2", "b@example.com", kT0 + 5 * kDay, kT0 + 5 * kDay);
+  idx.Commit();
+  ASSERT_EQ(idx.Lookup("Q1", "a@example.com", kT0 + kDay), SameBounceIndex::Match::kYes);
+  idx.Forget(kT0 + 1);  // rows before it were pruned: Q1's among them
+  EXPECT_EQ(idx.covered_from(), kT0 + 1);
+  EXPECT_EQ(idx.Lookup("Q1", "a@example.com", kT0 + kDay), SameBounceIndex::Match::kMaybe);
+  EXPECT_EQ(idx.Lookup("Q2", "b@example.com", kT0 + 8 * kDay), SameBounceIndex::Match::kYes)
+      << "a window wholly after it still answers from memory";
+  idx.Forget(kT0 - kDay);
+  EXPECT_EQ(idx.covered_from(), kT0 + 1) << "never moves back";
+}
+
 TEST(SameBounceIndexTest, OldEntriesAreDroppedAndTheCoveredTimeMovesPastThem) {
   SameBounceIndex idx(kWindow, kDay, 100);
   idx.Add("Q1", "a@example.com", kT0, kT0);
