@@ -14,7 +14,11 @@
 //
 // Reads nothing from /work/shared; writes its databases under --dir (default /var/tmp) and
 // removes them. Usage:
-//   ingest_bench [--dir DIR] [--events N] [--naive N] [--suppressions N] [--part all|ingest|view]
+//   4. Retention (--part retention only): pruning a year of events down to 30 days, and the
+//      commit latency of one-event writes meanwhile against without it.
+//
+//   ingest_bench [--dir DIR] [--events N] [--naive N] [--suppressions N]
+//                [--part all|ingest|view|retention]
 //                [--dsn-copies F] [--group-events N]
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -24,10 +28,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <random>
 #include <string>
@@ -329,6 +336,125 @@ void FillSuppressions(const std::string& path, uint64_t n) {
   sqlite3_close(db);
 }
 
+// p50, p99 and max of `ms`, sorted in place.
+struct Latency {
+  double p50 = 0, p99 = 0, max = 0;
+};
+Latency Percentiles(std::vector<double>& ms) {
+  if (ms.empty()) return {};
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms[ms.size() * 99 / 100], ms.back()};
+}
+
+// Writes one-event batches (an input or the milter waiting for each commit) until `stop`, and
+// returns each one's commit latency in ms.
+std::vector<double> WriteLatencies(Store& store, const std::atomic<bool>& stop, uint64_t first,
+                                   uint64_t at_least) {
+  std::vector<double> ms;
+  for (uint64_t i = first; !stop || ms.size() < at_least; ++i) {
+    Batch b;
+    b.events.push_back(MakeEvent(i));
+    b.events.back().unix_time = 0;  // now
+    auto t0 = Clock::now();
+    if (auto s = store.Write(std::move(b)); !s.ok()) {
+      std::fprintf(stderr, "write: %s\n", s.message().c_str());
+      std::exit(1);
+    }
+    ms.push_back(Seconds(t0, Clock::now()) * 1e3);
+    if (ms.size() >= 200000) break;
+  }
+  return ms;
+}
+
+int64_t FileBytes(const std::string& path) {
+  std::error_code ec;
+  int64_t n = 0;
+  for (const char* suffix : {"", "-wal"}) {
+    auto b = std::filesystem::file_size(path + suffix, ec);
+    if (!ec) n += static_cast<int64_t>(b);
+  }
+  return n;
+}
+
+// --part retention: n events spread over the last 400 days, then [storage]
+// event_retention_days = 30 turned on: how long the writer takes to prune the older ones, and
+// what a one-event write waits for its commit meanwhile, against the same writes without it.
+int RetentionBench(const std::string& path, uint64_t n) {
+  Remove(path);
+  auto store = Open(path);
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  const int64_t span = 400 * 86400;
+  std::vector<std::future<bounced::Status>> done;
+  Batch b;
+  for (uint64_t i = 0; i < n; ++i) {
+    Event e = MakeEvent(i);
+    e.unix_time = now - span + static_cast<int64_t>(static_cast<double>(i) / n * span);
+    b.events.push_back(std::move(e));
+    if (b.events.size() == 5000 || i + 1 == n) done.push_back(store->Submit(std::move(b)));
+  }
+  for (auto& f : done) {
+    if (auto s = f.get(); !s.ok()) {
+      std::fprintf(stderr, "fill: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
+  store.reset();  // checkpointed
+  const int64_t bytes = FileBytes(path);
+  store = Open(path);
+  const int64_t horizon = bounced::RetentionHorizon(30, now);
+  const int64_t old = static_cast<int64_t>(
+      std::ceil(static_cast<double>(horizon - (now - span)) / span * static_cast<double>(n)));
+  std::printf("%-58s %14.0f\n",
+              ("database bytes per event (" + std::to_string(n) + " events)").c_str(),
+              static_cast<double>(bytes) / static_cast<double>(n));
+
+  std::atomic<bool> stop{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    stop = true;
+  });
+  std::vector<double> quiet = WriteLatencies(*store, stop, n, 0);
+  stopper.join();
+  Latency q = Percentiles(quiet);
+
+  stop = false;
+  auto p0 = Clock::now();
+  double pruning_s = 0;
+  std::thread watcher([&] {
+    while (store->Pruned().events_pruned < old) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    pruning_s = Seconds(p0, Clock::now());
+    stop = true;
+  });
+  store->SetRetention({.event_days = 30});
+  std::vector<double> busy = WriteLatencies(*store, stop, 2 * n, 0);
+  watcher.join();
+  Latency p = Percentiles(busy);
+  const int64_t pruned = store->Pruned().events_pruned;
+  if (pruned != old) {
+    std::fprintf(stderr, "check failed: %lld events pruned, expected %lld\n",
+                 static_cast<long long>(pruned), static_cast<long long>(old));
+    return 1;
+  }
+  std::printf("%-58s %14.2f\n",
+              ("pruning " + std::to_string(old) + " events older than 30 days (s)").c_str(),
+              pruning_s);
+  std::printf("%-58s %14.0f\n", "  events pruned per second", static_cast<double>(old) / pruning_s);
+  std::printf("%-58s %14s\n", "one-event write latency p50 / p99 / max (ms):", "");
+  std::printf("%-58s %4.2f / %4.2f / %5.1f\n",
+              ("  without pruning (" + std::to_string(quiet.size()) + " writes)").c_str(), q.p50,
+              q.p99, q.max);
+  std::printf("%-58s %4.2f / %4.2f / %5.1f\n",
+              ("  while pruning (" + std::to_string(busy.size()) + " writes)").c_str(), p.p50,
+              p.p99, p.max);
+  store.reset();
+  std::printf("%-58s %14.0f\n", "database bytes after (freed pages are reused, not returned)",
+              static_cast<double>(FileBytes(path)));
+  Remove(path);
+  return 0;
+}
+
 uint64_t Arg(int argc, char** argv, const char* name, uint64_t def) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], name) == 0) return std::strtoull(argv[i + 1], nullptr, 10);
@@ -364,6 +490,7 @@ int main(int argc, char** argv) {
 
   double cpu_us = 0, busiest_us = 0, reopen_s = 0;
   uint64_t total = 0;
+  if (part == "retention") return RetentionBench(path, n_events);
   if (part == "ingest") {
     double rate =
         BatchedIngest(path, n_events, 500, dsn_copies, &cpu_us, &busiest_us, &total, &reopen_s);

@@ -62,11 +62,13 @@ constexpr size_t kSameBounceIndexMaxEntries = size_t{1} << 20;
 constexpr int64_t kPurgeIntervalSeconds = 3600;
 constexpr int64_t kPurgeLimit = 10000;
 
-// Retention (RetentionPolicy): pruned like the expired suppressions, at most kPruneLimit event
-// rows (or one day of daily counters) per transaction. A backlog (retention just turned on, a
-// day of a busy server) continues with the next transaction, also when no batch comes.
+// Retention (RetentionPolicy): at the first commit after open, then hourly, at most kPruneLimit
+// event rows (or one day of daily counters) per step, each step in a transaction of its own
+// before the next group's: a batch waits for one step at most (~15-30 ms; bench/ingest_bench
+// --part retention). A backlog (retention just turned on, a day of a busy server) goes on
+// step by step between the groups, also when no batch comes.
 constexpr int64_t kPruneIntervalSeconds = 3600;
-constexpr int64_t kPruneLimit = 10000;
+constexpr int64_t kPruneLimit = 500;
 
 // Event rows go into SQLite this many at a time, with one multi-row INSERT (see FlushRowsW).
 constexpr int kRowsPerInsert = 16;
@@ -1354,9 +1356,12 @@ void StoreImpl::WriterLoop() {
     }
     if (prune_more_ || prune_soon_.exchange(false) || Now() >= next_prune_) {
       if (!prune_more_) next_prune_ = Now() + kPruneIntervalSeconds;
-      auto prune = std::make_unique<Job>();
-      prune->call = [](StoreImpl& self) { return self.PruneW(); };
-      group.insert(group.begin(), std::move(prune));
+      std::vector<std::unique_ptr<Job>> step;
+      step.push_back(std::make_unique<Job>());
+      step.back()->call = [](StoreImpl& self) { return self.PruneW(); };
+      if (wal_frames_ >= ckpt_cap_frames_) WaitForCheckpointW();
+      CommitGroup(step);
+      if (group.empty()) continue;  // woken for pruning alone
     }
     if (wal_frames_ >= ckpt_cap_frames_) WaitForCheckpointW();
     CommitGroup(group);

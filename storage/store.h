@@ -485,8 +485,9 @@ class Store {
   // Replaces the policy for events committed from now on (SIGHUP reload).
   virtual void SetPolicy(const SuppressionPolicy& policy) = 0;
   // Replaces the retention (SIGHUP reload). The writer prunes at the first commit after open,
-  // then hourly, at most 10,000 rows per transaction between the batches it commits (a
-  // backlog continues at once, also while no batch comes): inputs are never held up for long.
+  // then hourly, at most 500 rows per transaction of its own between the groups of batches
+  // it commits (a backlog continues at once, also while no batch comes): a batch waits for one
+  // such step at most.
   virtual void SetRetention(const RetentionPolicy& retention) = 0;
   // Prunes now, to the end, through the writer (tests; an operator's one-off).
   virtual Expected<PruneResult> Prune() = 0;
