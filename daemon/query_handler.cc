@@ -540,7 +540,10 @@ json CmdIngestDsn(Services& services, const json& req) {
   if (std::optional<int64_t> date = MessageDate(message); date && *date <= now + 86400)
     when = *date;
   out["time"] = FormatTime(when);
-  // Older than the retention keeps: the store would skip its events (see RetentionPolicy).
+  std::vector<Event> events = EventsFromBounce(parsed, message, EventSource::kDsn, when);
+  out["events"] = events.size();
+  // Older than the retention keeps: the store skips its events and counts them (see
+  // RetentionPolicy); the reply says so.
   const int retention_days = services.config().storage.retention.event_days;
   if (when < RetentionHorizon(retention_days, now)) {
     out["events"] = 0;
@@ -548,10 +551,7 @@ json CmdIngestDsn(Services& services, const json& req) {
     out["warnings"].push_back("the bounce is from " + FormatTime(when) +
                               ", before what [storage] event_retention_days (" +
                               std::to_string(retention_days) + ") keeps: not recorded");
-    return out;
   }
-  std::vector<Event> events = EventsFromBounce(parsed, message, EventSource::kDsn, when);
-  out["events"] = events.size();
   Check(services.Record(std::move(events)));
   return out;
 }

@@ -6,7 +6,7 @@
 // see what earlier ones wrote); the rest get the error reply the session sends. Checks: no
 // crash, no sanitizer report, no exception escaping; every reply has a boolean "ok", an error
 // reply says why, and its text is one line. [verp] is on (ingest-dsn's envelope_recipient and
-// the message's own X-Original-To, Delivered-To or To).
+// the message's own X-Original-To, Delivered-To or To), and so is a 30-day event retention.
 #include <unistd.h>
 
 #include <cstddef>
@@ -29,13 +29,16 @@ namespace {
 
 using bounced::fuzz::Check;
 
-// With [verp] on (any prefix and domain), so that ingest-dsn reads return paths too.
+// With [verp] on (any prefix and domain), so that ingest-dsn reads return paths too, and a
+// 30-day event retention, so that an old bounce is refused and the writer prunes.
 bounced::Services& FuzzServices() {
   static bounced::Services& services = []() -> bounced::Services& {
-    bounced::Services& s =
-        bounced::fuzz::ServicesOverRealStore("query_fuzz", [](bounced::Store&) {});
+    const bounced::RetentionPolicy retention{.event_days = 30, .counter_days = 30};
+    bounced::Services& s = bounced::fuzz::ServicesOverRealStore(
+        "query_fuzz", [&](bounced::Store& store) { store.SetRetention(retention); });
     bounced::Config config;
     config.verp.enabled = true;
+    config.storage.retention = retention;
     s.SetConfig(std::move(config));
     return s;
   }();

@@ -1161,6 +1161,13 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
                     << st.value("schema_version", 0) << ", integrity " << Str(st, "integrity")
                     << "), " << st.value("events", 0) << " events, " << st.value("suppressions", 0)
                     << " suppressions, " << st.value("allowlist", 0) << " allowlisted\n";
+          if (const int days = st.value("event_retention_days", 0); days != 0) {
+            std::cout << "storage: events kept " << days << " days (oldest "
+                      << (Str(st, "oldest_event_day").empty() ? "none"
+                                                              : Str(st, "oldest_event_day"))
+                      << "), " << st.value("events_pruned", 0) << " pruned and "
+                      << st.value("events_too_old", 0) << " too old since start\n";
+          }
           if (!Str(st, "last_write_error").empty()) {
             std::cout << "storage: last write failed: " << Str(st, "last_write_error") << "\n";
           }

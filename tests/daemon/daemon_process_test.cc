@@ -686,6 +686,10 @@ TEST(DaemonProcess, EventRetentionTakenAtReloadPrunesAndSkipsWhatIsTooOld) {
   EXPECT_EQ(d.StoredEvents(), 1);
   out = d.Ctl("metrics", &rc);
   EXPECT_NE(out.find("bounced_events_pruned_total 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("bounced_events_too_old_total 2\n"), std::string::npos) << out;
+  out = d.Ctl("health", &rc);
+  EXPECT_NE(out.find("storage: events kept 30 days (oldest "), std::string::npos) << out;
+  EXPECT_NE(out.find("), 1 pruned and 2 too old since start\n"), std::string::npos) << out;
 }
 
 TEST(DaemonProcess, IngestDsnRecordsOncePerMessageAndRecipient) {
