@@ -765,6 +765,8 @@ Status StoreImpl::OpenAll() {
   if (Status s = LoadView(); !s) return s;
   reaper_ = std::thread(&StoreImpl::ReaperLoop, this);
   checkpointer_ = std::thread(&StoreImpl::CheckpointerLoop, this);
+  // With a retention, the writer prunes at once, before any batch comes.
+  prune_soon_ = retention_.event_days > 0 || retention_.counter_days > 0;
   writer_ = std::thread([this] { WriterLoop(); });
   return Status::Ok();
 }
@@ -1591,7 +1593,8 @@ Status StoreImpl::ApplyBatch(Job& job) {
   for (size_t i = 0; i < job.batch.events.size(); ++i) {
     // Older than the retention keeps: not recorded, as if pruned already (it would be within
     // the hour, and a second feed of it would then count it again).
-    if (const int64_t t = job.batch.events[i].unix_time; t != 0 && t < txn_event_horizon_) {
+    if (const int64_t t = job.batch.events[i].unix_time;
+        txn_event_horizon_ != 0 && t != 0 && t < txn_event_horizon_) {
       ++txn_too_old_;
       continue;
     }
@@ -2075,11 +2078,14 @@ Status StoreImpl::PruneW() {
     const std::string horizon_day = DayOf(horizon);
     // Every row of a day lies within that day's id range (event_days), so the rows before the
     // horizon are within the ranges of the days before it: walked by id, without an index on
-    // time. A late event (an old mailbox fed yesterday) widens its day's range over newer rows,
-    // which the time test keeps; the cursor saves walking them again in the next step.
+    // time. Days are compared as text, so only those of four-digit years (the rows of a clock
+    // past 9999 sort before 2026 and are not old). A late event (an old mailbox fed yesterday)
+    // widens its day's range over newer rows, which the time test keeps; the cursor saves walking
+    // them again in the next step.
     sql::Stmt range;
-    if (Status s = range.Prepare(
-            wdb_, "SELECT min(first_id), max(last_id) FROM event_days WHERE day < ?1");
+    if (Status s = range.Prepare(wdb_,
+                                 "SELECT min(first_id), max(last_id) FROM event_days WHERE day < "
+                                 "?1 AND length(day) = 10");
         !s) {
       return s;
     }
@@ -2114,7 +2120,11 @@ Status StoreImpl::PruneW() {
         return Status::Ok();
       }
       sql::Stmt days;
-      if (Status s = days.Prepare(wdb_, "DELETE FROM event_days WHERE day < ?1"); !s) return s;
+      if (Status s =
+              days.Prepare(wdb_, "DELETE FROM event_days WHERE day < ?1 AND length(day) = 10");
+          !s) {
+        return s;
+      }
       days.Bind(1, horizon_day);
       if (Status s = days.Run(); !s) return s;
     }
@@ -2124,7 +2134,11 @@ Status StoreImpl::PruneW() {
     // One day a step (its rows are adjacent: the key starts with the day).
     const std::string horizon_day = DayOf(RetentionHorizon(txn_retention_.counter_days, txn_now_));
     sql::Stmt oldest;
-    if (Status s = oldest.Prepare(wdb_, "SELECT min(day) FROM daily_counters"); !s) return s;
+    if (Status s =
+            oldest.Prepare(wdb_, "SELECT min(day) FROM daily_counters WHERE length(day) = 10");
+        !s) {
+      return s;
+    }
     auto r = oldest.Step();
     if (!r) return r.status();
     if (*r && !oldest.IsNull(0) && oldest.Text(0) < horizon_day) {

@@ -31,6 +31,9 @@
 // - Thread safety: every Store method may be called from any thread. view() lookups are
 //   lock-light and never touch SQLite (milter threads, socketmap). The Store owns its threads and
 //   connections; destroying it commits what is queued, then closes.
+// - Retention (RetentionPolicy, off by default): the writer deletes events and daily counters
+//   older than a horizon in small steps of their own, and does not record an event that comes
+//   in older than it; suppressions, their log, the allowlist, the audit and policy state stay.
 // - Times are seconds since the Unix epoch, UTC. 0 means "unknown" or, for expiry, "never".
 // - Addresses: keys are NormalizeAddress() forms (lower-case whole address, `+extension` dropped,
 //   quotes only where the local part needs them); the spelling first seen is kept for display.

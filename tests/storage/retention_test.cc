@@ -181,6 +181,58 @@ TEST(RetentionTest, TheWriterPrunesABacklogInStepsWithoutWaitingForBatches) {
   EXPECT_EQ(found->size(), size_t{2 * kRecent});
 }
 
+TEST(RetentionTest, WithoutRetentionNothingIsSkippedOrPruned) {
+  TempDir dir;
+  const std::string path = dir.File("r.db");
+  auto store = Open(path);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(
+      store
+          ->Write(Batch{{MakeEvent("epoch@example.com", Category::kUserUnknown, "bounced", 1),
+                         MakeEvent("before@example.com", Category::kUserUnknown, "bounced", -kDay)},
+                        std::nullopt})
+          .ok());
+  auto pruned = store->Prune();
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(pruned->events, 0);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events"), 2);
+  EXPECT_EQ(store->Pruned().events_too_old, 0);
+}
+
+TEST(RetentionTest, ARetentionInForceAtOpenPrunesWithoutABatchAndSparesFarFutureDays) {
+  TempDir dir;
+  const std::string path = dir.File("r.db");
+  const int64_t now = Now();
+  const int64_t year_10000 = 253402300800 + kDay;  // a clock gone wrong: day "10000-01-02"
+  {
+    auto store = Open(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(
+        store
+            ->Write(Batch{
+                {MakeEvent("old@example.com", Category::kMailboxFull, "deferred", now - 90 * kDay),
+                 MakeEvent("future@example.com", Category::kMailboxFull, "deferred", year_10000)},
+                std::nullopt})
+            .ok());
+  }
+  auto store = Open(path, {.event_days = 30, .counter_days = 30});
+  ASSERT_NE(store, nullptr);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (store->Pruned().events_pruned < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(store->Pruned().events_pruned, 1) << "pruned at open, no batch needed";
+  ASSERT_TRUE(store->Prune().ok());
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events WHERE recipient_key = 'future@example.com'"),
+            1);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM event_days WHERE day = '10000-01-02'"), 1)
+      << "its day sorts before 2026 as text, but it is not old";
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM daily_counters WHERE day = '10000-01-02'"), 1);
+  auto status = store->GetStatus("future@example.com");
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->events.size(), 1u);
+}
+
 TEST(RetentionTest, AfterAPruneTheSameBounceLookupAsksSqlite) {
   TempDir dir;
   const std::string path = dir.File("r.db");
