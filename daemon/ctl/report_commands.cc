@@ -10,6 +10,7 @@
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -33,6 +35,7 @@
 #include "daemon/report_mail.h"
 #include "daemon/report_render.h"
 #include "storage/store.h"
+#include "storage/timefmt.h"
 
 namespace bounced::ctl {
 namespace {
@@ -515,6 +518,49 @@ void CheckPostfix(Doctor& d, const Config& cfg) {
   if (cfg.verp.enabled) CheckVerp(d, cfg.verp.format);
 }
 
+// How big the database is and how far back its events go: without [storage]
+// event_retention_days it grows for ever. And the room left beside it: a full disk stops every
+// commit, and the WAL may take up to 256 MiB more during a backlog.
+void CheckDatabaseSize(Doctor& d, const Config& cfg, const std::string& path,
+                       const std::optional<std::string>& oldest_day) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  constexpr int64_t kBigDatabase = int64_t{4} << 30;
+  constexpr int kLongHistoryDays = 400;
+  int64_t bytes = 0;
+  for (const char* suffix : {"", "-wal"}) {
+    struct stat st {};
+    if (stat((path + suffix).c_str(), &st) == 0) bytes += st.st_size;
+  }
+  const int days = cfg.storage.retention.event_days;
+  std::string what = "database size " + std::to_string(bytes / kMiB) + " MiB";
+  int64_t age_days = 0;
+  if (oldest_day && !oldest_day->empty()) {
+    what += ", events since " + *oldest_day;
+    if (auto t = ParseTime(*oldest_day)) age_days = (std::time(nullptr) - *t) / 86400;
+  }
+  what += days == 0 ? ", kept for ever" : ", kept " + std::to_string(days) + " days";
+  if (days == 0 && (bytes >= kBigDatabase || age_days > kLongHistoryDays)) {
+    d.Warn(what,
+           "set [storage] event_retention_days (e.g. 400) and `systemctl reload bounced`: older "
+           "events are deleted, suppressions stay; VACUUM shrinks the file (README, How long the "
+           "history is kept)");
+  } else {
+    d.Ok(what);
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  struct statvfs fs {};
+  if (statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0) {
+    const int64_t free_bytes =
+        static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+    if (free_bytes < 512 * kMiB) {
+      d.Warn("only " + std::to_string(free_bytes / kMiB) + " MiB free beside the database (" +
+                 (dir.empty() ? "." : dir) + ")",
+             "free space there: a full disk stops bounced's commits (the WAL alone may take 256 "
+             "MiB during a backlog)");
+    }
+  }
+}
+
 void CheckDatabase(Doctor& d, const Config& cfg, const std::string& db_path) {
   const std::string& path = db_path.empty() ? cfg.storage.path : db_path;
   if (access(path.c_str(), R_OK) != 0) {
@@ -558,6 +604,7 @@ void CheckDatabase(Doctor& d, const Config& cfg, const std::string& db_path) {
     d.Ok("database " + path + " (schema " + *version + ", quick_check ok, journal " +
          journal.value_or("?") + ")");
   }
+  CheckDatabaseSize(d, cfg, path, one("SELECT coalesce(min(day), '') FROM event_days"));
   sqlite3_close_v2(db);
 }
 

@@ -262,6 +262,42 @@ TEST(CtlQuery, DoctorReportsAForeignQuerySocketAndGoesOn) {
   EXPECT_NE(out.find("problem"), std::string::npos) << out;
 }
 
+// doctor says how big the database is and how far back it goes, and warns when it keeps every
+// event for more than 400 days: [storage] event_retention_days is the fix.
+TEST(CtlQuery, DoctorWarnsOfAHistoryKeptForEver) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  std::string m = ReadFile(kTestData + "/dsn/postfix/icloud-unknown-09.eml");
+  const size_t at = m.find("\nDate: ");
+  const size_t end = m.find('\n', at + 1);
+  const std::time_t t = std::time(nullptr) - 500 * 86400;
+  char date[64];
+  std::tm tm{};
+  std::strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S +0000", ::gmtime_r(&t, &tm));
+  AppendFile(dir / "old.eml", m.substr(0, at + 1) + "Date: " + date + m.substr(end));
+  int rc = -1;
+  std::string out = d.Ctl("ingest-dsn " + Quote(dir / "old.eml"), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  char day[16];
+  std::strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+  auto doctor = [&] {
+    return Shell(kBouncectl + " --config " + Quote(d.config_path()) + " doctor --no-postfix 2>&1",
+                 &rc);
+  };
+  out = doctor();
+  EXPECT_NE(out.find(std::string("warn  database size 0 MiB, events since ") + day +
+                     ", kept for ever\n      fix: set [storage] event_retention_days"),
+            std::string::npos)
+      << out;
+  d.SetStorageConfig("event_retention_days = 600\n");
+  out = doctor();
+  EXPECT_NE(
+      out.find(std::string("ok    database size 0 MiB, events since ") + day + ", kept 600 days\n"),
+      std::string::npos)
+      << out;
+}
+
 bool HasControls(const std::string& s) {
   for (unsigned char c : s) {
     if ((c < 0x20 && c != '\n') || c == 0x7F) return true;
