@@ -37,6 +37,7 @@ extern const std::string_view kSchemaV3Sql;  // storage/migrate_3.sql
 extern const std::string_view kSchemaV4Sql;  // storage/migrate_4.sql
 extern const std::string_view kSchemaV5Sql;  // storage/migrate_5.sql
 extern const std::string_view kSchemaV6Sql;  // storage/migrate_6.sql
+extern const std::string_view kSchemaV7Sql;  // storage/migrate_7.sql
 
 namespace {
 
@@ -44,7 +45,8 @@ namespace {
 constexpr int32_t kApplicationId = 0x626f756e;
 // Migration N turns schema N-1 into N. Index 0 is version 1 (the whole schema.sql).
 const std::string_view* const kMigrations[] = {&kSchemaV1Sql, &kSchemaV2Sql, &kSchemaV3Sql,
-                                               &kSchemaV4Sql, &kSchemaV5Sql, &kSchemaV6Sql};
+                                               &kSchemaV4Sql, &kSchemaV5Sql, &kSchemaV6Sql,
+                                               &kSchemaV7Sql};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 // A log bounce and the DSN Postfix sends for it are the same incident when their queue id and
@@ -72,11 +74,12 @@ constexpr int64_t kPruneLimit = 500;
 
 // Event rows go into SQLite this many at a time, with one multi-row INSERT (see FlushRowsW).
 constexpr int kRowsPerInsert = 16;
-// The columns of an event_rows insert, bound as ?1..?16 (one row) or ?(16 r + 1).. (row r).
-constexpr int kEventRowParams = 16;
+// The columns of an event_rows insert, bound as ?1..?17 (one row) or ?(17 r + 1).. (row r).
+constexpr int kEventRowParams = 17;
 constexpr std::string_view kEventRowColumns =
     "time, kind, counted, recipient_key, domain, queue_id, source_ref, recipient, message_id, "
-    "sender, relay, diagnostic, remote_mta, time_text, original_recipient, bounce_queue_id";
+    "sender, relay, diagnostic, remote_mta, time_text, original_recipient, bounce_queue_id, "
+    "original_key";
 
 // Event kinds (distinct classifications) the writer remembers; past this the cache starts over
 // (the kinds stay in the table and are looked up again).
@@ -440,6 +443,8 @@ class StoreImpl final : public Store {
   // Open, migrate, load.
   Status Migrate();
   Status RekeyQuotedAddresses();
+  // Migration 7: original_key for the rows stored before it (see storage/migrate_7.sql).
+  Status FillOriginalKeys();
   Status PrepareWriter();
   // Sets bounces_from_log_ / bounces_from_dsn_ from the kinds already stored and loads
   // dsn_bounces_ from the events of the last days.
@@ -627,6 +632,7 @@ class StoreImpl final : public Store {
     int64_t time, kind, day;
     bool counted;
     std::string_view key, domain;
+    std::string_view original_key;  // PreparedEvent's; empty: NULL
   };
   std::vector<PendingRow> pending_rows_;
   std::array<RowBindings, kRowsPerInsert> multi_bindings_;  // each row of w_.insert_events
@@ -797,6 +803,7 @@ Status StoreImpl::Migrate() {
   for (int v = version + 1; v <= kSchemaVersion; ++v) {
     if (Status s = wdb_.Exec("BEGIN IMMEDIATE"); !s) return s;
     Status s = wdb_.Exec(*kMigrations[v - 1]);
+    if (s && v == 7) s = FillOriginalKeys();
     if (s) s = wdb_.Exec("PRAGMA application_id=" + std::to_string(kApplicationId));
     if (s) s = wdb_.Exec("PRAGMA user_version=" + std::to_string(v));
     if (s) s = wdb_.Exec("COMMIT");
@@ -805,6 +812,36 @@ Status StoreImpl::Migrate() {
       return Status::Error(options_.path + ": migration to schema version " + std::to_string(v) +
                            " failed: " + s.message());
     }
+  }
+  return Status::Ok();
+}
+
+Status StoreImpl::FillOriginalKeys() {
+  // Keyed with the policy's delimiters, as the writer keys what it stores from now on.
+  const std::string delimiters = options_.policy.recipient_delimiters;
+  std::vector<std::pair<int64_t, std::string>> keys;
+  {
+    sql::Stmt st;
+    if (Status s = st.Prepare(wdb_,
+                              "SELECT id, original_recipient, recipient_key FROM event_rows "
+                              "WHERE original_recipient IS NOT NULL");
+        !s) {
+      return s;
+    }
+    std::string key;
+    Status walked = st.ForEachRow([&] {
+      NormalizeAddressInto(st.TextView(1), delimiters, key);
+      if (!key.empty() && key != st.TextView(2)) keys.emplace_back(st.Int(0), key);
+    });
+    if (!walked) return walked;
+  }
+  sql::Stmt set;
+  if (Status s = set.Prepare(wdb_, "UPDATE event_rows SET original_key = ?2 WHERE id = ?1"); !s) {
+    return s;
+  }
+  for (const auto& [id, key] : keys) {
+    set.Bind(1, id).Bind(2, key);
+    if (Status s = set.Run(); !s) return s;
   }
   return Status::Ok();
 }
@@ -1067,8 +1104,8 @@ Status StoreImpl::PrepareWriter() {
       {&w_.insert_event,
        "INSERT INTO event_rows (time, kind, counted, recipient_key, domain, queue_id, source_ref, "
        "recipient, message_id, sender, relay, diagnostic, remote_mta, time_text, "
-       "original_recipient, bounce_queue_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-       "?11, ?12, ?13, ?14, ?15, ?16)"},
+       "original_recipient, bounce_queue_id, original_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+       "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"},
       // A DSN is recorded once per (Message-ID, recipient), whichever of dsn/milter saw it.
       // A DSN event's two questions (recorded before? the copy of a counted log bounce?) in one
       // pass over the recipient's rows: only matching rows come back, usually none. ?3 (the
@@ -1783,7 +1820,8 @@ Status StoreImpl::ApplyEvent(const Event& ev, const PreparedEvent& pe,
       dsn_bounces_.Add(ev.queue_id, stored_key, t, txn_now_);
     }
   }
-  pending_rows_.push_back(PendingRow{&ev, t, *kind, day_number, counted, stored_key, domain});
+  pending_rows_.push_back(PendingRow{&ev, t, *kind, day_number, counted, stored_key, domain,
+                                     prepared_text.substr(pe.original_at, pe.original_size)});
   if (pending_rows_.size() == kRowsPerInsert) {
     if (Status s = FlushRowsW(); !s) return s;
   }
@@ -1875,7 +1913,8 @@ void StoreImpl::BindEventRow(sql::Stmt& in, int base, const PendingRow& row, Row
       {13, r.remote_mta, true},
       {14, ev.time_text, false},
       {15, r.original_recipient, false},
-      {16, ev.bounce_queue_id, false}};
+      {16, ev.bounce_queue_id, false},
+      {17, row.original_key, false}};
   for (const Text& t : texts) {
     const uint32_t bit = uint32_t{1} << t.i;
     if (t.text.empty() && t.i != 5) {
@@ -2598,16 +2637,29 @@ Expected<std::vector<QueueFacts>> StoreImpl::LoadQueueFacts(std::string_view inp
 
 namespace {
 
+// The events of `key`, newest first, at most `max`: those recorded under it, and those of
+// another address it is the original recipient of (a forward, a VERP return path's), each
+// found through its own index. Callers run both reads in one transaction (one snapshot).
 Expected<std::vector<StoredEvent>> ReadEvents(sql::Db& db, std::string_view key, size_t max) {
-  sql::Stmt st;
-  std::string q = "SELECT " + std::string(kEventColumns) +
-                  " FROM events WHERE recipient_key = ?1 ORDER BY time DESC, id DESC LIMIT ?2";
-  if (Status s = st.Prepare(db, q); !s) return s;
-  st.Bind(1, key).Bind(2, static_cast<int64_t>(max));
   std::vector<StoredEvent> out;
-  if (Status walked = st.ForEachRow([&] { out.push_back(ReadEvent(st)); }); !walked) {
-    return walked;
+  for (const char* column : {"recipient_key", "original_key"}) {
+    const bool original = std::string_view(column) == "original_key";
+    sql::Stmt st;
+    std::string q = "SELECT " + std::string(kEventColumns) +
+                    " FROM events WHERE id IN (SELECT id FROM event_rows WHERE " + column +
+                    " = ?1 ORDER BY time DESC, id DESC LIMIT ?2)";
+    if (Status s = st.Prepare(db, q); !s) return s;
+    st.Bind(1, key).Bind(2, static_cast<int64_t>(max));
+    Status walked = st.ForEachRow([&] {
+      out.push_back(ReadEvent(st));
+      out.back().as_original_recipient = original;
+    });
+    if (!walked) return walked;
   }
+  std::sort(out.begin(), out.end(), [](const StoredEvent& a, const StoredEvent& b) {
+    return std::tie(a.event.unix_time, a.id) > std::tie(b.event.unix_time, b.id);
+  });
+  if (out.size() > max) out.resize(max);
   return out;
 }
 
@@ -2633,6 +2685,8 @@ Expected<std::vector<StoredEvent>> StoreImpl::EventsFor(std::string_view address
   if (key.empty()) return Status::Error("invalid address '" + std::string(address) + "'");
   auto db = AcquireReader();
   if (!db) return db.status();
+  ReadTxn txn(**db);
+  if (!txn.status()) return txn.status();
   return ReadEvents(**db, key, max_events);
 }
 

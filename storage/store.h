@@ -6,8 +6,9 @@
 // storage/schema.sql, storage/migrate_2.sql (version 2: `events` and `recipient_state` are
 // views over narrower tables), storage/migrate_3.sql (version 3: a recipient's pending
 // delivery), storage/migrate_4.sql (version 4: the log inputs' queue facts),
-// storage/migrate_5.sql (version 5: several pending deliveries) and storage/migrate_6.sql
-// (version 6: queue facts rows by increasing id). Read-only SQL on them
+// storage/migrate_5.sql (version 5: several pending deliveries), storage/migrate_6.sql
+// (version 6: queue facts rows by increasing id) and storage/migrate_7.sql (version 7: events
+// found by their original recipient). Read-only SQL on them
 // is fine, e.g. for reports: open the file with SQLITE_OPEN_READONLY, WAL lets readers run
 // beside the writer.
 //
@@ -58,7 +59,7 @@ namespace bounced {
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated at Open;
 // newer files are refused.
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 // ---------------------------------------------------------------------------------------------
 // Addresses
@@ -280,6 +281,9 @@ struct StoredEvent {
   int64_t id = 0;
   Event event;
   bool counted = true;  // false when it repeated an event already counted (log + DSN of one bounce)
+  // Found for an address that is its original recipient, not its recipient (EventsFor, status:
+  // a forward's or a VERP return path's failure).
+  bool as_original_recipient = false;
 };
 
 // Per-recipient state kept by the policy.

@@ -44,6 +44,7 @@ nlohmann::json ToJson(const StoredEvent& se) {
   j["program"] = e.program;
   j["bounce_queue_id"] = e.bounce_queue_id;
   j["counted"] = se.counted;
+  if (se.as_original_recipient) j["as_original_recipient"] = true;
   return j;
 }
 

@@ -483,6 +483,9 @@ std::string StatusLine(const json& s) {
           Str(last, "category");
   std::string status = Str(last, "status");
   if (!status.empty()) line += " " + status;
+  if (last.value("as_original_recipient", false)) {
+    line += " (at " + Str(last, "recipient") + ", which it forwarded to)";
+  }
   const json& state = At(s, "state");
   if (state.is_object() && state.value("incidents", 0) > 0) {
     line += "; " + std::to_string(state.value("incidents", 0)) + " failure incident(s) since " +
@@ -896,9 +899,13 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         if (*verbose && At(r, "events").is_array() && !At(r, "events").empty()) {
           std::vector<std::vector<std::string>> rows;
           for (const auto& e : At(r, "events")) {
+            // A forward's failure (the address asked about was its original recipient).
+            const std::string via = e.value("as_original_recipient", false)
+                                        ? "[for " + Str(e, "recipient") + "] "
+                                        : std::string();
             rows.push_back({Str(e, "time"), Str(e, "source"), Str(e, "log_status"),
                             Str(e, "category"), Str(e, "status"), Str(e, "provider_code"),
-                            Sanitize(Str(e, "diagnostic"), 80)});
+                            Sanitize(via + Str(e, "diagnostic"), 80)});
           }
           PrintTable({"TIME", "SOURCE", "STATUS", "CATEGORY", "DSN", "CODE", "DIAGNOSTIC"}, rows);
         }

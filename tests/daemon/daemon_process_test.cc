@@ -755,6 +755,39 @@ TEST(DaemonProcess, IngestDsnReadsTheVerpReturnPathItWasDeliveredTo) {
     json s = json::parse(d.Ctl(std::string("--json status ") + address, &rc));
     EXPECT_TRUE(s["suppressed"].get<bool>()) << address;
   }
+  // A forward: the bounce names the address it failed at, the return path the one sent to.
+  // The failure is that address's; status of the one sent to shows it too, marked.
+  std::ofstream(dir / "d.eml") << "X-Original-To: bounces+verp-d=example.com@news.example.org\n"
+                                  "From: MAILER-DAEMON@mx.example.net\n"
+                                  "Subject: Undelivered Mail Returned to Sender\n"
+                                  "Message-ID: <d.eml@mx.example.net>\n\n"
+                                  "<moved@elsewhere.example>: host mx.elsewhere.example said: 550 "
+                                  "5.1.1 <moved@elsewhere.example>: User unknown\n";
+  out = d.Ctl("--json ingest-dsn " + Quote(dir / "d.eml"), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  r = json::parse(out);
+  ASSERT_EQ(r["recipients"].size(), 1u) << out;
+  EXPECT_EQ(r["recipients"][0]["recipient"], "moved@elsewhere.example") << out;
+  EXPECT_EQ(r["recipients"][0]["original_recipient"], "verp-d@example.com") << out;
+  json sd = json::parse(d.Ctl("--json status verp-d@example.com", &rc));
+  EXPECT_FALSE(sd["suppressed"].get<bool>()) << "suppress_original_recipient is off";
+  ASSERT_EQ(sd["events"].size(), 1u) << sd.dump();
+  EXPECT_EQ(sd["events"][0]["recipient"], "moved@elsewhere.example");
+  EXPECT_EQ(sd["events"][0]["as_original_recipient"], true);
+  out = d.Ctl("status -v verp-d@example.com", &rc);
+  EXPECT_NE(out.find("verp-d@example.com is not suppressed; last event "), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("bounced user_unknown 5.1.1 (at moved@elsewhere.example, which it "
+                     "forwarded to)\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("[for moved@elsewhere.example] <moved@elsewhere.example>: host"),
+            std::string::npos)
+      << out;
+  json moved = json::parse(d.Ctl("--json status moved@elsewhere.example", &rc));
+  EXPECT_TRUE(moved["suppressed"].get<bool>());
+  ASSERT_EQ(moved["events"].size(), 1u);
+  EXPECT_FALSE(moved["events"][0].contains("as_original_recipient"));
   // Not a return path of the configured prefix: recorded as the bounce reads, for nobody.
   out = d.Ctl("--json ingest-dsn " +
                   write("c.eml", "X-Original-To: news+verp-c=example.com@news.example.org\n"),

@@ -275,10 +275,19 @@ TEST(StoreMigrationTest, NewerVersionIsStillRefusedAfterTheMigrationExists) {
 
 // Version 4 adds queue_facts (the log correlator's facts kept with the input position): a
 // version-3 database gets the table, keeps its rows, and the facts round-trip with a batch.
+// Turns a database of this version back into version 6: event_rows without original_key
+// (storage/migrate_7.sql).
+void DowngradeToVersionSix(const std::string& path) {
+  ExecSql(path,
+          "DROP INDEX event_rows_by_original; ALTER TABLE event_rows DROP COLUMN original_key; "
+          "PRAGMA user_version = 6;");
+}
+
 // Turns a database of this version back into version 4: without recipient_policy's
 // pending_earlier (storage/migrate_5.sql), and with version 3's recipient_state view (the view
 // reads the column, so it goes first and comes back as migrate_3.sql made it).
 void DowngradeToVersionFour(const std::string& path) {
+  DowngradeToVersionSix(path);
   const std::string v3 = ReadFile(BOUNCED_SOURCE_DIR "/storage/migrate_3.sql");
   const size_t view = v3.find("DROP VIEW recipient_state;");
   ASSERT_NE(view, std::string::npos);
@@ -296,6 +305,60 @@ void WriteHistoryAtVersionFour(const std::string& path) {
     WriteHistory(*s);
   }
   DowngradeToVersionFour(path);
+}
+
+// Version 7: the events of a forward are found by the address the sender used too (status of
+// it), for the rows stored before the migration as for those after.
+TEST(StoreMigrationTest, VersionSixDatabaseFindsEventsByTheirOriginalRecipient) {
+  TempDir dir;
+  const std::string path = dir.File("v6.db");
+  auto forward = [](const std::string& target, const std::string& original, int64_t t) {
+    Event e = MakeEvent(target, Category::kUserUnknown, "bounced", t, EventSource::kDsn);
+    e.source_ref = "<dsn-" + std::to_string(t) + "@example.net>";
+    e.result.original_recipient = original;
+    return e;
+  };
+  {
+    auto s = OpenStore(path);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->Write(Batch{{forward("target@example.net", "Alias+news@Example.COM", kT0),
+                                forward("same@example.net", "Same@Example.NET", kT0 + 1),
+                                forward("other@example.net", "not an address", kT0 + 2)},
+                               std::nullopt})
+                    .ok());
+  }
+  DowngradeToVersionSix(path);
+  ASSERT_EQ(Scalar(path,
+                   "SELECT count(*) FROM pragma_table_info('event_rows') "
+                   "WHERE name = 'original_key'"),
+            0);
+  auto s = OpenStore(path);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(Dump(path, "SELECT recipient_key, original_key FROM event_rows ORDER BY id"),
+            "target@example.net|alias@example.com|\n"
+            "same@example.net|<null>|\n"
+            "other@example.net|<null>|\n");
+  ASSERT_TRUE(
+      s->Write(Batch{{forward("next@example.net", "alias@example.com", kT0 + 10)}, std::nullopt})
+          .ok());
+  auto st = s->GetStatus("ALIAS@example.com");
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->events.size(), 2u);
+  EXPECT_EQ(st->events[0].event.result.recipient, "next@example.net") << "the newest first";
+  EXPECT_EQ(st->events[1].event.result.recipient, "target@example.net");
+  EXPECT_EQ(st->events[1].event.result.original_recipient, "Alias+news@Example.COM");
+  auto limited = s->EventsFor("alias@example.com", 1);
+  ASSERT_TRUE(limited.ok());
+  ASSERT_EQ(limited->size(), 1u);
+  EXPECT_EQ((*limited)[0].event.result.recipient, "next@example.net");
+  auto target = s->GetStatus("target@example.net");
+  ASSERT_TRUE(target.ok());
+  EXPECT_EQ(target->events.size(), 1u);
+  // A forward to itself (the usual Original-Recipient) is found once.
+  auto same = s->GetStatus("same@example.net");
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->events.size(), 1u);
 }
 
 TEST(StoreMigrationTest, VersionThreeDatabaseGetsTheQueueFactsTable) {
