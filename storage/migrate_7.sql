@@ -4,10 +4,14 @@
 -- Why: a result can name an original recipient that is another address (a VERP return path's,
 -- a DSN's Original-Recipient, Postfix's orig_to=): the address the sender used, which forwarded
 -- to the one that failed. Its events are stored under the failed address; `status` of the
--- original one found none. original_key is NormalizeAddress(original_recipient) when that key
--- is not recipient_key, else NULL, and the partial index holds only those rows: nothing for the
--- usual event. Store::Open fills it for the rows stored before (in C++, which normalises).
+-- original one found none. This table keys those events (only those: the usual event, whose
+-- original recipient is itself or unknown, has no row and costs nothing) by
+-- NormalizeAddress(original_recipient). Rows go with their event when it is pruned. Store::Open
+-- fills it for the events stored before (in C++, which normalises).
 
-ALTER TABLE event_rows ADD COLUMN original_key TEXT;
-CREATE INDEX event_rows_by_original ON event_rows(original_key, time)
-  WHERE original_key IS NOT NULL;
+CREATE TABLE event_originals (
+  event_id INTEGER PRIMARY KEY,   -- event_rows.id
+  original_key TEXT NOT NULL,
+  time INTEGER NOT NULL           -- the event's
+);
+CREATE INDEX event_originals_by_key ON event_originals(original_key, time);

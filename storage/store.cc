@@ -74,12 +74,11 @@ constexpr int64_t kPruneLimit = 500;
 
 // Event rows go into SQLite this many at a time, with one multi-row INSERT (see FlushRowsW).
 constexpr int kRowsPerInsert = 16;
-// The columns of an event_rows insert, bound as ?1..?17 (one row) or ?(17 r + 1).. (row r).
-constexpr int kEventRowParams = 17;
+// The columns of an event_rows insert, bound as ?1..?16 (one row) or ?(16 r + 1).. (row r).
+constexpr int kEventRowParams = 16;
 constexpr std::string_view kEventRowColumns =
     "time, kind, counted, recipient_key, domain, queue_id, source_ref, recipient, message_id, "
-    "sender, relay, diagnostic, remote_mta, time_text, original_recipient, bounce_queue_id, "
-    "original_key";
+    "sender, relay, diagnostic, remote_mta, time_text, original_recipient, bounce_queue_id";
 
 // Event kinds (distinct classifications) the writer remembers; past this the cache starts over
 // (the kinds stay in the table and are looked up again).
@@ -443,7 +442,7 @@ class StoreImpl final : public Store {
   // Open, migrate, load.
   Status Migrate();
   Status RekeyQuotedAddresses();
-  // Migration 7: original_key for the rows stored before it (see storage/migrate_7.sql).
+  // Migration 7: event_originals for the rows stored before it (see storage/migrate_7.sql).
   Status FillOriginalKeys();
   Status PrepareWriter();
   // Sets bounces_from_log_ / bounces_from_dsn_ from the kinds already stored and loads
@@ -632,7 +631,7 @@ class StoreImpl final : public Store {
     int64_t time, kind, day;
     bool counted;
     std::string_view key, domain;
-    std::string_view original_key;  // PreparedEvent's; empty: NULL
+    std::string_view original_key;  // PreparedEvent's; non-empty: a row in event_originals
   };
   std::vector<PendingRow> pending_rows_;
   std::array<RowBindings, kRowsPerInsert> multi_bindings_;  // each row of w_.insert_events
@@ -644,7 +643,7 @@ class StoreImpl final : public Store {
         has_events, delivered_since, put_policy, delete_policy, get_suppression, put_suppression,
         delete_suppression, touch_suppression, delivered_after, log_suppression, allowed, counter,
         position, get_position, queue_fact_ids, put_queue_fact, update_queue_fact,
-        delete_queue_fact, audit;
+        delete_queue_fact, audit, put_original;
   } w_;
 
   std::mutex queue_mu_;
@@ -819,29 +818,36 @@ Status StoreImpl::Migrate() {
 Status StoreImpl::FillOriginalKeys() {
   // Keyed with the policy's delimiters, as the writer keys what it stores from now on.
   const std::string delimiters = options_.policy.recipient_delimiters;
-  std::vector<std::pair<int64_t, std::string>> keys;
+  struct Row {
+    int64_t id, time;
+    std::string key;
+  };
+  std::vector<Row> rows;
   {
     sql::Stmt st;
     if (Status s = st.Prepare(wdb_,
-                              "SELECT id, original_recipient, recipient_key FROM event_rows "
+                              "SELECT id, time, original_recipient, recipient_key FROM event_rows "
                               "WHERE original_recipient IS NOT NULL");
         !s) {
       return s;
     }
     std::string key;
     Status walked = st.ForEachRow([&] {
-      NormalizeAddressInto(st.TextView(1), delimiters, key);
-      if (!key.empty() && key != st.TextView(2)) keys.emplace_back(st.Int(0), key);
+      NormalizeAddressInto(st.TextView(2), delimiters, key);
+      if (!key.empty() && key != st.TextView(3)) rows.push_back({st.Int(0), st.Int(1), key});
     });
     if (!walked) return walked;
   }
-  sql::Stmt set;
-  if (Status s = set.Prepare(wdb_, "UPDATE event_rows SET original_key = ?2 WHERE id = ?1"); !s) {
+  sql::Stmt put;
+  if (Status s = put.Prepare(wdb_,
+                             "INSERT INTO event_originals (event_id, original_key, time) "
+                             "VALUES (?1, ?2, ?3)");
+      !s) {
     return s;
   }
-  for (const auto& [id, key] : keys) {
-    set.Bind(1, id).Bind(2, key);
-    if (Status s = set.Run(); !s) return s;
+  for (const Row& r : rows) {
+    put.Bind(1, r.id).Bind(2, r.key).Bind(3, r.time);
+    if (Status s = put.Run(); !s) return s;
   }
   return Status::Ok();
 }
@@ -1104,8 +1110,10 @@ Status StoreImpl::PrepareWriter() {
       {&w_.insert_event,
        "INSERT INTO event_rows (time, kind, counted, recipient_key, domain, queue_id, source_ref, "
        "recipient, message_id, sender, relay, diagnostic, remote_mta, time_text, "
-       "original_recipient, bounce_queue_id, original_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-       "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"},
+       "original_recipient, bounce_queue_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+       "?11, ?12, ?13, ?14, ?15, ?16)"},
+      {&w_.put_original,
+       "INSERT INTO event_originals (event_id, original_key, time) VALUES (?1, ?2, ?3)"},
       // A DSN is recorded once per (Message-ID, recipient), whichever of dsn/milter saw it.
       // A DSN event's two questions (recorded before? the copy of a counted log bounce?) in one
       // pass over the recipient's rows: only matching rows come back, usually none. ?3 (the
@@ -1913,8 +1921,7 @@ void StoreImpl::BindEventRow(sql::Stmt& in, int base, const PendingRow& row, Row
       {13, r.remote_mta, true},
       {14, ev.time_text, false},
       {15, r.original_recipient, false},
-      {16, ev.bounce_queue_id, false},
-      {17, row.original_key, false}};
+      {16, ev.bounce_queue_id, false}};
   for (const Text& t : texts) {
     const uint32_t bit = uint32_t{1} << t.i;
     if (t.text.empty() && t.i != 5) {
@@ -1965,6 +1972,13 @@ Status StoreImpl::FlushRowsW() {
   int64_t id = last_id - static_cast<int64_t>(n);
   for (const PendingRow& row : pending_rows_) {
     ++id;
+    if (!row.original_key.empty()) {
+      w_.put_original.Bind(1, id).BindRef(2, row.original_key).Bind(3, row.time);
+      if (Status s = w_.put_original.Run(); !s) {
+        pending_rows_.clear();
+        return s;
+      }
+    }
     if (txn_days_.empty() || txn_days_.back().day != row.day) {
       auto it = std::find_if(txn_days_.begin(), txn_days_.end(),
                              [&](const DayRange& d) { return d.day == row.day; });
@@ -2144,11 +2158,17 @@ Status StoreImpl::PruneW() {
       old.Bind(1, first).Bind(2, last).Bind(3, horizon).Bind(4, kPruneLimit);
       std::vector<int64_t> ids;
       if (Status s = old.ForEachRow([&] { ids.push_back(old.Int(0)); }); !s) return s;
-      sql::Stmt del;
+      sql::Stmt del, del_original;
       if (Status s = del.Prepare(wdb_, "DELETE FROM event_rows WHERE id = ?1"); !s) return s;
+      if (Status s = del_original.Prepare(wdb_, "DELETE FROM event_originals WHERE event_id = ?1");
+          !s) {
+        return s;
+      }
       for (int64_t id : ids) {
         del.Bind(1, id);
         if (Status s = del.Run(); !s) return s;
+        del_original.Bind(1, id);
+        if (Status s = del_original.Run(); !s) return s;
       }
       txn_pruned_.events += static_cast<int64_t>(ids.size());
       // The same-bounce index must not answer "stored" for a row pruned here.
@@ -2642,12 +2662,14 @@ namespace {
 // found through its own index. Callers run both reads in one transaction (one snapshot).
 Expected<std::vector<StoredEvent>> ReadEvents(sql::Db& db, std::string_view key, size_t max) {
   std::vector<StoredEvent> out;
-  for (const char* column : {"recipient_key", "original_key"}) {
-    const bool original = std::string_view(column) == "original_key";
+  for (const char* rows :
+       {"SELECT id FROM event_rows WHERE recipient_key = ?1 ORDER BY time DESC, id DESC LIMIT ?2",
+        "SELECT event_id FROM event_originals WHERE original_key = ?1 "
+        "ORDER BY time DESC, event_id DESC LIMIT ?2"}) {
+    const bool original = std::string_view(rows).find("event_originals") != std::string::npos;
     sql::Stmt st;
-    std::string q = "SELECT " + std::string(kEventColumns) +
-                    " FROM events WHERE id IN (SELECT id FROM event_rows WHERE " + column +
-                    " = ?1 ORDER BY time DESC, id DESC LIMIT ?2)";
+    std::string q =
+        "SELECT " + std::string(kEventColumns) + " FROM events WHERE id IN (" + rows + ")";
     if (Status s = st.Prepare(db, q); !s) return s;
     st.Bind(1, key).Bind(2, static_cast<int64_t>(max));
     Status walked = st.ForEachRow([&] {

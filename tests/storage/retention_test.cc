@@ -40,12 +40,25 @@ TEST(RetentionHorizonTest, KeepsWholeDays) {
   EXPECT_EQ(RetentionHorizon(30, 1'793'491'200 + 30 * kDay), 1'793'491'200) << "at midnight";
 }
 
+// A forward's event, sent to `original`, which delivered it to `rcpt`.
+Event Forwarded(const std::string& rcpt, const std::string& original, int64_t t) {
+  Event e = MakeEvent(rcpt, Category::kDelivered, "sent", t);
+  e.result.original_recipient = original;
+  return e;
+}
+
 TEST(RetentionTest, OldEventsGoTheSuppressionListAndPolicyStay) {
   TempDir dir;
   const std::string path = dir.File("r.db");
   auto store = Open(path);
   ASSERT_NE(store, nullptr);
   const int64_t now = Now();
+  ASSERT_TRUE(store
+                  ->Write(Batch{{Forwarded("fwd@example.net", "alias@example.com", now - 50 * kDay),
+                                 Forwarded("fwd@example.net", "alias@example.com", now - 5 * kDay)},
+                                std::nullopt})
+                  .ok());
+  ASSERT_EQ(Scalar(path, "SELECT count(*) FROM event_originals"), 2);
   ASSERT_TRUE(
       store
           ->Write(Batch{
@@ -56,17 +69,23 @@ TEST(RetentionTest, OldEventsGoTheSuppressionListAndPolicyStay) {
               std::nullopt})
           .ok());
   ASSERT_TRUE(store->Suppress({"manual@example.com", "", 0}, {0, "ticket 9"}).ok());
-  ASSERT_EQ(Scalar(path, "SELECT count(*) FROM events"), 4);
+  ASSERT_EQ(Scalar(path, "SELECT count(*) FROM events"), 6);
   const int64_t old_counters = Scalar(path, "SELECT count(*) FROM daily_counters WHERE day < '" +
                                                 DayOf(RetentionHorizon(30, now)) + "'");
-  ASSERT_EQ(old_counters, 2);
+  ASSERT_EQ(old_counters, 3);
 
   store->SetRetention({.event_days = 30});
   auto pruned = store->Prune();
   ASSERT_TRUE(pruned.ok()) << pruned.error();
   // The automatic step at the first commit after SetRetention may have run first.
-  EXPECT_EQ(store->Pruned().events_pruned, 2);
-  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events"), 2);
+  EXPECT_EQ(store->Pruned().events_pruned, 3);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events"), 3);
+  EXPECT_EQ(Scalar(path, "SELECT time FROM event_originals"), now - 5 * kDay)
+      << "a pruned event's original-recipient row goes with it";
+  auto alias = store->GetStatus("alias@example.com");
+  ASSERT_TRUE(alias.ok());
+  ASSERT_EQ(alias->events.size(), 1u);
+  EXPECT_TRUE(alias->events[0].as_original_recipient);
   EXPECT_EQ(Scalar(path, "SELECT count(*) FROM events WHERE time < " +
                              std::to_string(RetentionHorizon(30, now))),
             0);
@@ -95,21 +114,21 @@ TEST(RetentionTest, OldEventsGoTheSuppressionListAndPolicyStay) {
   ASSERT_TRUE(health.ok());
   EXPECT_EQ(health->retention.event_days, 30);
   EXPECT_EQ(health->oldest_event_day, DayOf(now - 10 * kDay));
-  EXPECT_EQ(health->pruned.events_pruned, 2);
+  EXPECT_EQ(health->pruned.events_pruned, 3);
 
   // Counters go by their own key, a day at a time.
   store->SetRetention({.event_days = 30, .counter_days = 30});
   pruned = store->Prune();
   ASSERT_TRUE(pruned.ok());
   EXPECT_EQ(store->Pruned().counter_rows_pruned, old_counters);
-  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM daily_counters"), 2);
+  EXPECT_EQ(Scalar(path, "SELECT count(*) FROM daily_counters"), 3);
   store.reset();
   auto reopened = Open(path);
   ASSERT_NE(reopened, nullptr);
   auto after = reopened->GetHealth();
   ASSERT_TRUE(after.ok());
   EXPECT_TRUE(after->integrity_ok) << after->integrity_detail;
-  EXPECT_EQ(after->events, 2);
+  EXPECT_EQ(after->events, 3);
 }
 
 TEST(RetentionTest, AnEventOlderThanTheHorizonIsNotRecordedButItsPositionIs) {
