@@ -366,8 +366,8 @@ json CmdHealth(Services& services) {
   return out;
 }
 
-// Recorded events by time, outcome, category, provider, domain or sender: what `bouncectl events`
-// shows (which recipients got CS01 in the last hour, and from which sender).
+// Recorded events by time, outcome, category, provider, domain, recipient or sender: what
+// `bouncectl events` shows (which recipients got CS01 in the last hour, and from which sender).
 json CmdEvents(Services& services, const json& req) {
   EventsQuery q;
   auto it = req.find("since");
@@ -387,6 +387,7 @@ json CmdEvents(Services& services, const json& req) {
   q.provider = StringField(req, "provider", false);
   q.provider_code = StringField(req, "provider_code", false);
   q.domain = DomainField(req);
+  q.recipient = StringField(req, "recipient", false);
   q.sender = StringField(req, "sender", false);
   q.sender_domain = DomainField(req, "sender_domain");  // "<>" passes as it is
   q.limit = static_cast<size_t>(

@@ -2759,6 +2759,11 @@ Expected<std::vector<StoredEvent>> StoreImpl::QueueEvents(const QueueEventsQuery
 Expected<std::vector<StoredEvent>> StoreImpl::FindEvents(const EventsQuery& q) {
   std::vector<StoredEvent> out;
   const size_t limit = std::min(q.limit, kMaxFoundEvents);
+  std::string recipient_key;
+  if (!q.recipient.empty()) {
+    recipient_key = NormalizeAddress(q.recipient, Delimiters());
+    if (recipient_key.empty()) return Status::Error("invalid address '" + q.recipient + "'");
+  }
   if (limit == 0) return out;
   // Not before 1970: days of those times may not sort as text.
   const int64_t since = std::max<int64_t>(0, q.since);
@@ -2781,6 +2786,7 @@ Expected<std::vector<StoredEvent>> StoreImpl::FindEvents(const EventsQuery& q) {
   if (q.after_id >= 0) rows += " AND id > " + std::to_string(q.after_id);
   if (q.until != 0) rows += " AND time < ?3";
   static const std::string kNone;
+  if (!recipient_key.empty()) text_filter(rows, "recipient_key", recipient_key);
   if (!q.domain.empty()) text_filter(rows, "domain", q.domain);
   if (q.sender == "<>") {
     rows += " AND sender IS NULL";  // stored as NULL (event_rows keeps "" as NULL)

@@ -379,7 +379,10 @@ struct EventsQuery {
   std::string log_status = {};  // sent, deferred, bounced, expired, complaint, auto_reply, blocked
   std::string source = {};      // log, journal, dsn, milter, manual
   std::string domain = {};      // the recipient's domain
-  std::string sender = {};      // the envelope sender ("<>" = the null sender)
+  // the recipient, as any spelling NormalizeAddress folds (through its index: a long `since`
+  // is cheap); "" = any
+  std::string recipient = {};
+  std::string sender = {};  // the envelope sender ("<>" = the null sender)
   // the envelope sender's domain, as `stats --sender-domain` groups it (lower-cased; "<>" = the
   // null sender; a sender without '@' is itself)
   std::string sender_domain = {};

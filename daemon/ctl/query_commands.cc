@@ -284,7 +284,8 @@ void WriteMetrics(Context& ctx, const std::string& output) {
 
 // `bouncectl events` options and the request they make.
 struct EventsOptions {
-  std::string since, until, category, provider, code, status, source, domain, sender, sender_domain;
+  std::string since, until, category, provider, code, status, source, domain, recipient, sender,
+      sender_domain;
   int limit = 50;
   bool follow = false;
   int interval = 1;
@@ -305,6 +306,7 @@ json EventsRequest(const EventsOptions& o) {
   set("domain", o.domain);
   set("sender", o.sender);
   set("sender_domain", o.sender_domain);
+  set("recipient", o.recipient);
   return req;
 }
 
@@ -984,7 +986,7 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     auto* cmd = app.add_subcommand(
         "events",
         "recorded delivery results, newest first: by time, outcome, category, provider, "
-        "domain or sender");
+        "domain, recipient or sender");
     auto o = std::make_shared<EventsOptions>();
     cmd->add_option("--since", o->since,
                     "happened since: 2026-11-01, 2026-11-01T12:00:00Z or 1h (default 24h)");
@@ -997,6 +999,8 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
                     "blocked");
     cmd->add_option("--source", o->source, "only from log, journal, dsn, milter or manual");
     cmd->add_option("--domain", o->domain, "only recipients at this domain");
+    cmd->add_option("--recipient", o->recipient,
+                    "only this recipient (spelt any way: case, <>, +extension)");
     cmd->add_option("--sender", o->sender, "only this envelope sender (<> = the null sender)");
     cmd->add_option("--sender-domain", o->sender_domain,
                     "only envelope senders at this domain (<> = the null sender)");

@@ -293,6 +293,15 @@ TEST(Events, BouncectlListsRecordedEventsByCategoryProviderAndCode) {
   EXPECT_EQ(rows[1]["category"], "user_unknown");
   EXPECT_EQ(rows[1]["sender"], "sender@testbed.local");
 
+  // One recipient's, spelt as mail may carry it.
+  rows =
+      json::parse(d.Ctl("--json events --since 2000-01-01 --recipient '<CS01+x@iCloud.com>'", &rc));
+  EXPECT_EQ(rc, 0);
+  ASSERT_EQ(rows.size(), 1u) << rows.dump();
+  EXPECT_EQ(rows[0]["recipient"], "cs01@icloud.com");
+  out = d.Ctl("events --recipient 'not an address'", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("invalid address 'not an address'"), std::string::npos) << out;
   out = d.Ctl("events --since 2000-01-01 --limit 1", &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("1 event(s), the newest 1 (--limit for more)"), std::string::npos) << out;

@@ -614,6 +614,11 @@ TEST_F(StoreTest, FindEventsFiltersByEveryFieldNewestFirst) {
   EXPECT_EQ(find({.log_status = "bounced"}), "cba");
   EXPECT_EQ(find({.source = "dsn"}), "c");
   EXPECT_EQ(find({.domain = "icloud.com"}), "eba");
+  EXPECT_EQ(find({.recipient = "<B+news@ICLOUD.com>"}), "b") << "any spelling of it";
+  EXPECT_EQ(find({.since = kT0 - 3 * kDay, .recipient = "f@icloud.com"}), "f");
+  EXPECT_EQ(find({.recipient = "f@icloud.com"}), "") << "since still applies";
+  EXPECT_EQ(find({.recipient = "nobody@icloud.com"}), "");
+  EXPECT_EQ(find({.recipient = "not an address"}), "error: invalid address 'not an address'");
   EXPECT_EQ(find({.sender = "shop@Eu.Example"}), "c");
   EXPECT_EQ(find({.sender = "<>"}), "d") << "\"<>\": the null sender";
   EXPECT_EQ(find({.sender_domain = "us.example"}), "eba");
