@@ -189,15 +189,13 @@ std::string RenderMetrics(const json& m) {
            Member(m, "suppressed"));
   x.Sample("bounced_suppression_view_bytes", "gauge",
            "Memory held by the in-memory suppression view.", {}, Member(m, "view_memory_bytes"));
-  x.Sample("bounced_events_pruned_total", "counter",
-           "Events deleted for being older than [storage] event_retention_days.", {},
-           Member(m, "events_pruned"));
-  x.Sample("bounced_counter_rows_pruned_total", "counter",
-           "Daily counter rows deleted for being older than [storage] counter_retention_days.", {},
-           Member(m, "counter_rows_pruned"));
-  x.Sample("bounced_events_too_old_total", "counter",
-           "Events not recorded: older than [storage] event_retention_days when they came.", {},
-           Member(m, "events_too_old"));
+  x.Fields(m, {},
+           {{"events_pruned", "bounced_events_pruned_total", "counter",
+             "Events deleted for being older than [storage] event_retention_days."},
+            {"counter_rows_pruned", "bounced_counter_rows_pruned_total", "counter",
+             "Daily counter rows deleted for being older than [storage] counter_retention_days."},
+            {"events_too_old", "bounced_events_too_old_total", "counter",
+             "Events not recorded: older than [storage] event_retention_days when they came."}});
   x.Sample("bounced_rules", "gauge", "Classification rules in force.", {}, Member(m, "rules"));
   x.Sample("bounced_alerts_open", "gauge", "Policy-rejection alerts open now.", {},
            Member(m, "alerts_open"));

@@ -643,7 +643,8 @@ class StoreImpl final : public Store {
         has_events, delivered_since, put_policy, delete_policy, get_suppression, put_suppression,
         delete_suppression, touch_suppression, delivered_after, log_suppression, allowed, counter,
         position, get_position, queue_fact_ids, put_queue_fact, update_queue_fact,
-        delete_queue_fact, audit, put_original;
+        delete_queue_fact, audit, put_original, prune_range, prune_ids, prune_rows, prune_originals,
+        prune_days, oldest_counter_day, prune_counter_day;
   } w_;
 
   std::mutex queue_mu_;
@@ -1114,6 +1115,19 @@ Status StoreImpl::PrepareWriter() {
        "?11, ?12, ?13, ?14, ?15, ?16)"},
       {&w_.put_original,
        "INSERT INTO event_originals (event_id, original_key, time) VALUES (?1, ?2, ?3)"},
+      // Pruning (PruneW). Days are compared as text, so only those of four-digit years: the
+      // rows of a clock past 9999 sort before 2026 and are not old.
+      {&w_.prune_range,
+       "SELECT min(first_id), max(last_id) FROM event_days WHERE day < ?1 AND length(day) = 10"},
+      {&w_.prune_ids,
+       "SELECT id FROM event_rows WHERE id >= ?1 AND id <= ?2 AND time < ?3 ORDER BY id "
+       "LIMIT ?4"},
+      {&w_.prune_rows, "DELETE FROM event_rows WHERE id >= ?1 AND id <= ?2 AND time < ?3"},
+      {&w_.prune_originals,
+       "DELETE FROM event_originals WHERE event_id >= ?1 AND event_id <= ?2 AND time < ?3"},
+      {&w_.prune_days, "DELETE FROM event_days WHERE day < ?1 AND length(day) = 10"},
+      {&w_.oldest_counter_day, "SELECT min(day) FROM daily_counters WHERE length(day) = 10"},
+      {&w_.prune_counter_day, "DELETE FROM daily_counters WHERE day = ?1"},
       // A DSN is recorded once per (Message-ID, recipient), whichever of dsn/milter saw it.
       // A DSN event's two questions (recorded before? the copy of a counted log bounce?) in one
       // pass over the recipient's rows: only matching rows come back, usually none. ?3 (the
@@ -2131,81 +2145,57 @@ Status StoreImpl::PruneW() {
     const std::string horizon_day = DayOf(horizon);
     // Every row of a day lies within that day's id range (event_days), so the rows before the
     // horizon are within the ranges of the days before it: walked by id, without an index on
-    // time. Days are compared as text, so only those of four-digit years (the rows of a clock
-    // past 9999 sort before 2026 and are not old). A late event (an old mailbox fed yesterday)
-    // widens its day's range over newer rows, which the time test keeps; the cursor saves walking
-    // them again in the next step.
-    sql::Stmt range;
-    if (Status s = range.Prepare(wdb_,
-                                 "SELECT min(first_id), max(last_id) FROM event_days WHERE day < "
-                                 "?1 AND length(day) = 10");
-        !s) {
-      return s;
-    }
+    // time. A late event (an old mailbox fed yesterday) widens its day's range over newer rows,
+    // which the time test keeps; the cursor saves walking them again in the next step.
+    sql::Stmt& range = w_.prune_range;
     range.Bind(1, horizon_day);
     auto r = range.Step();
+    const bool any = r && *r && !range.IsNull(0);
+    const int64_t first = any ? std::max(range.Int(0), prune_cursor_) : 0;
+    const int64_t last = any ? range.Int(1) : 0;
+    range.Reset();
     if (!r) return r.status();
-    if (*r && !range.IsNull(0)) {
-      const int64_t first = std::max(range.Int(0), prune_cursor_);
-      const int64_t last = range.Int(1);
-      sql::Stmt old;
-      if (Status s = old.Prepare(wdb_,
-                                 "SELECT id FROM event_rows WHERE id >= ?1 AND id <= ?2 AND "
-                                 "time < ?3 ORDER BY id LIMIT ?4");
-          !s) {
-        return s;
+    if (any) {
+      // The step's rows: up to kPruneLimit old ones from `first` on, up to the id of the last.
+      sql::Stmt& ids = w_.prune_ids;
+      ids.Bind(1, first).Bind(2, last).Bind(3, horizon).Bind(4, kPruneLimit);
+      int64_t n = 0, end = 0;
+      Status walked = ids.ForEachRow([&] {
+        ++n;
+        end = ids.Int(0);
+      });
+      ids.Reset();
+      if (!walked) return walked;
+      if (n != 0) {
+        for (sql::Stmt* del : {&w_.prune_rows, &w_.prune_originals}) {
+          del->Bind(1, first).Bind(2, end).Bind(3, horizon);
+          if (Status s = del->Run(); !s) return s;
+        }
+        txn_pruned_.events += n;
+        // The same-bounce index must not answer "stored" for a row pruned here.
+        dsn_bounces_.Forget(horizon);
       }
-      old.Bind(1, first).Bind(2, last).Bind(3, horizon).Bind(4, kPruneLimit);
-      std::vector<int64_t> ids;
-      if (Status s = old.ForEachRow([&] { ids.push_back(old.Int(0)); }); !s) return s;
-      sql::Stmt del, del_original;
-      if (Status s = del.Prepare(wdb_, "DELETE FROM event_rows WHERE id = ?1"); !s) return s;
-      if (Status s = del_original.Prepare(wdb_, "DELETE FROM event_originals WHERE event_id = ?1");
-          !s) {
-        return s;
-      }
-      for (int64_t id : ids) {
-        del.Bind(1, id);
-        if (Status s = del.Run(); !s) return s;
-        del_original.Bind(1, id);
-        if (Status s = del_original.Run(); !s) return s;
-      }
-      txn_pruned_.events += static_cast<int64_t>(ids.size());
-      // The same-bounce index must not answer "stored" for a row pruned here.
-      if (!ids.empty()) dsn_bounces_.Forget(horizon);
-      if (ids.size() == static_cast<size_t>(kPruneLimit)) {
-        prune_cursor_ = ids.back() + 1;
+      if (n == kPruneLimit) {
+        prune_cursor_ = end + 1;
         prune_more_ = true;
         return Status::Ok();
       }
-      sql::Stmt days;
-      if (Status s =
-              days.Prepare(wdb_, "DELETE FROM event_days WHERE day < ?1 AND length(day) = 10");
-          !s) {
-        return s;
-      }
-      days.Bind(1, horizon_day);
-      if (Status s = days.Run(); !s) return s;
+      w_.prune_days.Bind(1, horizon_day);
+      if (Status s = w_.prune_days.Run(); !s) return s;
     }
     prune_cursor_ = 0;
   }
   if (txn_retention_.counter_days > 0) {
     // One day a step (its rows are adjacent: the key starts with the day).
     const std::string horizon_day = DayOf(RetentionHorizon(txn_retention_.counter_days, txn_now_));
-    sql::Stmt oldest;
-    if (Status s =
-            oldest.Prepare(wdb_, "SELECT min(day) FROM daily_counters WHERE length(day) = 10");
-        !s) {
-      return s;
-    }
+    sql::Stmt& oldest = w_.oldest_counter_day;
     auto r = oldest.Step();
+    const std::string day = r && *r && !oldest.IsNull(0) ? oldest.Text(0) : std::string();
+    oldest.Reset();
     if (!r) return r.status();
-    if (*r && !oldest.IsNull(0) && oldest.Text(0) < horizon_day) {
-      const std::string day = oldest.Text(0);
-      sql::Stmt del;
-      if (Status s = del.Prepare(wdb_, "DELETE FROM daily_counters WHERE day = ?1"); !s) return s;
-      del.Bind(1, day);
-      if (Status s = del.Run(); !s) return s;
+    if (!day.empty() && day < horizon_day) {
+      w_.prune_counter_day.Bind(1, day);
+      if (Status s = w_.prune_counter_day.Run(); !s) return s;
       txn_pruned_.counter_rows += wdb_.changes();
       prune_more_ = true;  // the next day may be old too
     }
@@ -2662,11 +2652,16 @@ namespace {
 // found through its own index. Callers run both reads in one transaction (one snapshot).
 Expected<std::vector<StoredEvent>> ReadEvents(sql::Db& db, std::string_view key, size_t max) {
   std::vector<StoredEvent> out;
-  for (const char* rows :
-       {"SELECT id FROM event_rows WHERE recipient_key = ?1 ORDER BY time DESC, id DESC LIMIT ?2",
-        "SELECT event_id FROM event_originals WHERE original_key = ?1 "
-        "ORDER BY time DESC, event_id DESC LIMIT ?2"}) {
-    const bool original = std::string_view(rows).find("event_originals") != std::string::npos;
+  const struct {
+    const char* rows;
+    bool original;
+  } reads[] = {
+      {"SELECT id FROM event_rows WHERE recipient_key = ?1 ORDER BY time DESC, id DESC LIMIT ?2",
+       false},
+      {"SELECT event_id FROM event_originals WHERE original_key = ?1 "
+       "ORDER BY time DESC, event_id DESC LIMIT ?2",
+       true}};
+  for (const auto& [rows, original] : reads) {
     sql::Stmt st;
     std::string q =
         "SELECT " + std::string(kEventColumns) + " FROM events WHERE id IN (" + rows + ")";

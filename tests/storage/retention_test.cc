@@ -22,12 +22,7 @@ using testing::TempDir;
 int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
 
 std::unique_ptr<Store> Open(const std::string& path, RetentionPolicy retention = {}) {
-  StoreOptions o;
-  o.path = path;
-  o.retention = retention;
-  auto s = Store::Open(o);
-  EXPECT_TRUE(s.ok()) << s.error();
-  return s.ok() ? std::move(*s) : nullptr;
+  return testing::OpenStore(path, SuppressionPolicy(), retention);
 }
 
 TEST(RetentionHorizonTest, KeepsWholeDays) {

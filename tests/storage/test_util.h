@@ -95,10 +95,12 @@ inline Event MakeEvent(const std::string& rcpt, Category c, const std::string& l
 }
 
 inline std::unique_ptr<Store> OpenStore(const std::string& path,
-                                        SuppressionPolicy policy = SuppressionPolicy()) {
+                                        SuppressionPolicy policy = SuppressionPolicy(),
+                                        RetentionPolicy retention = RetentionPolicy()) {
   StoreOptions o;
   o.path = path;
   o.policy = policy;
+  o.retention = retention;
   auto s = Store::Open(o);
   EXPECT_TRUE(s.ok()) << s.error();
   return s.ok() ? std::move(*s) : nullptr;
