@@ -59,7 +59,8 @@ nlohmann::json ServerStats(const StreamServer* s) {
 }
 
 // The keys whose new value a running bounced cannot take (sockets it listens on, the input it
-// reads, the database, the milter that libmilter cannot restart): said, not silently dropped.
+// reads, the database, the milter's socket that libmilter cannot reopen): said, not silently
+// dropped.
 std::vector<std::string> KeysNeedingRestart(const Config& running, const Config& next) {
   std::vector<std::string> keys;
   auto changed = [&](bool differs, const char* key) {
@@ -81,23 +82,8 @@ std::vector<std::string> KeysNeedingRestart(const Config& running, const Config&
   changed(ns.mode != rs.mode, "socketmap.mode");
   changed(ns.max_connections != rs.max_connections, "socketmap.max_connections");
   changed(ns.idle_timeout != rs.idle_timeout, "socketmap.idle_timeout");
-  const MilterConfig& rm = running.milter;
-  const MilterConfig& nm = next.milter;
-  changed(nm.socket != rm.socket, "milter.socket");
-  changed(nm.socket_mode != rm.socket_mode, "milter.socket_mode");
-  changed(nm.socket_group != rm.socket_group, "milter.socket_group");
-  changed(nm.default_action != rm.default_action, "milter.action");
-  changed(nm.category_actions != rm.category_actions, "milter.actions");
-  changed(nm.reject_reply != rm.reject_reply, "milter.reject_reply");
-  changed(nm.tempfail_reply != rm.tempfail_reply, "milter.tempfail_reply");
-  changed(nm.bounces != rm.bounces, "milter.bounces");
-  changed(nm.quarantine_dir != rm.quarantine_dir, "milter.quarantine_dir");
-  changed(nm.on_storage_error != rm.on_storage_error, "milter.on_storage_error");
-  changed(nm.callback_timeout != rm.callback_timeout, "milter.timeout");
-  changed(nm.max_bounce_bytes != rm.max_bounce_bytes, "milter.max_bounce_bytes");
-  changed(nm.removed_header != rm.removed_header, "milter.removed_header");
-  // ingest-dsn takes a new [verp] at once; the milter, at the next restart.
-  changed(nm.verp != rm.verp, "verp (for the milter)");
+  // The milter takes every other key of [milter] (and [verp]) at once (ReconfigureMilter).
+  changed(next.milter.socket != running.milter.socket, "milter.socket");
   return keys;
 }
 
@@ -284,7 +270,15 @@ struct Daemon::Impl {
     next.socketmap.mode = config.socketmap.mode;
     next.socketmap.max_connections = config.socketmap.max_connections;
     next.socketmap.idle_timeout = config.socketmap.idle_timeout;
-    next.milter = config.milter;  // libmilter cannot be restarted in-process
+    next.milter.socket = config.milter.socket;  // libmilter cannot listen anew in-process
+    // The running milter checks the rest as it did at start (a quarantine directory it cannot
+    // write is refused) and takes it for the messages that start after this.
+    if (MilterRunning()) {
+      if (Status s = ReconfigureMilter(next.milter); !s.ok()) {
+        spdlog::error("reload: {}; keeping the running configuration and rules", s.message());
+        return s;
+      }
+    }
     // The query socket's group decides who may write (checked per request), and with its mode
     // who may connect: the socket file follows both now.
     if (query && (next.query.mode != config.query.mode || next.query.group != config.query.group)) {
@@ -321,6 +315,13 @@ struct Daemon::Impl {
       MilterStats ms = GetMilterStats();
       milter_json["rcpt_checked"] = ms.rcpt_checked;
       milter_json["rcpt_rejected"] = ms.rcpt_rejected;
+      milter_json["rcpt_tempfailed"] = ms.rcpt_tempfailed;
+      milter_json["rcpt_logged"] = ms.rcpt_logged;
+      milter_json["rcpt_removed"] = ms.rcpt_removed;
+      // What it does now (a reload may have changed it since the start).
+      const MilterConfig mc = CurrentMilterConfig();
+      milter_json["action"] = ToString(mc.default_action);
+      milter_json["bounces"] = ToString(mc.bounces);
       milter_json["bounces_seen"] = ms.bounces_seen;
       milter_json["bounce_recipients"] = ms.bounce_recipients;
       milter_json["bounces_truncated"] = ms.bounces_truncated;

@@ -105,7 +105,9 @@ struct Global {
   std::shared_mutex mu;
   bool active = false;
   MilterDependencies deps;
-  MilterConfig config;
+  // The configuration in force; ReconfigureMilter swaps it. A session takes it at MAIL FROM.
+  std::mutex config_mu;
+  std::shared_ptr<const MilterConfig> config = std::make_shared<const MilterConfig>();
   Counters counters;
   std::atomic<bool> in_storage_incident{false};
   std::atomic<bool> started{false};
@@ -129,6 +131,12 @@ Global& G() {
   return *g;
 }
 
+std::shared_ptr<const MilterConfig> Config() {
+  Global& g = G();
+  std::lock_guard l(g.config_mu);
+  return g.config;
+}
+
 void NoteStorage(const Status& s, std::string_view what) {
   Global& g = G();
   if (s.ok()) {
@@ -144,7 +152,7 @@ void NoteStorage(const Status& s, std::string_view what) {
     spdlog::warn(
         "milter: storage unavailable ({}: {}); answering per on_storage_error = {} "
         "until it recovers (logged once per incident)",
-        what, s.message(), ToString(g.config.on_storage_error));
+        what, s.message(), ToString(Config()->on_storage_error));
   }
 }
 
@@ -163,6 +171,8 @@ struct Session {
   unsigned long protocol = 0;  // negotiated SMFIP_* flags
   MailPath path = MailPath::kSmtpd;
   // The current message (reset at MAIL FROM and on abort).
+  // The configuration in force at its MAIL FROM, kept to its end.
+  std::shared_ptr<const MilterConfig> config;
   std::string sender;
   bool null_sender = false;
   size_t kept_rcpts = 0;
@@ -175,6 +185,7 @@ struct Session {
   std::vector<std::string> rcpts;
 
   void ResetMessage() {
+    config.reset();
     sender.clear();
     rcpts.clear();
     null_sender = false;
@@ -249,10 +260,11 @@ sfsistat OnEnvFrom(SMFICTX* ctx, char** argv) {
   auto* s = Get(ctx);
   if (s == nullptr) return SMFIS_CONTINUE;
   s->ResetMessage();
+  s->config = Config();
   s->sender = std::string(StripAngles(argv && argv[0] ? argv[0] : ""));
   s->null_sender = s->sender.empty();
   s->sniffer.emplace(s->null_sender);
-  s->buffer = std::make_unique<MessageBuffer>(G().config.max_bounce_bytes);
+  s->buffer = std::make_unique<MessageBuffer>(s->config->max_bounce_bytes);
   auto& c = G().counters;
   (s->path == MailPath::kNonSmtpd ? c.non_smtpd_messages : c.smtpd_messages)
       .fetch_add(1, std::memory_order_relaxed);
@@ -267,11 +279,12 @@ sfsistat OnEnvRcpt(SMFICTX* ctx, char** argv) {
   std::string_view raw = argv[0];
   std::string_view address = StripAngles(raw);
   sfsistat verdict = SMFIS_CONTINUE;
+  if (!s->config) s->config = Config();  // RCPT before any MAIL FROM: not from Postfix
   {
     std::shared_lock l(g.mu);
     if (!g.active) return SMFIS_CONTINUE;
     Expected<std::optional<MilterSuppression>> hit = g.deps.lookup(address);
-    RcptDecision d = DecideRcpt(g.config, s->path, s->null_sender, address, hit);
+    RcptDecision d = DecideRcpt(*s->config, s->path, s->null_sender, address, hit);
     if (d.storage_error) {
       s->lookup_failed = true;
       NoteStorage(hit.status(), "suppression lookup");
@@ -335,8 +348,8 @@ sfsistat OnEoh(SMFICTX* ctx) {
   }
   // Nothing left to do at end of message (no removal, no tempfail pending): accept now.
   bool eom_work =
-      !s->removals.empty() || (s->lookup_failed && s->path == MailPath::kNonSmtpd &&
-                               G().config.on_storage_error == StorageErrorPolicy::kTempfail);
+      !s->removals.empty() || (s->lookup_failed && s->path == MailPath::kNonSmtpd && s->config &&
+                               s->config->on_storage_error == StorageErrorPolicy::kTempfail);
   if (!eom_work) {
     s->ResetMessage();
     return SMFIS_ACCEPT;
@@ -361,14 +374,15 @@ struct BounceOutcome {
 
 // The recipient a bounce is about by its VERP return path: its one envelope recipient, when
 // [verp] is on and that address is one.
-std::optional<std::string> VerpRecipient(const std::vector<std::string>& rcpts) {
-  const std::optional<VerpFormat>& verp = G().config.verp;
+std::optional<std::string> VerpRecipient(const MilterConfig& config,
+                                         const std::vector<std::string>& rcpts) {
+  const std::optional<VerpFormat>& verp = config.verp;
   if (!verp || rcpts.size() != 1) return std::nullopt;
   return DecodeVerp(rcpts[0], *verp);
 }
 
-BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::string& queue_id,
-                            const std::vector<std::string>& rcpts) {
+BounceOutcome ProcessBounce(const MilterConfig& config, const std::string& raw, bool truncated,
+                            const std::string& queue_id, const std::vector<std::string>& rcpts) {
   BounceOutcome out;
   Global& g = G();
   std::shared_lock l(g.mu);
@@ -379,7 +393,7 @@ BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::s
   // address), even inside a base64 part, is not read as if it were whole.
   ParsedBounce parsed = ParseBounce(raw, *rules, truncated);
   if (parsed.kind == MessageKind::kNotBounce || parsed.recipients.empty()) return out;
-  if (std::optional<std::string> ours = VerpRecipient(rcpts);
+  if (std::optional<std::string> ours = VerpRecipient(config, rcpts);
       ours && ApplyVerp(&parsed, *ours, *rules) != 0) {
     g.counters.bounces_verp.fetch_add(1, std::memory_order_relaxed);
   }
@@ -392,7 +406,7 @@ BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::s
     spdlog::warn(
         "milter: bounce {} is longer than milter.max_bounce_bytes ({}); only that much "
         "was read",
-        queue_id, g.config.max_bounce_bytes);
+        queue_id, config.max_bounce_bytes);
   }
   if (!parsed.warnings.empty()) {
     g.counters.bounces_incomplete.fetch_add(1, std::memory_order_relaxed);
@@ -408,21 +422,21 @@ BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::s
   NoteStorage(recorded, "record bounce");
   if (!recorded.ok()) return out;  // keep what could not be recorded
   g.counters.bounce_recipients.fetch_add(parsed.recipients.size(), std::memory_order_relaxed);
-  if (g.config.bounces != BounceDisposition::kKeep &&
-      !MayRemoveBounce(g.config.bounces, !truncated, parsed.warnings.empty())) {
+  if (config.bounces != BounceDisposition::kKeep &&
+      !MayRemoveBounce(config.bounces, !truncated, parsed.warnings.empty())) {
     spdlog::warn("milter: bounce {} kept, not {}: {}", queue_id,
-                 g.config.bounces == BounceDisposition::kDiscard ? "discarded" : "quarantined",
+                 config.bounces == BounceDisposition::kDiscard ? "discarded" : "quarantined",
                  truncated ? "only part of it was captured" : "a parser limit cut it short");
     return out;
   }
-  switch (g.config.bounces) {
+  switch (config.bounces) {
     case BounceDisposition::kKeep:
       break;
     case BounceDisposition::kDiscard:
       out.discard = true;
       break;
     case BounceDisposition::kQuarantine: {
-      auto path = WriteQuarantine(g.config.quarantine_dir, cb.dedup_key, raw);
+      auto path = WriteQuarantine(config.quarantine_dir, cb.dedup_key, raw);
       if (!path.ok()) {
         spdlog::warn("milter: bounce {} kept: {}", queue_id, path.error());
         break;
@@ -433,7 +447,7 @@ BounceOutcome ProcessBounce(const std::string& raw, bool truncated, const std::s
       break;
     }
   }
-  if (out.discard && g.config.bounces == BounceDisposition::kDiscard) {
+  if (out.discard && config.bounces == BounceDisposition::kDiscard) {
     g.counters.bounces_discarded.fetch_add(1, std::memory_order_relaxed);
   }
   return out;
@@ -443,6 +457,8 @@ sfsistat OnEom(SMFICTX* ctx) {
   auto* s = Get(ctx);
   if (s == nullptr) return SMFIS_CONTINUE;
   Global& g = G();
+  if (!s->config) s->config = Config();
+  const std::shared_ptr<const MilterConfig> config = s->config;
   std::string queue_id = Macro(ctx, "i");
   sfsistat verdict = SMFIS_CONTINUE;
   // Only a message the parser read as a bounce keeps its suppressed recipients (a bounce is never
@@ -451,12 +467,11 @@ sfsistat OnEom(SMFICTX* ctx) {
   bool is_bounce = false;
   if (s->buffer) {
     auto task = std::make_shared<std::packaged_task<BounceOutcome()>>(
-        [raw = s->buffer->bytes(), truncated = s->buffer->truncated(), queue_id, rcpts = s->rcpts] {
-          return ProcessBounce(raw, truncated, queue_id, rcpts);
-        });
+        [config, raw = s->buffer->bytes(), truncated = s->buffer->truncated(), queue_id,
+         rcpts = s->rcpts] { return ProcessBounce(*config, raw, truncated, queue_id, rcpts); });
     auto done = task->get_future();
     if (g.bounce_worker.Post([task] { (*task)(); })) {
-      if (done.wait_for(g.config.callback_timeout) == std::future_status::ready) {
+      if (done.wait_for(config->callback_timeout) == std::future_status::ready) {
         BounceOutcome out = done.get();
         is_bounce = out.is_bounce;
         if (out.discard) verdict = SMFIS_DISCARD;
@@ -467,7 +482,7 @@ sfsistat OnEom(SMFICTX* ctx) {
         spdlog::warn(
             "milter: bounce processing of {} exceeded {} ms; handled as no bounce (recorded "
             "later if it is one)",
-            queue_id, g.config.callback_timeout.count());
+            queue_id, config->callback_timeout.count());
       }
     } else {
       g.counters.dropped_records.fetch_add(1, std::memory_order_relaxed);
@@ -480,7 +495,7 @@ sfsistat OnEom(SMFICTX* ctx) {
     } else {
       for (const auto& r : s->removals) smfi_delrcpt(ctx, const_cast<char*>(r.raw.c_str()));
       std::string header = RemovalHeaderValue(s->removals);
-      smfi_addheader(ctx, g.config.removed_header.data(), header.data());
+      smfi_addheader(ctx, const_cast<char*>(config->removed_header.c_str()), header.data());
     }
     for (const auto& r : s->removals) {
       g.counters.rcpt_removed.fetch_add(1, std::memory_order_relaxed);
@@ -493,7 +508,7 @@ sfsistat OnEom(SMFICTX* ctx) {
                  RemovalHeaderValue(s->removals));
   }
   if (verdict == SMFIS_CONTINUE && s->lookup_failed && s->path == MailPath::kNonSmtpd &&
-      !s->null_sender && g.config.on_storage_error == StorageErrorPolicy::kTempfail) {
+      !s->null_sender && config->on_storage_error == StorageErrorPolicy::kTempfail) {
     verdict = SMFIS_TEMPFAIL;
   }
   s->ResetMessage();
@@ -567,31 +582,47 @@ void PokeListener(const std::string& spec, const std::string& unix_path) {
   if (fd >= 0) close(fd);
 }
 
+// What a configuration needs of this machine beyond ValidateMilterConfig: a writable quarantine
+// directory when bounces are quarantined, and a socket_group that exists (its gid, or -1 for
+// none).
+Expected<gid_t> CheckOnThisMachine(const MilterConfig& config) {
+  if (Status s = ValidateMilterConfig(config); !s.ok()) return s;
+  if (config.bounces == BounceDisposition::kQuarantine &&
+      access(config.quarantine_dir.c_str(), W_OK | X_OK) != 0) {
+    return Status::Error("milter.quarantine_dir: " + config.quarantine_dir +
+                         " is not a writable directory: " + strerror(errno));
+  }
+  if (config.socket_group.empty()) return static_cast<gid_t>(-1);
+  struct group* gr = getgrnam(config.socket_group.c_str());
+  if (gr == nullptr) return Status::Error("milter.socket_group: no group " + config.socket_group);
+  return gr->gr_gid;
+}
+
+// Gives a unix socket's file its mode and group (libmilter creates it with the process umask;
+// Postfix, user postfix, must connect). A failure is said, not fatal.
+void SetSocketModeAndGroup(const std::string& unix_path, uint32_t mode, gid_t group) {
+  if (unix_path.empty()) return;
+  if (chmod(unix_path.c_str(), mode) != 0 ||
+      (group != static_cast<gid_t>(-1) && chown(unix_path.c_str(), -1, group) != 0)) {
+    spdlog::warn("milter: cannot set mode/group of {}: {}", unix_path, strerror(errno));
+  }
+}
+
 }  // namespace
 
 Status StartMilter(const MilterConfig& config, MilterDependencies deps) {
   Global& g = G();
   std::lock_guard lifecycle(g.lifecycle_mu);
   if (config.socket.empty()) return Status::Error("milter: no socket configured");
-  if (Status s = ValidateMilterConfig(config); !s.ok()) return s;
+  Expected<gid_t> group = CheckOnThisMachine(config);
+  if (!group.ok()) return group.status();
   if (!deps.lookup || !deps.record_enforcement || !deps.record_bounce || !deps.rules) {
     return Status::Error(
         "milter: missing dependency (lookup, record_enforcement, record_bounce "
         "and rules are all required)");
   }
-  if (config.bounces == BounceDisposition::kQuarantine &&
-      access(config.quarantine_dir.c_str(), W_OK | X_OK) != 0) {
-    return Status::Error("milter.quarantine_dir: " + config.quarantine_dir +
-                         " is not a writable directory: " + strerror(errno));
-  }
   if (g.started.load()) {
     return Status::Error("milter: already started in this process (libmilter is process-global)");
-  }
-  gid_t group = static_cast<gid_t>(-1);
-  if (!config.socket_group.empty()) {
-    struct group* gr = getgrnam(config.socket_group.c_str());
-    if (gr == nullptr) return Status::Error("milter.socket_group: no group " + config.socket_group);
-    group = gr->gr_gid;
   }
   g.conn = config.socket;
   g.unix_path = UnixPathOf(config.socket);
@@ -608,16 +639,13 @@ Status StartMilter(const MilterConfig& config, MilterDependencies deps) {
                          " (in use, or directory missing / not writable)");
   }
   g.started = true;
-  if (!g.unix_path.empty()) {
-    // libmilter creates the socket with the process umask; Postfix (user postfix) must connect.
-    if (chmod(g.unix_path.c_str(), config.socket_mode) != 0 ||
-        (group != static_cast<gid_t>(-1) && chown(g.unix_path.c_str(), -1, group) != 0)) {
-      spdlog::warn("milter: cannot set mode/group of {}: {}", g.unix_path, strerror(errno));
-    }
+  SetSocketModeAndGroup(g.unix_path, config.socket_mode, *group);
+  {
+    std::lock_guard l(g.config_mu);
+    g.config = std::make_shared<const MilterConfig>(config);
   }
   {
     std::unique_lock l(g.mu);
-    g.config = config;
     g.deps = std::move(deps);
     g.active = true;
   }
@@ -677,6 +705,30 @@ void StopMilter() {
   g.deps = MilterDependencies{};
   spdlog::info("milter: stopped");
 }
+
+Status ReconfigureMilter(const MilterConfig& config) {
+  Global& g = G();
+  std::lock_guard lifecycle(g.lifecycle_mu);
+  if (!MilterRunning()) return Status::Error("milter: not running");
+  Expected<gid_t> group = CheckOnThisMachine(config);
+  if (!group.ok()) return group.status();
+  auto next = std::make_shared<MilterConfig>(config);
+  std::shared_ptr<const MilterConfig> running = Config();
+  next->socket = running->socket;
+  if (next->socket_mode != running->socket_mode || next->socket_group != running->socket_group) {
+    SetSocketModeAndGroup(g.unix_path, next->socket_mode, *group);
+  }
+  {
+    std::lock_guard l(g.config_mu);
+    g.config = std::move(next);
+  }
+  spdlog::info("milter: action {}, bounces {}, on_storage_error {} for the next messages",
+               ToString(config.default_action), ToString(config.bounces),
+               ToString(config.on_storage_error));
+  return Status::Ok();
+}
+
+MilterConfig CurrentMilterConfig() { return *Config(); }
 
 bool MilterRunning() {
   Global& g = G();

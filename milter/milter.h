@@ -31,7 +31,8 @@
 //
 // libmilter keeps process-global state: StartMilter may be called once per process; after
 // StopMilter the milter cannot be started again in the same process (restart the daemon to
-// change [milter] socket). Thread safety: all functions may be called from any thread.
+// change [milter] socket). Every other key can change while it runs (ReconfigureMilter, which
+// the daemon's reload calls). Thread safety: all functions may be called from any thread.
 #pragma once
 
 #include <array>
@@ -212,7 +213,15 @@ Status StartMilter(const MilterConfig& config, MilterDependencies deps);
 // Stops accepting, waits for the listener to return (at most a few seconds) and detaches the
 // dependencies: after it returns no callback touches them. Idempotent; safe if never started.
 void StopMilter();
+// Gives the running milter a new configuration: every key but `socket` (the socket stays the one
+// it listens on; libmilter cannot open another). A message takes the configuration in force at
+// its MAIL FROM and keeps it to its end, so no message sees half of each; socket_mode and
+// socket_group are given to a unix socket's file at once. Refused, with the running one kept,
+// when the new one is invalid (as StartMilter checks it) or the milter is not running.
+Status ReconfigureMilter(const MilterConfig& config);
 bool MilterRunning();
+// The configuration in force (the started one when not running).
+MilterConfig CurrentMilterConfig();
 MilterStats GetMilterStats();
 
 }  // namespace bounced

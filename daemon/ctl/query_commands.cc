@@ -1207,9 +1207,20 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
           std::cout << "milter: " << (m.value("running", false) ? "running" : "NOT running")
                     << (Str(m, "error").empty() ? "" : " (" + Str(m, "error") + ")");
           if (m.value("running", false)) {
+            if (!Str(m, "action").empty()) {
+              std::cout << " (action " << Str(m, "action") << ", bounces " << Str(m, "bounces")
+                        << ")";
+            }
             std::cout << ", " << m.value("rcpt_checked", 0) << " recipients checked ("
-                      << m.value("rcpt_rejected", 0) << " refused), " << m.value("bounces_seen", 0)
-                      << " bounces (" << m.value("bounce_recipients", 0) << " recipients; "
+                      << m.value("rcpt_rejected", 0) << " refused";
+            if (m.value("rcpt_tempfailed", 0) != 0)
+              std::cout << ", " << m.value("rcpt_tempfailed", 0) << " deferred";
+            if (m.value("rcpt_logged", 0) != 0)
+              std::cout << ", " << m.value("rcpt_logged", 0) << " only logged";
+            if (m.value("rcpt_removed", 0) != 0)
+              std::cout << ", " << m.value("rcpt_removed", 0) << " removed";
+            std::cout << "), " << m.value("bounces_seen", 0) << " bounces ("
+                      << m.value("bounce_recipients", 0) << " recipients; "
                       << m.value("bounces_truncated", 0) << " over max_bounce_bytes, "
                       << m.value("bounces_incomplete", 0) << " cut short by a parser limit";
             if (m.value("bounces_verp", 0) != 0)

@@ -1059,9 +1059,9 @@ TEST(DaemonProcess, ReloadNamesEveryKeyThatNeedsARestartAndAppliesTheQuerySocket
   std::ofstream(d.config_path()) << cfg;
   json r = d.Query({{"cmd", "reload"}});
   ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  // [milter] keys other than its socket apply at once (HostsTheMilter... below).
   EXPECT_EQ(r["result"]["restart_needed"],
-            json({"input.log.max_line_bytes", "input.log.poll_interval", "milter.action",
-                  "milter.reject_reply"}))
+            json({"input.log.max_line_bytes", "input.log.poll_interval"}))
       << r.dump();
   struct stat st {};
   ASSERT_EQ(::stat(d.query_socket().c_str(), &st), 0);
@@ -1355,6 +1355,36 @@ TEST(DaemonProcess, HostsTheMilterWhenASocketIsConfigured) {
   int fd = ConnectUnix(dir / "milter.sock");
   EXPECT_GE(fd, 0);
   ::close(fd);
+  EXPECT_EQ(d.Health()["milter"].value("action", ""), "reject");
+  // A reload gives the running milter its new keys; only a new socket waits for a restart.
+  const std::string base =
+      d.BaseConfig() + "[milter]\nsocket = \"unix:" + dir / "milter.sock" + "\"\n";
+  std::ofstream(d.config_path()) << base << "action = \"log\"\nbounces = \"discard\"\n";
+  json r = d.Query({{"cmd", "reload"}});
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  EXPECT_EQ(r["result"]["restart_needed"], json::array()) << r.dump();
+  EXPECT_EQ(d.Health()["milter"].value("action", ""), "log");
+  EXPECT_EQ(d.Health()["milter"].value("bounces", ""), "discard");
+  int rc = -1;
+  const std::string health = d.Ctl("health", &rc);
+  EXPECT_NE(health.find("milter: running (action log, bounces discard), 0 recipients checked"),
+            std::string::npos)
+      << health;
+  // One the running milter cannot take is refused whole: the running configuration stays.
+  std::ofstream(d.config_path()) << base << "action = \"tempfail\"\nbounces = \"quarantine\"\n"
+                                 << "quarantine_dir = \"" << dir / "missing"
+                                 << "\"\n";
+  r = d.Query({{"cmd", "reload"}});
+  EXPECT_FALSE(r.value("ok", true)) << r.dump();
+  EXPECT_NE(r.dump().find("milter.quarantine_dir"), std::string::npos) << r.dump();
+  EXPECT_EQ(d.Health()["milter"].value("action", ""), "log");
+  std::ofstream(d.config_path()) << d.BaseConfig()
+                                 << "[milter]\nsocket = \"unix:" << dir / "other.sock"
+                                 << "\"\n";
+  r = d.Query({{"cmd", "reload"}});
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  EXPECT_EQ(r["result"]["restart_needed"], json({"milter.socket"})) << r.dump();
+  EXPECT_EQ(d.Health()["milter"].value("action", ""), "reject");
   EXPECT_EQ(d.Stop(), 0);
 }
 

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sqlite3.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -497,6 +498,85 @@ TEST(MilterProtocol, ABounceToAVerpReturnPathIsAboutTheRecipientItEncodes) {
   mta.Connect("[198.51.100.9]", "198.51.100.9", 42001);
   mta.Mail("<news@e2e.test>");
   EXPECT_EQ(mta.Rcpt("<alumni2@example.edu>").first, SMFIR_REPLYCODE);
+}
+
+// A reload's new [milter] keys reach the running milter (ReconfigureMilter): a message keeps the
+// configuration of its MAIL FROM, the next one takes the new; an invalid one is refused and the
+// running one kept; the socket file gets its new mode; the socket itself stays.
+TEST(MilterProtocol, ANewConfigurationAppliesFromTheNextMessage) {
+  const MilterConfig started = CurrentMilterConfig();
+  struct Restore {
+    MilterConfig c;
+    ~Restore() { EXPECT_TRUE(ReconfigureMilter(c).ok()); }
+  } restore{started};
+  SuppressByHand("reconf-gone@example.org");
+  Mta mta;
+  ASSERT_TRUE(mta.ok());
+  mta.Negotiate();
+  mta.Connect("[192.0.2.30]", "192.0.2.30", 40030);
+  mta.Mail("<sender@e2e.test>");
+  // MAIL FROM has no reply: a first RCPT's reply says the milter has read it.
+  EXPECT_EQ(mta.Rcpt("<reconf-fine@example.org>").first, SMFIR_CONTINUE);
+
+  MilterConfig dry_run = started;
+  dry_run.default_action = RcptAction::kLog;
+  dry_run.socket = "unix:/nonexistent/other.sock";  // not taken: the socket stays
+  dry_run.socket_mode = 0600;
+  ASSERT_TRUE(ReconfigureMilter(dry_run).ok());
+  EXPECT_EQ(CurrentMilterConfig().socket, started.socket);
+  EXPECT_EQ(CurrentMilterConfig().default_action, RcptAction::kLog);
+  struct stat st {};
+  ASSERT_EQ(::stat(g_socket.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // The message begun before it is refused as before.
+  EXPECT_EQ(mta.Rcpt("<reconf-gone@example.org>").first, SMFIR_REPLYCODE);
+  // The next one is only logged.
+  const uint64_t logged = GetMilterStats().rcpt_logged;
+  mta.Mail("<sender@e2e.test>");
+  EXPECT_EQ(mta.Rcpt("<reconf-gone@example.org>").first, SMFIR_CONTINUE);
+  EXPECT_EQ(GetMilterStats().rcpt_logged, logged + 1);
+
+  MilterConfig held = started;
+  held.category_actions[static_cast<int>(Category::kUserUnknown)] = RcptAction::kTempfail;
+  held.tempfail_reply = "451 4.7.1 <{addr}>: held since {since}";
+  ASSERT_TRUE(ReconfigureMilter(held).ok());
+  mta.Mail("<sender@e2e.test>");
+  auto [cmd, text] = mta.Rcpt("<reconf-gone@example.org>");
+  ASSERT_EQ(cmd, SMFIR_REPLYCODE);
+  EXPECT_EQ(text.substr(0, 31), "451 4.7.1 <reconf-gone@example.");
+
+  // Refused, and the running configuration stays.
+  MilterConfig bad = started;
+  bad.reject_reply = "450 4.1.1 <{addr}>: not a 5xx";
+  Status refused = ReconfigureMilter(bad);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("milter.reject_reply"), std::string::npos) << refused.message();
+  MilterConfig unwritable = started;
+  unwritable.bounces = BounceDisposition::kQuarantine;
+  unwritable.quarantine_dir = (g_dir / "no-such-dir").string();
+  refused = ReconfigureMilter(unwritable);
+  EXPECT_NE(refused.message().find("milter.quarantine_dir"), std::string::npos)
+      << refused.message();
+  EXPECT_EQ(CurrentMilterConfig().tempfail_reply, held.tempfail_reply);
+  mta.Mail("<sender@e2e.test>");
+  EXPECT_EQ(mta.Rcpt("<reconf-gone@example.org>").first, SMFIR_REPLYCODE);
+
+  // bounces = discard: the next bounce is recorded, then leaves the mail stream.
+  MilterConfig discard = started;
+  discard.bounces = BounceDisposition::kDiscard;
+  ASSERT_TRUE(ReconfigureMilter(discard).ok());
+  mta.Mail("<>");
+  EXPECT_EQ(mta.Rcpt("<news@e2e.test>").first, SMFIR_CONTINUE);
+  SendMessage(mta,
+              "From: MAILER-DAEMON@mx.example.net\r\nTo: news@e2e.test\r\nSubject: "
+              "Undeliverable: news\r\nMessage-ID: <RECONF1@mx.example.net>\r\n\r\nYour message "
+              "could not be delivered to reconf-bounce@example.com.\r\n\r\nThe remote server "
+              "said: 550 5.1.1 User unknown\r\n");
+  auto eom = mta.Eom("RECONF1");
+  ASSERT_FALSE(eom.empty());
+  EXPECT_EQ(eom.back().first, SMFIR_DISCARD);
+  ASSERT_TRUE(g_store->Flush().ok());
+  EXPECT_TRUE(g_store->view().Lookup("reconf-bounce@example.com").has_value());
 }
 
 // A DSN longer than max_bounce_bytes (1 MiB by default): Postfix's for 3,000 recipients, whose
