@@ -73,15 +73,9 @@ std::vector<std::string> KeysNeedingRestart(const Config& running, const Config&
   changed(ni.journal_files != ri.journal_files, "input.log.journal_files");
   changed(ni.max_line_bytes != ri.max_line_bytes, "input.log.max_line_bytes");
   changed(ni.poll_interval != ri.poll_interval, "input.log.poll_interval");
+  // The two sockets' modes, groups, connection limits and idle timeouts apply at once.
   changed(next.query.socket != running.query.socket, "query.socket");
-  changed(next.query.max_connections != running.query.max_connections, "query.max_connections");
-  changed(next.query.idle_timeout != running.query.idle_timeout, "query.idle_timeout");
-  const SocketmapConfig& rs = running.socketmap;
-  const SocketmapConfig& ns = next.socketmap;
-  changed(ns.socket != rs.socket, "socketmap.socket");
-  changed(ns.mode != rs.mode, "socketmap.mode");
-  changed(ns.max_connections != rs.max_connections, "socketmap.max_connections");
-  changed(ns.idle_timeout != rs.idle_timeout, "socketmap.idle_timeout");
+  changed(next.socketmap.socket != running.socketmap.socket, "socketmap.socket");
   // The milter takes every other key of [milter] (and [verp]) at once (ReconfigureMilter).
   changed(next.milter.socket != running.milter.socket, "milter.socket");
   return keys;
@@ -212,10 +206,11 @@ struct Daemon::Impl {
     q.group = config.query.group;
     q.max_connections = config.query.max_connections;
     q.idle_timeout = config.query.idle_timeout;
-    q.busy_reply =
-        ReplyLine({{"ok", false},
-                   {"error", "too many connections ([query] max_connections = " +
-                                 std::to_string(config.query.max_connections) + "); try again"}});
+    q.busy_reply = [](size_t max) {
+      return ReplyLine({{"ok", false},
+                        {"error", "too many connections ([query] max_connections = " +
+                                      std::to_string(max) + "); try again"}});
+    };
     auto qs = StreamServer::Listen(io, q, [this](const PeerCred& peer) {
       Config c = services.config();
       return MakeQuerySession(services, peer, c.query.max_request_bytes, c.query.group);
@@ -231,7 +226,7 @@ struct Daemon::Impl {
       m.mode = config.socketmap.mode;
       m.max_connections = config.socketmap.max_connections;
       m.idle_timeout = config.socketmap.idle_timeout;
-      m.busy_reply = EncodeNetstring("TEMP too many connections");
+      m.busy_reply = [](size_t) { return EncodeNetstring("TEMP too many connections"); };
       auto ms = StreamServer::Listen(socketmap_io, m, [this](const PeerCred&) {
         return MakeSocketmapSession(services, services.config().socketmap, socketmap_stats);
       });
@@ -264,12 +259,7 @@ struct Daemon::Impl {
     next.storage.path = config.storage.path;  // the retention applies now
     next.input = config.input;                // the input runs with the settings it started with
     next.query.socket = config.query.socket;
-    next.query.max_connections = config.query.max_connections;
-    next.query.idle_timeout = config.query.idle_timeout;
     next.socketmap.socket = config.socketmap.socket;
-    next.socketmap.mode = config.socketmap.mode;
-    next.socketmap.max_connections = config.socketmap.max_connections;
-    next.socketmap.idle_timeout = config.socketmap.idle_timeout;
     next.milter.socket = config.milter.socket;  // libmilter cannot listen anew in-process
     // The running milter checks the rest as it did at start (a quarantine directory it cannot
     // write is refused) and takes it for the messages that start after this.
@@ -285,6 +275,15 @@ struct Daemon::Impl {
       if (Status s = query->SetModeAndGroup(next.query.mode, next.query.group); !s.ok()) {
         spdlog::warn("reload: {}", s.message());
       }
+    }
+    if (query) query->SetLimits(next.query.max_connections, next.query.idle_timeout);
+    if (socketmap) {
+      if (next.socketmap.mode != config.socketmap.mode) {
+        if (Status s = socketmap->SetModeAndGroup(next.socketmap.mode, ""); !s.ok()) {
+          spdlog::warn("reload: {}", s.message());
+        }
+      }
+      socketmap->SetLimits(next.socketmap.max_connections, next.socketmap.idle_timeout);
     }
     config = next;
     services.SetConfig(next);

@@ -323,9 +323,16 @@ StreamServer::StreamServer(boost::asio::io_context& io, StreamServerOptions opti
       acceptor_(std::move(acceptor)),
       stats_(std::make_shared<StreamServerStats>()),
       streams_(std::make_shared<StreamRegistry>()),
+      max_connections_(options_.max_connections),
+      idle_timeout_ms_(options_.idle_timeout.count()),
       accept_retry_(io) {}
 
 StreamServer::~StreamServer() { Stop(); }
+
+void StreamServer::SetLimits(size_t max_connections, std::chrono::milliseconds idle_timeout) {
+  max_connections_ = max_connections;
+  idle_timeout_ms_ = idle_timeout.count();
+}
 
 void StreamServer::Start() { Accept(); }
 
@@ -353,10 +360,11 @@ void StreamServer::Accept() {
       accept_failures_unlogged_ = 0;
     }
     ++stats_->accepted;
-    if (stats_->active >= options_.max_connections) {
+    if (const size_t max = max_connections_.load(); stats_->active >= max) {
       ++stats_->refused_busy;
       boost::system::error_code ignored;
-      boost::asio::write(socket, boost::asio::buffer(options_.busy_reply), ignored);
+      const std::string reply = options_.busy_reply ? options_.busy_reply(max) : std::string();
+      boost::asio::write(socket, boost::asio::buffer(reply), ignored);
       socket.close(ignored);
       return Accept();
     }
@@ -368,7 +376,8 @@ void StreamServer::Accept() {
       cred.uid = uc.uid;
       cred.gid = uc.gid;
     }
-    std::make_shared<Connection>(std::move(socket), factory_(cred), options_.idle_timeout, stats_,
+    std::make_shared<Connection>(std::move(socket), factory_(cred),
+                                 std::chrono::milliseconds(idle_timeout_ms_.load()), stats_,
                                  streams_)
         ->Start();
     Accept();

@@ -117,8 +117,9 @@ struct StreamServerOptions {
   std::string group;  // "" keeps the daemon's group
   size_t max_connections = 64;
   std::chrono::milliseconds idle_timeout{60000};
-  // Sent (then the connection is closed) to a client over the connection limit.
-  std::string busy_reply;
+  // Sent (then the connection is closed) to a client over the connection limit, which it is
+  // given (SetLimits may have changed it since the start).
+  std::function<std::string(size_t max_connections)> busy_reply;
 };
 
 struct StreamServerStats {
@@ -158,6 +159,9 @@ class StreamServer {
   // Gives the socket file a new mode and group (reload): who may connect changes now, for the
   // connections that follow. Errors name the socket and the reason.
   Status SetModeAndGroup(uint32_t mode, const std::string& group);
+  // New connection limit and idle timeout (reload), for the connections accepted after it; the
+  // open ones keep theirs. Thread-safe.
+  void SetLimits(size_t max_connections, std::chrono::milliseconds idle_timeout);
 
  private:
   StreamServer(boost::asio::io_context& io, StreamServerOptions options, SessionFactory factory,
@@ -173,6 +177,9 @@ class StreamServer {
   boost::asio::local::stream_protocol::acceptor acceptor_;
   std::shared_ptr<StreamServerStats> stats_;
   std::shared_ptr<StreamRegistry> streams_;
+  // options_' max_connections and idle_timeout, as SetLimits may change them from another thread.
+  std::atomic<size_t> max_connections_;
+  std::atomic<int64_t> idle_timeout_ms_;
   std::atomic<bool> stopped_{false};
   // Accepting again after a failure. Used by the accept handler only (one accept at a time).
   boost::asio::steady_timer accept_retry_;
