@@ -242,6 +242,7 @@ struct Daemon::Impl {
 
   Expected<nlohmann::json> Reload() {
     std::lock_guard lock(reload_mu);
+    const int64_t reading_at = std::time(nullptr);
     auto fresh = LoadConfig(options.config_path);
     if (!fresh) {
       spdlog::error("reload: {}; keeping the running configuration and rules", fresh.error());
@@ -297,6 +298,7 @@ struct Daemon::Impl {
     for (const auto& r : restart) {
       spdlog::warn("reload: {} changed; it takes effect at the next restart", r);
     }
+    config_read_at = reading_at;
     spdlog::info("reload: configuration {} and {} rules from {} file(s) in force", next.source,
                  rules->rules->rule_count(), rules->sources.size());
     return nlohmann::json{{"config", next.source},
@@ -340,9 +342,13 @@ struct Daemon::Impl {
       sm["perm"] = socketmap_stats->perm.load();
       sm["malformed"] = socketmap_stats->malformed.load();
     }
-    return {{"config", config.source},  {"uptime_seconds", std::time(nullptr) - started},
-            {"input", input->Health()}, {"query_socket", ServerStats(query.get())},
-            {"socketmap", sm},          {"milter", milter_json}};
+    return {{"config", config.source},
+            {"config_read_at", config_read_at},
+            {"uptime_seconds", std::time(nullptr) - started},
+            {"input", input->Health()},
+            {"query_socket", ServerStats(query.get())},
+            {"socketmap", sm},
+            {"milter", milter_json}};
   }
 
   void WatchSignals() {
@@ -481,6 +487,9 @@ struct Daemon::Impl {
   std::string last_store_error;
   bool alerts_seeded = false;
   int64_t started = std::time(nullptr);
+  // When the configuration and rules in force were read (at start, or by the last reload that
+  // took): `bouncectl doctor` compares the files' mtimes with it.
+  int64_t config_read_at = started;
 };
 
 Daemon::Daemon(Config config, LoadedRules rules, DaemonOptions options)

@@ -49,7 +49,9 @@ int main(int argc, char** argv) {
   CLI::App app{"bouncectl: inspect bounces and manage bounced's suppression list"};
   app.require_subcommand(1);
   app.set_version_flag("--version", BOUNCED_VERSION);
-  app.add_option("--socket", ctx.socket_path, "query socket of the running bounced");
+  app.add_option("--socket", ctx.socket_path,
+                 "query socket of the running bounced (default: [query] socket of --config)")
+      ->each([&ctx](const std::string&) { ctx.socket_given = true; });
   app.add_option("--config", ctx.config_path, "bounced configuration file");
   app.add_flag("--json", ctx.json, "print JSON instead of readable tables");
   app.add_option("--timeout", ctx.reply_timeout_seconds,

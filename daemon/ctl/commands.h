@@ -21,6 +21,7 @@ inline constexpr int kExitUsage = 2;
 
 struct Context {
   std::string socket_path = "/run/bounced/query.sock";
+  bool socket_given = false;  // --socket was given; else QuerySocketPath reads the config
   std::string config_path = "/etc/bounced/bounced.toml";
   bool json = false;
   // --timeout: how long a query command waits for bounced to say anything more (idle, not in
@@ -33,6 +34,12 @@ struct Context {
   // about a millisecond that the kernel's unmapping does anyway.
   bool fast_exit = false;
 };
+
+// The query socket a command talks to: --socket when given, else [query] socket of the
+// configuration file (--config, /etc/bounced/bounced.toml by default: an admin who moved the
+// socket there need not say it twice), else the default path when that file is absent or does
+// not read (a user who may not read it still reaches the default socket).
+std::string QuerySocketPath(const Context& ctx);
 
 // The rules for parse, parse-log and classify: the --rules files first (they take precedence),
 // then the embedded defaults; the defaults alone when no file is given. Errors name the file

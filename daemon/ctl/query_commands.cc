@@ -26,6 +26,7 @@
 #include "common/file_write.h"
 #include "common/status.h"
 #include "daemon/base64.h"
+#include "daemon/config.h"
 #include "daemon/ctl/commands.h"
 #include "daemon/ctl/message_sources.h"
 #include "daemon/metrics.h"
@@ -153,11 +154,21 @@ class QueryConnection {
   size_t scanned_ = 0;  // in_ before this has no newline
 };
 
+}  // namespace
+
+std::string QuerySocketPath(const Context& ctx) {
+  if (ctx.socket_given) return ctx.socket_path;
+  Expected<Config> cfg = LoadConfig(ctx.config_path);
+  return cfg.ok() ? cfg->query.socket : ctx.socket_path;
+}
+
+namespace {
+
 // Sends one request and reads one reply line.
 bool Call(const Context& ctx, const json& request, json* reply, std::string* error) {
   QueryConnection c;
-  return c.Connect(ctx.socket_path, ctx.reply_timeout_seconds, error) && c.Send(request, error) &&
-         c.Receive(reply, error);
+  return c.Connect(QuerySocketPath(ctx), ctx.reply_timeout_seconds, error) &&
+         c.Send(request, error) && c.Receive(reply, error);
 }
 
 // Text from bounced as the readable output shows it: stored reasons, addresses and errors came
@@ -657,7 +668,8 @@ std::optional<size_t> StreamExport(Context& ctx, json request, const std::string
   request["stream"] = true;
   QueryConnection c;
   std::string error;
-  if (!c.Connect(ctx.socket_path, ctx.reply_timeout_seconds, &error) || !c.Send(request, &error)) {
+  if (!c.Connect(QuerySocketPath(ctx), ctx.reply_timeout_seconds, &error) ||
+      !c.Send(request, &error)) {
     PrintFailure(ctx, "export", error);
     return std::nullopt;
   }
@@ -792,7 +804,7 @@ void StreamImport(Context& ctx, const std::string& file, const std::string& form
 
   QueryConnection c;
   std::string error;
-  if (!c.Connect(ctx.socket_path, ctx.reply_timeout_seconds, &error))
+  if (!c.Connect(QuerySocketPath(ctx), ctx.reply_timeout_seconds, &error))
     return PrintFailure(ctx, "import", error);
   // Part 0 carries no data: its reply says the limits (and refusals come before any reading).
   json req{{"cmd", "import"}, {"format", format}, {"part", 0}, {"more", true}, {"data", ""}};

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -29,11 +30,13 @@
 #include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
+#include "daemon/alert_detector.h"
 #include "daemon/config.h"
 #include "daemon/ctl/commands.h"
 #include "daemon/report_db.h"
 #include "daemon/report_mail.h"
 #include "daemon/report_render.h"
+#include "daemon/rules_loader.h"
 #include "storage/store.h"
 #include "storage/timefmt.h"
 
@@ -354,7 +357,8 @@ void CheckSocketMode(Doctor& d, const std::string& path, const char* who) {
   }
 }
 
-void CheckQuerySocket(Doctor& d, const Config& cfg) {
+// The daemon's health (its `result`) when it answers on the query socket, else nullopt.
+std::optional<nlohmann::json> CheckQuerySocket(Doctor& d, const Config& cfg) {
   const std::string& path = cfg.query.socket;
   int fd = -1;
   std::string why = ConnectUnix(path, &fd);
@@ -362,13 +366,13 @@ void CheckQuerySocket(Doctor& d, const Config& cfg) {
     d.Fail("query socket " + path + ": " + why,
            "start bounced (systemctl start bounced; journalctl -u bounced says why it is not "
            "running), or point --socket/[query] socket at the right path");
-    return;
+    return std::nullopt;
   }
   const std::string req = "{\"cmd\":\"health\"}\n";
   if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
     close(fd);
     d.Fail("query socket " + path + ": write failed", "check bounced's log");
-    return;
+    return std::nullopt;
   }
   std::string line = ReadSome(fd, 1 << 20);
   close(fd);
@@ -380,7 +384,7 @@ void CheckQuerySocket(Doctor& d, const Config& cfg) {
   if (!answered) {
     d.Fail("query socket " + path + " answered no health: " + line.substr(0, 200),
            "check bounced's log (journalctl -u bounced)");
-    return;
+    return std::nullopt;
   }
   const auto& h = reply["result"];
   if (h.value("healthy", nlohmann::json()) == true) {
@@ -396,6 +400,73 @@ void CheckQuerySocket(Doctor& d, const Config& cfg) {
       !h["alerts"]["open"].empty()) {
     d.Warn(std::to_string(h["alerts"]["open"].size()) + " open sender-side rejection alert(s)",
            "see `bouncectl report` for the codes and what to do");
+  }
+  return h;
+}
+
+// The rules as configured compile (bounced refuses a reload, and a start, when they do not),
+// and what bounced runs with is what the files say now: a file edited, added or removed after
+// bounced read it waits for a reload. And a milter left in its dry run.
+void CheckRulesAndRunningConfig(Doctor& d, const Config& cfg,
+                                const std::optional<nlohmann::json>& health) {
+  Expected<LoadedRules> rules = LoadRules(cfg.rules.files);
+  if (!rules.ok()) {
+    d.Fail("rules: " + rules.error(),
+           "fix the file: bounced keeps the rules it runs with until they compile");
+  } else {
+    d.Ok("rules: " + std::to_string(rules->rules->rule_count()) + " from " +
+         std::to_string(rules->sources.size()) + " file(s)");
+  }
+  if (!health) return;
+  const nlohmann::json& h = *health;
+  const std::string reload_fix = "`systemctl reload bounced` (or `bouncectl reload`) applies it";
+  const nlohmann::json read_at = h.value("config_read_at", nlohmann::json());
+  if (read_at.is_number_integer()) {
+    std::vector<std::string> files;
+    if (!cfg.source.starts_with("(")) files.push_back(cfg.source);  // not "(embedded ...)"
+    if (rules.ok()) files.insert(files.end(), rules->sources.begin(), rules->sources.end());
+    for (const std::string& f : files) {
+      struct stat st {};
+      if (stat(f.c_str(), &st) == 0 && st.st_mtime > read_at.get<int64_t>()) {
+        d.Warn(f + " changed after bounced read it (" + FormatUtc(read_at.get<int64_t>()) + ")",
+               reload_fix);
+      }
+    }
+  }
+  const nlohmann::json running = h.contains("rules") && h["rules"].is_object()
+                                     ? h["rules"].value("files", nlohmann::json())
+                                     : nlohmann::json();
+  if (rules.ok() && running.is_array()) {
+    std::vector<std::string> added, gone;
+    for (const std::string& f : rules->sources) {
+      if (std::find(running.begin(), running.end(), f) == running.end()) added.push_back(f);
+    }
+    for (const auto& f : running) {
+      if (f.is_string() && std::find(rules->sources.begin(), rules->sources.end(),
+                                     f.get<std::string>()) == rules->sources.end()) {
+        gone.push_back(f.get<std::string>());
+      }
+    }
+    auto join = [](const std::vector<std::string>& v) {
+      std::string out;
+      for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+      return out;
+    };
+    if (!added.empty()) d.Warn("rules file(s) bounced has not read: " + join(added), reload_fix);
+    if (!gone.empty()) {
+      d.Warn(
+          "rules file(s) bounced still runs with but [rules] files no longer names: " + join(gone),
+          reload_fix);
+    }
+  }
+  const nlohmann::json milter = h.value("milter", nlohmann::json::object());
+  if (milter.is_object() && milter.value("running", false) == true &&
+      milter.value("action", nlohmann::json()) == "log") {
+    const nlohmann::json logged = milter.value("rcpt_logged", nlohmann::json(0));
+    d.Warn("the milter refuses no suppressed recipient: action = \"log\", a dry run (" +
+               logged.dump() + " only logged since bounced started)",
+           "when the dry run is over, set [milter] action = \"reject\" and `systemctl reload "
+           "bounced`");
   }
 }
 
@@ -667,17 +738,20 @@ int RunDoctor(const Context& ctx, const std::string& db_path, bool skip_postfix)
   }
   d.Ok("configuration " + cfg->source);
   Context c = ctx;
-  if (ctx.socket_path == Context{}.socket_path) c.socket_path = cfg->query.socket;
+  if (!ctx.socket_given) c.socket_path = cfg->query.socket;
   Config effective = *cfg;
   effective.query.socket = c.socket_path;
-  CheckQuerySocket(d, effective);
+  std::optional<nlohmann::json> health = CheckQuerySocket(d, effective);
+  CheckRulesAndRunningConfig(d, effective, health);
   CheckSocketmap(d, effective);
   CheckDatabase(d, effective, db_path);
   CheckLog(d, effective);
   if (!skip_postfix) CheckPostfix(d, effective);
   if (d.failures == 0) {
     std::cout << "No problems found"
-              << (d.warnings ? " (" + std::to_string(d.warnings) + " warnings)" : std::string())
+              << (d.warnings ? " (" + std::to_string(d.warnings) +
+                                   (d.warnings == 1 ? " warning)" : " warnings)")
+                             : std::string())
               << ".\n";
     return kExitOk;
   }

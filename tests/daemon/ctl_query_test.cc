@@ -262,6 +262,83 @@ TEST(CtlQuery, DoctorReportsAForeignQuerySocketAndGoesOn) {
   EXPECT_NE(out.find("problem"), std::string::npos) << out;
 }
 
+// Without --socket, a query command talks to the [query] socket of the configuration file
+// (--config), and without a readable file to the default path.
+TEST(CtlQuery, QueryCommandsTakeTheSocketFromTheConfigurationFile) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int rc = -1;
+  std::string out = Shell(kBouncectl + " --config " + Quote(d.config_path()) + " health 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("healthy: bounced"), std::string::npos) << out;
+  if (!fs::exists("/run/bounced/query.sock")) {  // no installed bounced running here
+    out = Shell(kBouncectl + " --config " + Quote(dir / "absent.toml") + " health 2>&1", &rc);
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_NE(out.find("cannot connect to bounced at /run/bounced/query.sock"), std::string::npos)
+        << out;
+  }
+  // --socket wins over the file.
+  out = Shell(kBouncectl + " --config " + Quote(d.config_path()) + " --socket " +
+                  Quote(dir / "other.sock") + " health 2>&1",
+              &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("other.sock"), std::string::npos) << out;
+}
+
+// doctor compiles the rules as configured and says what bounced runs with that the files no
+// longer say: a configuration edited after bounced read it, a rules file added since; and a
+// milter left in its dry run. A reload clears the first two.
+TEST(CtlQuery, DoctorSaysWhatWaitsForAReloadAndAMilterInItsDryRun) {
+  TempDir dir;
+  BouncedProcess d(dir,
+                   "[milter]\nsocket = \"unix:" + dir / "milter.sock" + "\"\naction = \"log\"\n");
+  d.Start();
+  ASSERT_TRUE(WaitUntil([&] { return d.Health()["milter"].value("running", false); }));
+  int rc = -1;
+  auto doctor = [&] {
+    return Shell(kBouncectl + " --config " + Quote(d.config_path()) + " doctor --no-postfix 2>&1",
+                 &rc);
+  };
+  std::string out = doctor();
+  EXPECT_NE(out.find("ok    rules: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("changed after bounced read it"), std::string::npos) << out;
+  EXPECT_NE(out.find("warn  the milter refuses no suppressed recipient: action = \"log\", a dry "
+                     "run (0 only logged"),
+            std::string::npos)
+      << out;
+  // The configuration rewritten a second later (its mtime put ahead, so no sleep is needed),
+  // and a rules file dropped in.
+  std::ofstream(d.config_path(), std::ios::app) << "\n";
+  const auto later = fs::last_write_time(d.config_path()) + std::chrono::seconds(2);
+  fs::last_write_time(d.config_path(), later);
+  fs::create_directories(d.rules_dir());
+  const std::string extra = d.rules_dir() + "/local.toml";
+  std::ofstream(extra) << "[[rule]]\nid = \"local-test\"\ncategory = \"user_unknown\"\n"
+                          "patterns = ['no such mailbox here']\n";
+  out = doctor();
+  EXPECT_NE(out.find("warn  " + d.config_path() + " changed after bounced read it"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("warn  rules file(s) bounced has not read: " + extra), std::string::npos)
+      << out;
+  // A rules file that does not compile is a failure: a reload would be refused.
+  std::ofstream(dir / "broken.toml") << "[[rule]]\nid = \"broken\"\ncategory = \"nonsense\"\n";
+  fs::rename(dir / "broken.toml", d.rules_dir() + "/zz-broken.toml");
+  out = doctor();
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("FAIL  rules: " + d.rules_dir() + "/zz-broken.toml"), std::string::npos)
+      << out;
+  fs::remove(d.rules_dir() + "/zz-broken.toml");
+  // After a reload (one second on, so its time is past the mtime put ahead), nothing waits.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  json r = d.Query({{"cmd", "reload"}});
+  ASSERT_TRUE(r.value("ok", false)) << r.dump();
+  out = doctor();
+  EXPECT_EQ(out.find("changed after bounced read it"), std::string::npos) << out;
+  EXPECT_EQ(out.find("has not read"), std::string::npos) << out;
+}
+
 // doctor says how big the database is and how far back it goes, and warns when it keeps every
 // event for more than 400 days: [storage] event_retention_days is the fix.
 TEST(CtlQuery, DoctorWarnsOfAHistoryKeptForEver) {
