@@ -20,7 +20,10 @@ Postfix itself:
   5. `bouncectl unsuppress` lifts the block on the next message;
   6. a quoted local part is the mailbox Postfix makes of it: with john.doe@example.org suppressed,
      RCPT TO:<"john.doe"@example.org> and <"John.Doe+x"@example.org> are refused by the milter
-     as by socketmap, and so is <"jane roe"@example.org> (whose quotes are needed).
+     as by socketmap, and so is <"jane roe"@example.org> (whose quotes are needed);
+  7. VERP return paths (Postfix's XVERP, remote bounces naming no recipient or a forward);
+  8. a milter dry run (action = "log") becomes enforcement by a reload, Postfix connected
+     throughout: the suppressed recipient gets through, then is refused at the next RCPT.
 Exit 0 on success, 1 on a failed check, 77 (skipped) when not root. Everything started is
 stopped by PID at the end.
 """
@@ -302,6 +305,45 @@ def scenario_7(tb):
               "%s refuses the address sent to: %s" % (who, refusal))
 
 
+def scenario_8(tb):
+    log("--- 8. milter dry run turned into enforcement by a reload, no restart")
+    rcpt = "dry-run@gmail.com"
+    tb.bouncectl("suppress", rcpt, "--reason", "e2e dry run")
+    cfg = os.path.join(tb.bounced_dir, "bounced.toml")
+    enforcing = open(cfg).read()
+    marker = 'timeout = "2s"\n'
+    check(marker in enforcing, "the [milter] table is where the scenario edits it")
+    pid = tb.procs["bounced"].pid
+    mark = tb.log_offset()
+
+    def reload(text, what):
+        with open(cfg + ".new", "w") as f:
+            f.write(text)
+        os.rename(cfg + ".new", cfg)
+        r = json.loads(tb.bouncectl("--json", "reload").stdout)
+        check(r.get("restart_needed") == [], what)
+
+    reload(enforcing.replace(marker, marker + 'action = "log"\n'), "reload to action = log")
+    health = json.loads(tb.bouncectl("--json", "health").stdout)["milter"]
+    check(health.get("action") == "log", "health says the milter only logs")
+    logged = health.get("rcpt_logged", 0)
+    r = tb.smtp_send(A, SENDER, [rcpt])
+    check(r["accepted"] == [rcpt], "dry run: the suppressed recipient is accepted")
+    wait_for("delivery in the dry run", lambda: tb.delivered_to(rcpt))
+    health = json.loads(tb.bouncectl("--json", "health").stdout)["milter"]
+    check(health.get("rcpt_logged") == logged + 1, "and counted as only logged")
+    reload(enforcing, "reload back to action = reject")
+    r = tb.smtp_send(A, SENDER, [rcpt])
+    refusal = r["refused"].get(rcpt)
+    check(refusal and refusal[0] == 550 and "suppressed" in refusal[1],
+          "enforcing again at the next RCPT: %s" % (refusal,))
+    check(tb.procs["bounced"].pid == pid and tb.procs["bounced"].poll() is None,
+          "the same bounced process throughout")
+    warnings = [line for line in tb.maillog_text()[mark:].splitlines()
+                if "warning:" in line and "ilter" in line]
+    check(not warnings, "Postfix never found the milter gone (%s)" % warnings[:2])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
@@ -330,7 +372,7 @@ def main():
         tb.start_bounced()
         tb.start_postfix()
         for scenario in (scenario_1, scenario_2, scenario_3, scenario_4, scenario_5, scenario_6,
-                         scenario_7):
+                         scenario_7, scenario_8):
             scenario(tb)
     except (Check, testbed.TestbedError) as e:
         failed = str(e)
