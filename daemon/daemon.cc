@@ -322,6 +322,13 @@ struct Daemon::Impl {
       // What it does now (a reload may have changed it since the start).
       const MilterConfig mc = CurrentMilterConfig();
       milter_json["action"] = ToString(mc.default_action);
+      nlohmann::json overrides = nlohmann::json::object();  // [milter.actions]
+      for (int c = 0; c < kCategoryCount; ++c) {
+        if (const auto& a = mc.category_actions[c]) {
+          overrides[std::string(ToString(static_cast<Category>(c)))] = ToString(*a);
+        }
+      }
+      milter_json["actions"] = overrides;
       milter_json["bounces"] = ToString(mc.bounces);
       milter_json["bounces_seen"] = ms.bounces_seen;
       milter_json["bounce_recipients"] = ms.bounce_recipients;

@@ -1220,8 +1220,14 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
                     << (Str(m, "error").empty() ? "" : " (" + Str(m, "error") + ")");
           if (m.value("running", false)) {
             if (!Str(m, "action").empty()) {
-              std::cout << " (action " << Str(m, "action") << ", bounces " << Str(m, "bounces")
-                        << ")";
+              std::cout << " (action " << Str(m, "action");
+              if (const json& o = m.value("actions", json::object()); o.is_object()) {
+                for (const auto& [category, action] : o.items()) {
+                  std::cout << ", " << category << " "
+                            << (action.is_string() ? action.get<std::string>() : action.dump());
+                }
+              }
+              std::cout << "; bounces " << Str(m, "bounces") << ")";
             }
             std::cout << ", " << m.value("rcpt_checked", 0) << " recipients checked ("
                       << m.value("rcpt_rejected", 0) << " refused";

@@ -1378,7 +1378,8 @@ TEST(DaemonProcess, HostsTheMilterWhenASocketIsConfigured) {
   // A reload gives the running milter its new keys; only a new socket waits for a restart.
   const std::string base =
       d.BaseConfig() + "[milter]\nsocket = \"unix:" + dir / "milter.sock" + "\"\n";
-  std::ofstream(d.config_path()) << base << "action = \"log\"\nbounces = \"discard\"\n";
+  std::ofstream(d.config_path()) << base << "action = \"log\"\nbounces = \"discard\"\n"
+                                 << "[milter.actions]\nmailbox_full = \"tempfail\"\n";
   json r = d.Query({{"cmd", "reload"}});
   ASSERT_TRUE(r.value("ok", false)) << r.dump();
   EXPECT_EQ(r["result"]["restart_needed"], json::array()) << r.dump();
@@ -1386,7 +1387,8 @@ TEST(DaemonProcess, HostsTheMilterWhenASocketIsConfigured) {
   EXPECT_EQ(d.Health()["milter"].value("bounces", ""), "discard");
   int rc = -1;
   const std::string health = d.Ctl("health", &rc);
-  EXPECT_NE(health.find("milter: running (action log, bounces discard), 0 recipients checked"),
+  EXPECT_NE(health.find("milter: running (action log, mailbox_full tempfail; bounces discard), 0 "
+                        "recipients checked"),
             std::string::npos)
       << health;
   // One the running milter cannot take is refused whole: the running configuration stays.
