@@ -36,9 +36,22 @@ def sent_count(tb):
                           tb.maillog_text()))
 
 
-def run(tb, label, n, sessions):
+def cpu_seconds(pid=None):
+    """CPU time (user + system) of one process, or of the whole machine (all CPUs, idle and
+    iowait left out) when pid is None."""
+    tick = os.sysconf("SC_CLK_TCK")
+    if pid is not None:
+        fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+    cpu = open("/proc/stat").readline().split()[1:]
+    busy = sum(int(v) for i, v in enumerate(cpu) if i not in (3, 4))  # idle, iowait
+    return busy / tick
+
+
+def run(tb, label, n, sessions, host_pid=None):
     testbed.wait_for("empty queue", tb.queue_empty, timeout=120, interval=0.2)
     c0 = sent_count(tb)
+    machine0, host0 = cpu_seconds(), cpu_seconds(host_pid) if host_pid else 0.0
     t0 = time.time()
     subprocess.run(["/usr/sbin/smtp-source", "-s", str(sessions), "-m", str(n), "-l", "2000",
                     "-f", "bench@e2e.test", "-t", "bench@sink.example", "-M", "client.e2e.test",
@@ -47,8 +60,12 @@ def run(tb, label, n, sessions):
     testbed.wait_for("%d deliveries" % n, lambda: sent_count(tb) - c0 >= n, timeout=600,
                      interval=0.1)
     t2 = time.time()
+    machine_cpu = cpu_seconds() - machine0
+    host_cpu = cpu_seconds(host_pid) - host0 if host_pid else 0.0
     r = {"label": label, "messages": n, "sessions": sessions, "inject_s": t1 - t0,
-         "inject_msg_s": n / (t1 - t0), "end2end_s": t2 - t0, "end2end_msg_s": n / (t2 - t0)}
+         "inject_msg_s": n / (t1 - t0), "end2end_s": t2 - t0, "end2end_msg_s": n / (t2 - t0),
+         "machine_cpu_us_per_msg": 1e6 * machine_cpu / n,
+         "milter_cpu_us_per_msg": 1e6 * host_cpu / n}
     testbed.log("%-10s N=%d inject %.2f s (%.0f msg/s), end-to-end %.2f s (%.0f msg/s)" % (
         label, n, r["inject_s"], r["inject_msg_s"], r["end2end_s"], r["end2end_msg_s"]))
     return r
@@ -96,7 +113,8 @@ def main():
             tb.reconfigure_postfix(milter=False, non_smtpd_milter=False, rcpt_access=False)
             results.append(run(tb, "no-milter", a.messages, a.sessions))
             tb.reconfigure_postfix(milter=True, non_smtpd_milter=False, rcpt_access=False)
-            results.append(run(tb, "milter", a.messages, a.sessions))
+            results.append(run(tb, "milter", a.messages, a.sessions,
+                               tb.procs["milter_host"].pid))
         tb.stop_proc("milter_host")
         stats = json.load(open(stats_file))
     finally:
@@ -130,6 +148,11 @@ def main():
                                                summary["milter_inject_msg_s"]))
     print("| **ratio** | **%.1f%%** | %.1f%% |\n" % (100 * summary["ratio_end2end"],
                                                   100 * summary["ratio_inject"]))
+    print("CPU per message (median; the whole machine: Postfix, smtp-source, smtp-sink and the "
+          "milter): %.0f us without the milter, %.0f us with it, of which the milter host's "
+          "own %.0f us.\n" % (median("no-milter", "machine_cpu_us_per_msg"),
+                              median("milter", "machine_cpu_us_per_msg"),
+                              median("milter", "milter_cpu_us_per_msg")))
     print("Milter per-RCPT check (lookup + decision + reply, inside the callback), %d checks: "
           "p50 %.2f us, p90 %.2f us, p99 %.2f us, p99.9 %.2f us, max bucket %s us" % (
               stats["rcpt_checked"], lat["p50_ns"] / 1000, lat["p90_ns"] / 1000,
