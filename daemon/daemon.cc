@@ -242,6 +242,14 @@ struct Daemon::Impl {
 
   Expected<nlohmann::json> Reload() {
     std::lock_guard lock(reload_mu);
+    // systemd shows the unit reloading meanwhile (and, with Type=notify-reload, waits for it).
+    timespec mono{};
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%lld",
+               static_cast<long long>(mono.tv_sec) * 1000000 + mono.tv_nsec / 1000);
+    struct ReadyAgain {
+      ~ReadyAgain() { sd_notify(0, "READY=1"); }
+    } ready_again;
     const int64_t reading_at = std::time(nullptr);
     auto fresh = LoadConfig(options.config_path);
     if (!fresh) {
