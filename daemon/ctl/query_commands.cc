@@ -1160,8 +1160,11 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
       Run(ctx, {{"cmd", "reload"}}, [&](const json& r) {
         std::cout << "reloaded: " << r.value("rules", 0) << " rules from "
                   << At(r, "rule_files").size() << " file(s)";
-        if (!At(r, "restart_needed").empty()) {
-          std::cout << "; needs a restart to change: " << At(r, "restart_needed").dump();
+        if (const json& keys = At(r, "restart_needed"); !keys.empty()) {
+          std::cout << "; waiting for a restart:";
+          for (const json& k : keys) {
+            std::cout << " " << (k.is_string() ? Shown(k.get<std::string>()) : k.dump());
+          }
         }
         std::cout << "\n";
       });

@@ -1405,6 +1405,11 @@ TEST(DaemonProcess, HostsTheMilterWhenASocketIsConfigured) {
   r = d.Query({{"cmd", "reload"}});
   ASSERT_TRUE(r.value("ok", false)) << r.dump();
   EXPECT_EQ(r["result"]["restart_needed"], json({"milter.socket"})) << r.dump();
+  std::ofstream(d.config_path()) << d.BaseConfig()
+                                 << "[milter]\nsocket = \"unix:" << dir / "third.sock"
+                                 << "\"\n";
+  EXPECT_NE(d.Ctl("reload", &rc).find("; waiting for a restart: milter.socket\n"),
+            std::string::npos);
   EXPECT_EQ(d.Health()["milter"].value("action", ""), "reject");
   EXPECT_EQ(d.Stop(), 0);
 }
