@@ -254,12 +254,14 @@ struct Daemon::Impl {
     auto fresh = LoadConfig(options.config_path);
     if (!fresh) {
       spdlog::error("reload: {}; keeping the running configuration and rules", fresh.error());
+      NoteReload(reading_at, fresh.error());
       return fresh.status();
     }
     auto rules = LoadRules(fresh->rules.files);
     if (!rules) {
       spdlog::error("reload: rules: {}; keeping the running configuration and rules",
                     rules.error());
+      NoteReload(reading_at, "rules: " + rules.error());
       return rules.status();
     }
     Config next = std::move(*fresh);
@@ -275,6 +277,7 @@ struct Daemon::Impl {
     if (MilterRunning()) {
       if (Status s = ReconfigureMilter(next.milter); !s.ok()) {
         spdlog::error("reload: {}; keeping the running configuration and rules", s.message());
+        NoteReload(reading_at, s.message());
         return s;
       }
     }
@@ -307,6 +310,7 @@ struct Daemon::Impl {
       spdlog::warn("reload: {} changed; it takes effect at the next restart", r);
     }
     config_read_at = reading_at;
+    NoteReload(reading_at, "");
     spdlog::info("reload: configuration {} and {} rules from {} file(s) in force", next.source,
                  rules->rules->rule_count(), rules->sources.size());
     return nlohmann::json{{"config", next.source},
@@ -357,13 +361,13 @@ struct Daemon::Impl {
       sm["perm"] = socketmap_stats->perm.load();
       sm["malformed"] = socketmap_stats->malformed.load();
     }
-    return {{"config", config.source},
-            {"config_read_at", config_read_at},
-            {"uptime_seconds", std::time(nullptr) - started},
-            {"input", input->Health()},
-            {"query_socket", ServerStats(query.get())},
-            {"socketmap", sm},
-            {"milter", milter_json}};
+    nlohmann::json reload = {{"ok", last_reload_error.empty()}};
+    reload["time"] = last_reload_at != 0 ? nlohmann::json(last_reload_at) : nlohmann::json();
+    if (!last_reload_error.empty()) reload["error"] = last_reload_error;
+    return {{"config", config.source},  {"config_read_at", config_read_at},
+            {"last_reload", reload},    {"uptime_seconds", std::time(nullptr) - started},
+            {"input", input->Health()}, {"query_socket", ServerStats(query.get())},
+            {"socketmap", sm},          {"milter", milter_json}};
   }
 
   void WatchSignals() {
@@ -505,6 +509,14 @@ struct Daemon::Impl {
   // When the configuration and rules in force were read (at start, or by the last reload that
   // took): `bouncectl doctor` compares the files' mtimes with it.
   int64_t config_read_at = started;
+  // The last reload asked for (SIGHUP or `bouncectl reload`): when, and why it was refused ("" when
+  // it took). 0 while none was.
+  int64_t last_reload_at = 0;
+  std::string last_reload_error;
+  void NoteReload(int64_t at, std::string error) {
+    last_reload_at = at;
+    last_reload_error = std::move(error);
+  }
 };
 
 Daemon::Daemon(Config config, LoadedRules rules, DaemonOptions options)

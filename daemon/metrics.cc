@@ -197,6 +197,14 @@ std::string RenderMetrics(const json& m) {
             {"events_too_old", "bounced_events_too_old_total", "counter",
              "Events not recorded: older than [storage] event_retention_days when they came."}});
   x.Sample("bounced_rules", "gauge", "Classification rules in force.", {}, Member(m, "rules"));
+  if (const json& reload = Member(m, "last_reload"); reload.is_object()) {
+    x.Sample("bounced_config_last_reload_successful", "gauge",
+             "Whether the last reload took (1; also before any), or was refused (0).", {},
+             Member(reload, "ok"));
+  }
+  x.Sample("bounced_config_read_time_seconds", "gauge",
+           "When the configuration and rules in force were read, in Unix seconds.", {},
+           Member(m, "config_read_at"));
   x.Sample("bounced_alerts_open", "gauge", "Policy-rejection alerts open now.", {},
            Member(m, "alerts_open"));
 

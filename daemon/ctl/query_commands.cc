@@ -25,6 +25,7 @@
 #include "classifier/text.h"
 #include "common/file_write.h"
 #include "common/status.h"
+#include "daemon/alert_detector.h"
 #include "daemon/base64.h"
 #include "daemon/config.h"
 #include "daemon/ctl/commands.h"
@@ -1206,6 +1207,17 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         std::cout << "\n";
         std::cout << "rules: " << At(r, "rules").value("count", 0) << " rules from "
                   << At(At(r, "rules"), "files").dump() << "\n";
+        if (const json& reload = r.value("last_reload", json::object());
+            reload.is_object() && reload.value("ok", true) == false) {
+          const json& when = reload.value("time", json());
+          const json& read_at = r.value("config_read_at", json());
+          std::cout << "reload: REFUSED"
+                    << (when.is_number_integer() ? " at " + FormatUtc(when.get<int64_t>()) : "")
+                    << ": " << Shown(Str(reload, "error")) << "; running with what was read"
+                    << (read_at.is_number_integer() ? " at " + FormatUtc(read_at.get<int64_t>())
+                                                    : "")
+                    << "\n";
+        }
         const json& sm = r.value("socketmap", json::object());
         if (sm.value("enabled", false)) {
           std::cout << "socketmap: " << Str(sm, "path") << ", " << sm.value("lookups", 0)

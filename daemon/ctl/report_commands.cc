@@ -459,6 +459,13 @@ void CheckRulesAndRunningConfig(Doctor& d, const Config& cfg,
           reload_fix);
     }
   }
+  if (const nlohmann::json reload = h.value("last_reload", nlohmann::json::object());
+      reload.is_object() && reload.value("ok", true) == false) {
+    const nlohmann::json error = reload.value("error", nlohmann::json(""));
+    d.Warn("bounced refused its last reload: " +
+               (error.is_string() ? error.get<std::string>() : error.dump()),
+           "fix the file; bounced runs with the configuration it read before");
+  }
   const nlohmann::json milter = h.value("milter", nlohmann::json::object());
   if (milter.is_object() && milter.value("running", false) == true &&
       milter.value("action", nlohmann::json()) == "log") {

@@ -959,13 +959,31 @@ TEST(DaemonProcess, SighupWithBrokenRulesKeepsTheOldRules) {
   EXPECT_TRUE(d.Alive());
   EXPECT_EQ(d.Health()["rules"].value("count", 0), rules_before);
   EXPECT_NE(ReadFile(d.stderr_path()).find("broken.toml"), std::string::npos);
+  // Said by health, bouncectl health and metrics until a reload takes.
+  const json reload = d.Health()["last_reload"];
+  EXPECT_EQ(reload.value("ok", true), false) << reload.dump();
+  EXPECT_NE(reload.value("error", "").find("broken.toml"), std::string::npos) << reload.dump();
+  EXPECT_TRUE(reload["time"].is_number_integer()) << reload.dump();
   int rc = -1;
-  std::string out = d.Ctl("reload", &rc);
+  std::string out = d.Ctl("health", &rc);
+  EXPECT_NE(out.find("\nreload: REFUSED at "), std::string::npos) << out;
+  EXPECT_NE(d.Ctl("metrics", &rc).find("\nbounced_config_last_reload_successful 0\n"),
+            std::string::npos);
+  out = d.Ctl("reload", &rc);
   EXPECT_EQ(rc, 1);
   EXPECT_NE(out.find("broken.toml"), std::string::npos) << out;
+  out =
+      Shell(kBouncectl + " --config " + Quote(d.config_path()) + " doctor --no-postfix 2>&1", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("FAIL  rules: " + d.rules_dir() + "/broken.toml"), std::string::npos) << out;
+  EXPECT_NE(out.find("warn  bounced refused its last reload: rules: "), std::string::npos) << out;
   fs::remove(d.rules_dir() + "/broken.toml");
   out = d.Ctl("reload", &rc);
   EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(d.Health()["last_reload"].value("ok", false), true);
+  EXPECT_EQ(d.Ctl("health", &rc).find("REFUSED"), std::string::npos);
+  EXPECT_NE(d.Ctl("metrics", &rc).find("\nbounced_config_last_reload_successful 1\n"),
+            std::string::npos);
   // The daemon still classifies after all this.
   AppendFile(d.log(), StatusLine(1, "late@example.com", true));
   EXPECT_TRUE(d.WaitForEvents(1));
