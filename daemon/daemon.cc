@@ -58,8 +58,8 @@ nlohmann::json ServerStats(const StreamServer* s) {
           {"idle_closed", st.idle_closed.load()}};
 }
 
-// The keys whose new value a running bounced cannot take (sockets it listens on, the input it
-// reads, the database, the milter's socket that libmilter cannot reopen): said, not silently
+// The keys whose new value a running bounced cannot take (the paths: sockets it listens on, the
+// input it reads, the database; libmilter cannot reopen the milter's socket): said, not silently
 // dropped.
 std::vector<std::string> KeysNeedingRestart(const Config& running, const Config& next) {
   std::vector<std::string> keys;
@@ -71,8 +71,6 @@ std::vector<std::string> KeysNeedingRestart(const Config& running, const Config&
   const LogInputConfig& ni = next.input;
   changed(ni.path != ri.path, "input.log.path");
   changed(ni.journal_files != ri.journal_files, "input.log.journal_files");
-  changed(ni.max_line_bytes != ri.max_line_bytes, "input.log.max_line_bytes");
-  changed(ni.poll_interval != ri.poll_interval, "input.log.poll_interval");
   // The two sockets' modes, groups, connection limits and idle timeouts apply at once.
   changed(next.query.socket != running.query.socket, "query.socket");
   changed(next.socketmap.socket != running.socketmap.socket, "socketmap.socket");
@@ -268,7 +266,11 @@ struct Daemon::Impl {
     std::vector<std::string> restart = KeysNeedingRestart(config, next);
     // What cannot change in a running process stays as it was; everything else applies now.
     next.storage.path = config.storage.path;  // the retention applies now
-    next.input = config.input;                // the input runs with the settings it started with
+    // The input reads what it started on; its poll_interval and max_line_bytes apply now.
+    LogInputConfig input_next = config.input;
+    input_next.poll_interval = next.input.poll_interval;
+    input_next.max_line_bytes = next.input.max_line_bytes;
+    next.input = input_next;
     next.query.socket = config.query.socket;
     next.socketmap.socket = config.socketmap.socket;
     next.milter.socket = config.milter.socket;  // libmilter cannot listen anew in-process
@@ -289,6 +291,7 @@ struct Daemon::Impl {
       }
     }
     if (query) query->SetLimits(next.query.max_connections, next.query.idle_timeout);
+    input->SetTuning(next.input.poll_interval, next.input.max_line_bytes);
     if (socketmap) {
       if (next.socketmap.mode != config.socketmap.mode) {
         if (Status s = socketmap->SetModeAndGroup(next.socketmap.mode, ""); !s.ok()) {

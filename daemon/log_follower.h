@@ -116,6 +116,9 @@ class LogFollower {
   const LogFollowerStats& stats() const { return stats_; }
   // Why the file cannot be read right now ("" when it can).
   const std::string& problem() const { return problem_; }
+  size_t max_line_bytes() const { return options_.max_line_bytes; }
+  // A new cap (a reload) for the lines read from now on; a line already longer is skipped.
+  void set_max_line_bytes(size_t n) { options_.max_line_bytes = n; }
 
  private:
   // A file to read: the current one, or one queued after it.

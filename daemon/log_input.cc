@@ -233,6 +233,11 @@ void LogInput::Stop() {
   cv_.notify_all();
 }
 
+void LogInput::SetTuning(std::chrono::milliseconds poll_interval, size_t max_line_bytes) {
+  poll_ms_ = poll_interval.count();
+  max_line_bytes_ = max_line_bytes;
+}
+
 void LogInput::SleepFor(std::chrono::milliseconds d) {
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, d, [&] { return stop_.load(); });
@@ -306,7 +311,7 @@ void LogInput::RunFile(bool once) {
     int utc_offset = LocalUtcOffset(started);
     correlator->set_utc_offset(utc_offset);
     correlator->set_reference_time(started);
-    LogFollower::Options follow{config_.path, config_.max_line_bytes, committed_at};
+    LogFollower::Options follow{config_.path, max_line_bytes_.load(), committed_at};
     if (once) follow.rotation_grace = std::chrono::milliseconds(0);  // read what is there, stop
     // A file's fingerprint is stored in the position's cursor (the journal's is its cursor).
     LogFollower follower(
@@ -349,6 +354,10 @@ void LogInput::RunFile(bool once) {
         utc_offset = now_offset;
         correlator->set_utc_offset(utc_offset);
       }
+      if (const size_t cap = max_line_bytes_.load(); cap != follower.max_line_bytes()) {
+        follower.set_max_line_bytes(cap);
+        spdlog::info("log input: lines up to {} bytes from now on", cap);
+      }
       bool progress = follower.Poll();
       pipeline.Submit();
       if (!pipeline.Reap(false)) {
@@ -363,7 +372,7 @@ void LogInput::RunFile(bool once) {
         spdlog::error("log input: {}; nothing to read in --once mode", follower.problem());
         break;
       }
-      if (!progress) SleepFor(config_.poll_interval);
+      if (!progress) SleepFor(PollInterval());
       if (is_stdin && follower.finished()) {
         spdlog::info("log input: standard input ended");
         break;
@@ -458,7 +467,7 @@ void LogInput::RunJournal(bool once) {
       update_health();
       if (n == 0) {
         if (once) break;
-        (*reader)->Wait(static_cast<int>(config_.poll_interval.count()));
+        (*reader)->Wait(static_cast<int>(PollInterval().count()));
       }
     }
     if (!failed) {

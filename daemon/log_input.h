@@ -37,12 +37,18 @@ inline constexpr size_t kBatchEvents = 5000;
 class LogInput {
  public:
   LogInput(Services& services, LogInputConfig config)
-      : services_(services), config_(std::move(config)) {}
+      : services_(services),
+        config_(std::move(config)),
+        poll_ms_(config_.poll_interval.count()),
+        max_line_bytes_(config_.max_line_bytes) {}
 
   // Reads until Stop() or, with once = true, until the input has nothing more to give; then
   // commits everything read. Never returns early because of a missing file or a storage error.
   void Run(bool once);
   void Stop();
+  // A reload's poll_interval and max_line_bytes, taken by the running input at its next read
+  // (path and journal_files wait for a restart). Thread-safe.
+  void SetTuning(std::chrono::milliseconds poll_interval, size_t max_line_bytes);
   // {"input", "path", "position", "lines", "events", "problem", ...} for `health`.
   nlohmann::json Health() const;
   // Name under which the position is stored ("log:/var/log/mail.log", "journal", "stdin").
@@ -56,6 +62,12 @@ class LogInput {
 
   Services& services_;
   LogInputConfig config_;
+  std::chrono::milliseconds PollInterval() const {
+    return std::chrono::milliseconds(poll_ms_.load());
+  }
+  // config_'s poll_interval and max_line_bytes as SetTuning changes them.
+  std::atomic<int64_t> poll_ms_;
+  std::atomic<size_t> max_line_bytes_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;
