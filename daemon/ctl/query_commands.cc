@@ -1181,6 +1181,14 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         if (!r.value("healthy", false)) ctx.exit_code = kExitFailed;
         std::cout << (r.value("healthy", false) ? "healthy" : "UNHEALTHY") << ": bounced "
                   << Str(r, "version") << ", up " << r.value("uptime_seconds", 0) << " s\n";
+        if (!Str(r, "config").empty()) {
+          const json& read_at = r.value("config_read_at", json());
+          std::cout << "config: " << Shown(Str(r, "config"))
+                    << (read_at.is_number_integer()
+                            ? ", read at " + FormatUtc(read_at.get<int64_t>())
+                            : "")
+                    << "\n";
+        }
         if (st.contains("error")) {
           std::cout << "storage: " << Str(st, "error") << "\n";
         } else {

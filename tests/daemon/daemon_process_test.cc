@@ -1414,6 +1414,8 @@ TEST(DaemonProcess, HostsTheMilterWhenASocketIsConfigured) {
   EXPECT_EQ(d.Health()["milter"].value("bounces", ""), "discard");
   int rc = -1;
   const std::string health = d.Ctl("health", &rc);
+  EXPECT_NE(health.find("\nconfig: " + d.config_path() + ", read at 20"), std::string::npos)
+      << health;
   EXPECT_NE(health.find("milter: running (action log, mailbox_full tempfail; bounces discard), 0 "
                         "recipients checked"),
             std::string::npos)
