@@ -131,7 +131,7 @@ Global& G() {
   return *g;
 }
 
-std::shared_ptr<const MilterConfig> Config() {
+std::shared_ptr<const MilterConfig> ConfigInForce() {
   Global& g = G();
   std::lock_guard l(g.config_mu);
   return g.config;
@@ -152,7 +152,7 @@ void NoteStorage(const Status& s, std::string_view what) {
     spdlog::warn(
         "milter: storage unavailable ({}: {}); answering per on_storage_error = {} "
         "until it recovers (logged once per incident)",
-        what, s.message(), ToString(Config()->on_storage_error));
+        what, s.message(), ToString(ConfigInForce()->on_storage_error));
   }
 }
 
@@ -260,7 +260,7 @@ sfsistat OnEnvFrom(SMFICTX* ctx, char** argv) {
   auto* s = Get(ctx);
   if (s == nullptr) return SMFIS_CONTINUE;
   s->ResetMessage();
-  s->config = Config();
+  s->config = ConfigInForce();
   s->sender = std::string(StripAngles(argv && argv[0] ? argv[0] : ""));
   s->null_sender = s->sender.empty();
   s->sniffer.emplace(s->null_sender);
@@ -279,7 +279,7 @@ sfsistat OnEnvRcpt(SMFICTX* ctx, char** argv) {
   std::string_view raw = argv[0];
   std::string_view address = StripAngles(raw);
   sfsistat verdict = SMFIS_CONTINUE;
-  if (!s->config) s->config = Config();  // RCPT before any MAIL FROM: not from Postfix
+  if (!s->config) s->config = ConfigInForce();  // RCPT before any MAIL FROM: not from Postfix
   {
     std::shared_lock l(g.mu);
     if (!g.active) return SMFIS_CONTINUE;
@@ -457,7 +457,7 @@ sfsistat OnEom(SMFICTX* ctx) {
   auto* s = Get(ctx);
   if (s == nullptr) return SMFIS_CONTINUE;
   Global& g = G();
-  if (!s->config) s->config = Config();
+  if (!s->config) s->config = ConfigInForce();
   const std::shared_ptr<const MilterConfig> config = s->config;
   std::string queue_id = Macro(ctx, "i");
   sfsistat verdict = SMFIS_CONTINUE;
@@ -713,7 +713,7 @@ Status ReconfigureMilter(const MilterConfig& config) {
   Expected<gid_t> group = CheckOnThisMachine(config);
   if (!group.ok()) return group.status();
   auto next = std::make_shared<MilterConfig>(config);
-  std::shared_ptr<const MilterConfig> running = Config();
+  std::shared_ptr<const MilterConfig> running = ConfigInForce();
   next->socket = running->socket;
   if (next->socket_mode != running->socket_mode || next->socket_group != running->socket_group) {
     SetSocketModeAndGroup(g.unix_path, next->socket_mode, *group);
@@ -728,7 +728,7 @@ Status ReconfigureMilter(const MilterConfig& config) {
   return Status::Ok();
 }
 
-MilterConfig CurrentMilterConfig() { return *Config(); }
+MilterConfig CurrentMilterConfig() { return *ConfigInForce(); }
 
 bool MilterRunning() {
   Global& g = G();

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ inline constexpr int kExitUsage = 2;
 struct Context {
   std::string socket_path = "/run/bounced/query.sock";
   bool socket_given = false;  // --socket was given; else QuerySocketPath reads the config
+  // QuerySocketPath's answer, found once per run: ingest-dsn and --follow make many requests.
+  mutable std::optional<std::string> resolved_socket;
   std::string config_path = "/etc/bounced/bounced.toml";
   bool json = false;
   // --timeout: how long a query command waits for bounced to say anything more (idle, not in

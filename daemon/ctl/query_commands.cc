@@ -159,8 +159,11 @@ class QueryConnection {
 
 std::string QuerySocketPath(const Context& ctx) {
   if (ctx.socket_given) return ctx.socket_path;
-  Expected<Config> cfg = LoadConfig(ctx.config_path);
-  return cfg.ok() ? cfg->query.socket : ctx.socket_path;
+  if (!ctx.resolved_socket) {
+    Expected<Config> cfg = LoadConfig(ctx.config_path);
+    ctx.resolved_socket = cfg.ok() ? cfg->query.socket : ctx.socket_path;
+  }
+  return *ctx.resolved_socket;
 }
 
 namespace {
