@@ -206,6 +206,8 @@ ListFilter FilterFrom(const json& req) {
   f.domain = DomainField(req);
   f.source = StringField(req, "source", false);
   f.since = SinceField(req, "since");
+  f.until = SinceField(req, "until");
+  if (f.until != 0 && f.until <= f.since) throw RequestError{"\"until\" must come after \"since\""};
   f.after = StringField(req, "after", false);
   f.limit = static_cast<size_t>(IntField(req, "limit", 0, 0, int64_t{1} << 40));
   f.include_expired = BoolField(req, "include_expired");
@@ -436,15 +438,45 @@ json CmdSuppress(Services& services, const PeerCred& peer, const json& req) {
   return ToJson(s);
 }
 
+// One address ("address"), or every live entry a selection picks: "domain", "category",
+// "source", "since" and "until" (created), or "all": true for the whole list. "dry_run": true
+// says what would be lifted and changes nothing.
 json CmdUnsuppress(Services& services, const PeerCred& peer, const json& req) {
-  std::string address = AddressField(req);
-  Actor who{static_cast<int64_t>(peer.uid), ReasonFrom(req)};
-  const std::string key = Unwrap(RequireStore(services)->Unsuppress(address, who));
-  spdlog::info("query: uid {} unsuppressed {} ({})", peer.uid, Printable(key),
-               Printable(who.reason));
-  // "key": the entry lifted (the address as bounced keys it: User+news@Example.COM lifts
-  // user@example.com).
-  return json{{"address", address}, {"key", key}, {"suppressed", false}};
+  const bool bulk = req.find("address") == req.end();
+  if (!bulk) {
+    std::string address = AddressField(req);
+    Actor who{static_cast<int64_t>(peer.uid), ReasonFrom(req)};
+    const std::string key = Unwrap(RequireStore(services)->Unsuppress(address, who));
+    spdlog::info("query: uid {} unsuppressed {} ({})", peer.uid, Printable(key),
+                 Printable(who.reason));
+    // "key": the entry lifted (the address as bounced keys it: User+news@Example.COM lifts
+    // user@example.com).
+    return json{{"address", address}, {"key", key}, {"suppressed", false}};
+  }
+  for (const char* key : {"after", "limit", "include_expired"}) {
+    if (req.contains(key)) {
+      throw RequestError{std::string("\"") + key + "\" does not apply to unsuppress"};
+    }
+  }
+  ListFilter f = FilterFrom(req);
+  const bool all = BoolField(req, "all");
+  const bool selects =
+      !f.category.empty() || !f.domain.empty() || !f.source.empty() || f.since != 0 || f.until != 0;
+  if (all == selects) {
+    throw RequestError{selects ? "\"all\" and a selection exclude each other"
+                               : "name an \"address\", a selection (domain, category, source, "
+                                 "since, until) or \"all\": true"};
+  }
+  const bool dry_run = BoolField(req, "dry_run");
+  Actor who{static_cast<int64_t>(peer.uid),
+            dry_run ? StringField(req, "reason", false) : ReasonFrom(req)};
+  BulkUnsuppressResult r = Unwrap(RequireStore(services)->UnsuppressMatching(f, who, dry_run));
+  if (!dry_run) {
+    spdlog::info("query: uid {} unsuppressed {} entries matching {} ({})", peer.uid, r.count,
+                 Printable(req.dump(-1, ' ', false, json::error_handler_t::replace)),
+                 Printable(who.reason));
+  }
+  return json{{"count", r.count}, {"dry_run", dry_run}, {"sample", r.sample}};
 }
 
 json CmdAllow(Services& services, const PeerCred& peer, const json& req, bool allow) {

@@ -9,7 +9,7 @@
 //   lookup      address                                    read   -> {"address", "suppressed",
 //                                                          "since", "expires", "category",
 //                                                          "manual"} from memory (no SQLite)
-//   list        [category] [domain] [source] [since] [limit] [after] [include_expired]
+//   list        [category] [domain] [source] [since] [until] [limit] [after] [include_expired]
 //                                                          read   -> [suppression, ...]
 //   export      [format=csv|jsonl] + list filters          read   -> {"format","count","data"}
 //               [stream=true]                                      (streamed: see below)
@@ -30,6 +30,10 @@
 //                                                                  counters, no SQLite)
 //   suppress    address reason [category] [expires]        write
 //   unsuppress  address reason                             write
+//   unsuppress  [category] [domain] [source] [since] [until] write  -> {"count", "dry_run",
+//               | all=true; reason (not for dry_run=true)          "sample": [first 20 keys]}:
+//                                                                  every live entry selected,
+//                                                                  in one transaction
 //   allow       entry reason                               write  (address or domain)
 //   disallow    entry reason                               write
 //   import      data [format=csv|jsonl] [reason]           write  (all or nothing; errors list

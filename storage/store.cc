@@ -118,6 +118,31 @@ Suppression ReadSuppression(const sql::Stmt& st, int c = 0) {
   return s;
 }
 
+// Prepares the suppressions `f` selects, ordered by key, on `db` into *st (kSuppressionColumns;
+// `now` decides what is expired). Errors name a domain or category that is none.
+Status PrepareList(sql::Db& db, const ListFilter& f, int64_t now, sql::Stmt* st) {
+  std::string domain = NormalizeDomain(f.domain.empty() || f.domain[0] != '@'
+                                           ? std::string_view(f.domain)
+                                           : std::string_view(f.domain).substr(1));
+  if (!f.domain.empty() && domain.empty()) {
+    return Status::Error("list: invalid domain '" + f.domain + "'");
+  }
+  if (!f.category.empty() && !CategoryFromName(f.category)) {
+    return Status::Error("list: unknown category '" + f.category + "'");
+  }
+  std::string q = "SELECT " + std::string(kSuppressionColumns) +
+                  " FROM suppressions WHERE address > ?1 AND created >= ?2"
+                  " AND (?3 = '' OR category = ?3) AND (?4 = '' OR domain = ?4)"
+                  " AND (?5 = '' OR source = ?5) AND (?6 OR expires = 0 OR expires > ?7)"
+                  " AND (?9 = 0 OR created < ?9) ORDER BY address LIMIT ?8";
+  if (Status s = st->Prepare(db, q); !s) return s;
+  st->Bind(1, f.after).Bind(2, f.since).Bind(3, f.category).Bind(4, domain).Bind(5, f.source);
+  st->Bind(6, int64_t{f.include_expired}).Bind(7, now);
+  st->Bind(8, f.limit == 0 ? int64_t{-1} : static_cast<int64_t>(f.limit));
+  st->Bind(9, f.until);
+  return Status::Ok();
+}
+
 constexpr std::string_view kEventColumns =
     "id, time, time_text, source, source_ref, queue_id, message_id, sender, recipient, "
     "original_recipient, log_status, relay, program, bounce_queue_id, category, status, "
@@ -406,6 +431,8 @@ class StoreImpl final : public Store {
 
   Expected<Suppression> Suppress(const ManualSuppression& s, const Actor& who) override;
   Expected<std::string> Unsuppress(std::string_view address, const Actor& who) override;
+  Expected<BulkUnsuppressResult> UnsuppressMatching(const ListFilter& filter, const Actor& who,
+                                                    bool dry_run) override;
   Expected<AllowEntry> Allow(std::string_view entry, const Actor& who) override;
   Status Disallow(std::string_view entry, const Actor& who) override;
   Expected<ImportResult> Import(ExportFormat format, std::string_view data,
@@ -484,6 +511,9 @@ class StoreImpl final : public Store {
                        const PolicyDecision& d, int64_t t);
   Expected<std::optional<Suppression>> GetSuppressionW(std::string_view key);
   Status PutSuppressionW(const Suppression& s, std::string_view log_action, int64_t actor_uid);
+  // Lifts the entry `existing` (stored under `key`) as Unsuppress does: deleted, logged,
+  // remembered in the recipient's policy state against older events, audited, erased from the view.
+  Status LiftW(const std::string& key, const Suppression& existing, const Actor& who);
   Status LogSuppressionW(const Suppression& s, std::string_view action, int64_t actor_uid);
   Expected<bool> AllowedW(std::string_view key);
   // False only when no suppression row can exist for `key` (skips a pointless UPDATE).
@@ -2427,34 +2457,80 @@ Expected<std::string> StoreImpl::Unsuppress(std::string_view address, const Acto
       if (*existing) key = exact;
     }
     if (!*existing) return Status::Error("unsuppress: " + key + " is not suppressed");
-    self.w_.delete_suppression.Bind(1, key);
-    if (Status r = self.w_.delete_suppression.Run(); !r) return r;
-    if (Status r = self.LogSuppressionW(**existing, "remove", who.uid); !r) return r;
-    PolicyRow& state = self.PolicyRowW(HashedKey::Of(key));
-    state.fields = PolicyFields{};
-    state.fields.manual_unsuppressed = txn_now_;
-    if (state.first_seen == 0) {
-      // A recipient without events is first seen now (its events set first_seen otherwise).
-      self.w_.has_events.BindRef(1, key);
-      auto any = self.w_.has_events.Step();
-      bool seen = any && *any;
-      self.w_.has_events.Reset();
-      if (!any) return any.status();
-      if (!seen) {
-        state.first_seen = txn_now_;
-        state.display = (*existing)->display;
-      }
-    }
-    if (Status r =
-            self.AuditW(who, "unsuppress", key, (*existing)->source + ": " + (*existing)->reason);
-        !r) {
-      return r;
-    }
-    self.pending_->push_back(ViewChange{ViewChange::kErase, key, {}});
-    return Status::Ok();
+    return self.LiftW(key, **existing, who);
   });
   if (!done) return done;
   return key;
+}
+
+Status StoreImpl::LiftW(const std::string& key, const Suppression& existing, const Actor& who) {
+  w_.delete_suppression.Bind(1, key);
+  if (Status r = w_.delete_suppression.Run(); !r) return r;
+  if (Status r = LogSuppressionW(existing, "remove", who.uid); !r) return r;
+  PolicyRow& state = PolicyRowW(HashedKey::Of(key));
+  state.fields = PolicyFields{};
+  state.fields.manual_unsuppressed = txn_now_;
+  if (state.first_seen == 0) {
+    // A recipient without events is first seen now (its events set first_seen otherwise).
+    w_.has_events.BindRef(1, key);
+    auto any = w_.has_events.Step();
+    bool seen = any && *any;
+    w_.has_events.Reset();
+    if (!any) return any.status();
+    if (!seen) {
+      state.first_seen = txn_now_;
+      state.display = existing.display;
+    }
+  }
+  if (Status r = AuditW(who, "unsuppress", key, existing.source + ": " + existing.reason); !r) {
+    return r;
+  }
+  pending_->push_back(ViewChange{ViewChange::kErase, key, {}});
+  return Status::Ok();
+}
+
+Expected<BulkUnsuppressResult> StoreImpl::UnsuppressMatching(const ListFilter& filter,
+                                                             const Actor& who, bool dry_run) {
+  if (!dry_run && who.reason.empty()) return Status::Error("unsuppress: a reason is required");
+  ListFilter f = filter;
+  f.after.clear();
+  f.limit = 0;
+  f.include_expired = false;
+  BulkUnsuppressResult out;
+  if (dry_run) {
+    Status listed = List(f, [&](const Suppression& s) {
+      if (out.sample.size() < BulkUnsuppressResult::kBulkSample) out.sample.push_back(s.address);
+      ++out.count;
+      return true;
+    });
+    if (!listed) return listed;
+    return out;
+  }
+  Status done = RunOnWriter([&](StoreImpl& self) -> Status {
+    // The keys first (a statement that steps over the rows it deletes has no defined result),
+    // then each entry, read again by key, lifted.
+    std::vector<std::string> keys;
+    sql::Stmt st;
+    if (Status r = PrepareList(self.wdb_, f, self.txn_now_, &st); !r) return r;
+    if (Status walked = st.ForEachRow([&] {
+          keys.push_back(st.Text(0));
+          return true;
+        });
+        !walked) {
+      return walked;
+    }
+    for (const std::string& key : keys) {
+      auto existing = self.GetSuppressionW(key);
+      if (!existing) return existing.status();
+      if (!*existing) continue;
+      if (Status r = self.LiftW(key, **existing, who); !r) return r;
+      if (out.sample.size() < BulkUnsuppressResult::kBulkSample) out.sample.push_back(key);
+      ++out.count;
+    }
+    return Status::Ok();
+  });
+  if (!done) return done;
+  return out;
 }
 
 Expected<AllowEntry> StoreImpl::Allow(std::string_view entry, const Actor& who) {
@@ -2889,24 +2965,7 @@ Status StoreImpl::List(const ListFilter& f, const std::function<bool(const Suppr
   auto db = AcquireReader();
   if (!db) return db.status();
   sql::Stmt st;
-  std::string q = "SELECT " + std::string(kSuppressionColumns) +
-                  " FROM suppressions WHERE address > ?1 AND created >= ?2"
-                  " AND (?3 = '' OR category = ?3) AND (?4 = '' OR domain = ?4)"
-                  " AND (?5 = '' OR source = ?5) AND (?6 OR expires = 0 OR expires > ?7)"
-                  " ORDER BY address LIMIT ?8";
-  if (Status s = st.Prepare(**db, q); !s) return s;
-  std::string domain = NormalizeDomain(f.domain.empty() || f.domain[0] != '@'
-                                           ? std::string_view(f.domain)
-                                           : std::string_view(f.domain).substr(1));
-  if (!f.domain.empty() && domain.empty()) {
-    return Status::Error("list: invalid domain '" + f.domain + "'");
-  }
-  if (!f.category.empty() && !CategoryFromName(f.category)) {
-    return Status::Error("list: unknown category '" + f.category + "'");
-  }
-  st.Bind(1, f.after).Bind(2, f.since).Bind(3, f.category).Bind(4, domain).Bind(5, f.source);
-  st.Bind(6, int64_t{f.include_expired}).Bind(7, Now());
-  st.Bind(8, f.limit == 0 ? int64_t{-1} : static_cast<int64_t>(f.limit));
+  if (Status r = PrepareList(**db, f, Now(), &st); !r) return r;
   if (Status walked = st.ForEachRow([&] { return sink(ReadSuppression(st)); }); !walked) {
     return walked;
   }

@@ -342,6 +342,7 @@ struct ListFilter {
   std::string domain;    // "" = any; exact domain of the key
   std::string source;    // "" = any
   int64_t since = 0;     // created at or after
+  int64_t until = 0;     // created before (0 = no bound)
   std::string after;     // paging: keys strictly greater than this (list is ordered by key)
   size_t limit = 0;      // 0 = no limit
   bool include_expired = false;
@@ -354,6 +355,13 @@ std::optional<ExportFormat> ExportFormatFromName(std::string_view name);  // "cs
 //   address,reason,category,source,first_event,last_event,created,expires,detail
 // JSONL: one object per line with the same keys. Import reads the same forms (CSV: header
 // required, columns by name, only `address` mandatory; JSONL: only "address" mandatory).
+// What Store::UnsuppressMatching lifted (or, in a dry run, would lift).
+struct BulkUnsuppressResult {
+  size_t count = 0;
+  std::vector<std::string> sample;  // the first keys, in key order (at most kBulkSample)
+  static constexpr size_t kBulkSample = 20;
+};
+
 struct ImportResult {
   size_t added = 0;
   size_t updated = 0;
@@ -514,6 +522,13 @@ class Store {
   // Returns the key whose entry it removed (NormalizeAddress's, or the spelling an entry kept
   // from before plus_extension was turned on).
   virtual Expected<std::string> Unsuppress(std::string_view address, const Actor& who) = 0;
+  // Lifts every live suppression the filter selects (its `after` and `limit` are ignored, and
+  // so are expired entries) as Unsuppress lifts one: each is logged, audited and remembered
+  // against older events, all in one transaction (all or nothing). For undoing a misfire: a
+  // recipient domain's outage that read as unknown users, a rule that was wrong. An empty
+  // filter selects every entry. A dry run changes nothing and says what would be lifted.
+  virtual Expected<BulkUnsuppressResult> UnsuppressMatching(const ListFilter& filter,
+                                                            const Actor& who, bool dry_run) = 0;
   // `entry` is an address or a domain ("example.com" or "@example.com"); a domain entry covers
   // its subdomains. Allow on an existing entry updates its reason; Disallow fails when absent.
   virtual Expected<AllowEntry> Allow(std::string_view entry, const Actor& who) = 0;

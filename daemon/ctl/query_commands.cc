@@ -639,7 +639,7 @@ void IngestMessages(Context& ctx, std::vector<std::string> files, bool mbox,
 }
 
 struct ListOptions {
-  std::string category, domain, since, source;
+  std::string category, domain, since, until, source;
   size_t limit = 0;
   bool include_expired = false;
 };
@@ -648,6 +648,7 @@ void AddListOptions(CLI::App* cmd, ListOptions& o) {
   cmd->add_option("--category", o.category, "only this category (e.g. user_unknown)");
   cmd->add_option("--domain", o.domain, "only addresses at this domain");
   cmd->add_option("--since", o.since, "created since: 2026-11-01, 2026-11-01T12:00:00Z or 7d");
+  cmd->add_option("--until", o.until, "and created before this time (same forms)");
   cmd->add_option("--source", o.source, "only this source: bounce, complaint, manual, import");
   // bounced's own bound (query_handler.cc): refused here as a usage error (exit 2).
   cmd->add_option("--limit", o.limit, "at most this many (0: all)")
@@ -660,6 +661,7 @@ json ListRequest(const char* cmd, const ListOptions& o) {
   if (!o.category.empty()) r["category"] = o.category;
   if (!o.domain.empty()) r["domain"] = o.domain;
   if (!o.since.empty()) r["since"] = o.since;
+  if (!o.until.empty()) r["until"] = o.until;
   if (!o.source.empty()) r["source"] = o.source;
   if (o.limit > 0) r["limit"] = o.limit;
   if (o.include_expired) r["include_expired"] = true;
@@ -953,20 +955,82 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     });
   }
   {
-    auto* cmd = app.add_subcommand("unsuppress", "lift the suppression of ADDRESS (audited)");
+    auto* cmd = app.add_subcommand(
+        "unsuppress",
+        "lift the suppression of ADDRESS, or of every entry a selection picks (audited)");
     auto address = std::make_shared<std::string>();
     auto reason = std::make_shared<std::string>();
-    cmd->add_option("address", *address, "email address")->required();
-    cmd->add_option("--reason", *reason, "why (recorded in the audit log)")->required();
-    cmd->callback([&ctx, address, reason] {
-      if (!AddressOk(ctx, "unsuppress", *address)) return;
-      Run(ctx, {{"cmd", "unsuppress"}, {"address", *address}, {"reason", *reason}},
-          [&](const json& r) {
-            // The key lifted, as status and list show it (User+news@Example.COM lifts
-            // user@example.com); the address as given from a bounced that does not say.
-            std::string key = Str(r, "key");
-            std::cout << (key.empty() ? Shown(*address) : key) << " is no longer suppressed\n";
-          });
+    auto opts = std::make_shared<ListOptions>();
+    auto all = std::make_shared<bool>(false);
+    auto dry_run = std::make_shared<bool>(false);
+    cmd->add_option("address", *address, "email address");
+    cmd->add_option("--reason", *reason,
+                    "why (recorded in the audit log; required but for --dry-run)");
+    auto* domain = cmd->add_option("--domain", opts->domain, "every entry at this domain");
+    auto* category = cmd->add_option("--category", opts->category,
+                                     "every entry of this category (e.g. domain_unknown)");
+    auto* source = cmd->add_option("--source", opts->source,
+                                   "every entry of this source: bounce, complaint, manual, import");
+    auto* since =
+        cmd->add_option("--since", opts->since,
+                        "every entry created since: 2026-11-01, 2026-11-01T12:00:00Z or 7d");
+    auto* until =
+        cmd->add_option("--until", opts->until, "and created before this time (same forms)");
+    auto* every = cmd->add_flag("--all", *all, "every entry of the list");
+    cmd->add_flag("--dry-run", *dry_run, "say what would be lifted; change nothing");
+    for (CLI::Option* o : {domain, category, source, since, until}) o->excludes(every);
+    cmd->callback([&ctx, address, reason, opts, all, dry_run] {
+      const bool selects = !opts->domain.empty() || !opts->category.empty() ||
+                           !opts->source.empty() || !opts->since.empty() || !opts->until.empty();
+      if (!address->empty() && (selects || *all || *dry_run)) {
+        std::fprintf(stderr,
+                     "bouncectl: unsuppress: give an ADDRESS or a selection (--domain, "
+                     "--category, --source, --since, --until, --all), not both\n");
+        ctx.exit_code = kExitUsage;
+        return;
+      }
+      if (address->empty() && !selects && !*all) {
+        std::fprintf(stderr,
+                     "bouncectl: unsuppress: give an ADDRESS, a selection (--domain, --category, "
+                     "--source, --since, --until) or --all\n");
+        ctx.exit_code = kExitUsage;
+        return;
+      }
+      if (reason->empty() && !*dry_run) {
+        std::fprintf(stderr, "bouncectl: unsuppress: --reason is required\n");
+        ctx.exit_code = kExitUsage;
+        return;
+      }
+      if (!address->empty()) {
+        if (!AddressOk(ctx, "unsuppress", *address)) return;
+        Run(ctx, {{"cmd", "unsuppress"}, {"address", *address}, {"reason", *reason}},
+            [&](const json& r) {
+              // The key lifted, as status and list show it (User+news@Example.COM lifts
+              // user@example.com); the address as given from a bounced that does not say.
+              std::string key = Str(r, "key");
+              std::cout << (key.empty() ? Shown(*address) : key) << " is no longer suppressed\n";
+            });
+        return;
+      }
+      json req = ListRequest("unsuppress", *opts);
+      if (*all) req["all"] = true;
+      if (*dry_run) req["dry_run"] = true;
+      if (!reason->empty()) req["reason"] = *reason;
+      Run(ctx, req, [&](const json& r) {
+        const int64_t count = r.value("count", int64_t{0});
+        const json& sample = At(r, "sample");
+        int64_t shown = 0;
+        if (sample.is_array()) {
+          for (const json& k : sample) {
+            if (!k.is_string()) continue;
+            std::cout << "  " << Shown(k.get<std::string>()) << "\n";
+            ++shown;
+          }
+        }
+        if (count > shown) std::cout << "  ... and " << count - shown << " more\n";
+        std::cout << count << (count == 1 ? " suppression " : " suppressions ")
+                  << (*dry_run ? "would be lifted (dry run: nothing changed)\n" : "lifted\n");
+      });
     });
   }
   // allow / disallow / allowlist

@@ -243,6 +243,72 @@ TEST(CtlQuery, QuerySocketRefusesANonAddressAlikeAndUnsuppressTakesAnySpelling) 
   EXPECT_NE(out.find("0 suppressed"), std::string::npos) << out;
 }
 
+// unsuppress lifts a selection in one go (a recipient domain's outage read as unknown users):
+// a dry run first, with no reason needed; then the lift, audited. An ADDRESS and a selection,
+// or neither, are usage errors; bounced refuses a request that selects nothing or too much.
+TEST(CtlQuery, UnsuppressLiftsASelectionAfterADryRun) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  const std::string csv = dir / "list.csv";
+  std::string lines = "address,category\n";
+  for (int i = 0; i < 25; ++i)
+    lines += "u" + std::to_string(100 + i) + "@outage.example,domain_unknown\n";
+  lines += "kept@outage.example,user_unknown\nother@example.org,domain_unknown\n";
+  AppendFile(csv, lines);
+  int rc = -1;
+  std::string out = d.Ctl("import --reason test " + Quote(csv), &rc);
+  ASSERT_EQ(rc, 0) << out;
+
+  out = d.Ctl("unsuppress --domain outage.example --category domain_unknown --dry-run", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("  u100@outage.example\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("  ... and 5 more\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("25 suppressions would be lifted (dry run: nothing changed)"),
+            std::string::npos)
+      << out;
+  out = d.Ctl("list --domain outage.example", &rc);
+  EXPECT_NE(out.find("26 suppressed"), std::string::npos) << out;
+  // Created before a day ago: none.
+  out = d.Ctl("--json unsuppress --domain outage.example --until 1d --dry-run", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(json::parse(out).value("count", -1), 0) << out;
+  out = d.Ctl("list --until 1d", &rc);
+  EXPECT_NE(out.find("0 suppressed"), std::string::npos) << out;
+
+  for (const char* usage : {"unsuppress --domain outage.example",  // no reason
+                            "unsuppress --reason r",               // nothing named
+                            "unsuppress a@outage.example --domain outage.example --reason r",
+                            "unsuppress --all --domain outage.example --reason r"}) {
+    out = d.Ctl(usage, &rc);
+    EXPECT_EQ(rc, 2) << usage << ": " << out;
+  }
+  json r = d.Query({{"cmd", "unsuppress"}, {"reason", "r"}});
+  EXPECT_FALSE(r.value("ok", true)) << r;
+  EXPECT_NE(r.value("error", "").find("name an \"address\""), std::string::npos) << r;
+  r = d.Query({{"cmd", "unsuppress"}, {"reason", "r"}, {"all", true}, {"domain", "x.example"}});
+  EXPECT_FALSE(r.value("ok", true)) << r;
+  r = d.Query({{"cmd", "unsuppress"}, {"reason", "r"}, {"domain", "x.example"}, {"limit", 1}});
+  EXPECT_FALSE(r.value("ok", true)) << r;
+
+  out = d.Ctl("unsuppress --domain outage.example --category domain_unknown --reason 'their DNS'",
+              &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("25 suppressions lifted"), std::string::npos) << out;
+  out = d.Ctl("status u110@outage.example", &rc);
+  EXPECT_EQ(out.find("is SUPPRESSED"), std::string::npos) << out;
+  out = d.Ctl("list", &rc);
+  EXPECT_NE(out.find("kept@outage.example"), std::string::npos) << out;
+  EXPECT_NE(out.find("other@example.org"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 suppressed"), std::string::npos) << out;
+  out = d.Ctl("--json unsuppress --all --reason 'start over'", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(json::parse(out).value("count", -1), 2) << out;
+  out = d.Ctl("unsuppress --all --reason 'once more'", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("0 suppressions lifted"), std::string::npos) << out;
+}
+
 TEST(CtlQuery, DoctorReportsAForeignQuerySocketAndGoesOn) {
   TempDir dir;
   const std::string sock = dir / "foreign.sock";

@@ -496,6 +496,75 @@ TEST_F(StorePolicyTest, ManualUnsuppressWinsOverOlderEventsNotNewerOnes) {
   EXPECT_FALSE(store_->Unsuppress("a@example.com", {0, ""}).ok());  // a reason is required
 }
 
+// A misfire undone at once: the addresses a recipient domain's outage made "unknown" on one day
+// are lifted together, and only they; the log's replay of the same bounces does not put them back.
+TEST_F(StorePolicyTest, UnsuppressMatchingLiftsOnlyTheSelectionAndRemembersIt) {
+  const int64_t outage = kT0 + 10 * kDay;
+  std::vector<Event> events;
+  for (int i = 0; i < 30; ++i) {
+    events.push_back(MakeEvent("u" + std::to_string(i) + "@broken.example",
+                               Category::kDomainUnknown, "bounced", outage + i * 60));
+  }
+  // Same domain, another day; same day, another domain; same domain and day, another category.
+  events.push_back(MakeEvent("early@broken.example", Category::kDomainUnknown, "bounced", kT0));
+  events.push_back(MakeEvent("x@fine.example", Category::kDomainUnknown, "bounced", outage));
+  events.push_back(MakeEvent("gone@broken.example", Category::kUserUnknown, "bounced", outage));
+  Write(events);
+  ASSERT_TRUE(store_->Suppress({"vip@broken.example", "domain_unknown", 0}, {0, "by hand"}).ok());
+
+  ListFilter f;
+  f.domain = "Broken.Example";
+  f.category = "domain_unknown";
+  f.since = outage;
+  f.until = outage + kDay;
+  // A dry run says what, changes nothing, needs no reason.
+  auto dry = store_->UnsuppressMatching(f, {0, ""}, true);
+  ASSERT_TRUE(dry.ok()) << dry.error();
+  EXPECT_EQ(dry->count, 30u);
+  ASSERT_EQ(dry->sample.size(), BulkUnsuppressResult::kBulkSample);
+  EXPECT_EQ(dry->sample.front(), "u0@broken.example");  // key order
+  EXPECT_TRUE(Suppressed("u0@broken.example"));
+  EXPECT_FALSE(store_->UnsuppressMatching(f, {0, ""}, false).ok());  // a reason is required
+
+  auto lifted = store_->UnsuppressMatching(f, {1000, "their DNS outage"}, false);
+  ASSERT_TRUE(lifted.ok()) << lifted.error();
+  EXPECT_EQ(lifted->count, 30u);
+  for (int i = 0; i < 30; ++i)
+    EXPECT_FALSE(Suppressed("u" + std::to_string(i) + "@broken.example"));
+  for (const char* kept : {"early@broken.example", "x@fine.example", "gone@broken.example"}) {
+    EXPECT_TRUE(Suppressed(kept)) << kept;
+  }
+  // The manual entry was created now, after `until`.
+  EXPECT_TRUE(Suppressed("vip@broken.example"));
+  const std::string db = dir_.File("p.db");
+  EXPECT_EQ(testing::Scalar(db,
+                            "SELECT count(*) FROM suppression_log WHERE action = 'remove' "
+                            "AND actor_uid = 1000"),
+            30);
+  EXPECT_EQ(testing::Scalar(db,
+                            "SELECT count(*) FROM audit WHERE action = 'unsuppress' AND "
+                            "reason = 'their DNS outage'"),
+            30);
+  auto st = store_->GetStatus("u7@broken.example");
+  ASSERT_TRUE(st.ok()) << st.error();
+  EXPECT_FALSE(st->suppression.has_value());
+  // The log read again from the start (a restart's catch-up): the lifted stay lifted.
+  Write(events);
+  EXPECT_FALSE(Suppressed("u3@broken.example"));
+  // Nothing left to lift: a count of 0 is no error.
+  auto again = store_->UnsuppressMatching(f, {0, "again"}, false);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(again->count, 0u);
+  // The whole list (an empty filter), and a bad selection refused.
+  ListFilter bad;
+  bad.category = "no_such_category";
+  EXPECT_FALSE(store_->UnsuppressMatching(bad, {0, "x"}, false).ok());
+  auto everything = store_->UnsuppressMatching(ListFilter{}, {0, "start over"}, false);
+  ASSERT_TRUE(everything.ok()) << everything.error();
+  EXPECT_EQ(everything->count, 4u);
+  EXPECT_EQ(store_->view().size(), 0u);
+}
+
 TEST_F(StorePolicyTest, ExtensionAndCaseMapToTheBaseAddress) {
   Write({MakeEvent("John.Doe+News@Example.COM", Category::kUserUnknown, "bounced", kT0)});
   EXPECT_TRUE(Suppressed("john.doe@example.com"));
