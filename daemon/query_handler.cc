@@ -401,6 +401,25 @@ json CmdEvents(Services& services, const json& req) {
   return out;
 }
 
+// The suppression list's changes, the oldest first: after_id (the cursor of a client that keeps
+// its own copy), since (24h when neither is given), domain, limit (1..10000, default 1000).
+json CmdChanges(Services& services, const json& req) {
+  ChangesQuery q;
+  q.after_id = IntField(req, "after_id", 0, 0, std::numeric_limits<int64_t>::max());
+  auto it = req.find("since");
+  q.since = (it == req.end() || it->is_null()) && !req.contains("after_id")
+                ? static_cast<int64_t>(std::time(nullptr)) - 86400
+                : SinceField(req, "since");
+  q.domain = DomainField(req);
+  q.limit = static_cast<size_t>(
+      IntField(req, "limit", 1000, 1, static_cast<int64_t>(Store::kMaxChanges)));
+  json out = json::array();
+  for (const SuppressionChange& c : Unwrap(RequireStore(services)->Changes(q))) {
+    out.push_back(ToJson(c));
+  }
+  return out;
+}
+
 // What health says without SQLite (no counts, no integrity check: a scraper asks every minute),
 // as Prometheus text.
 json CmdMetrics(Services& services) {
@@ -1005,6 +1024,7 @@ json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
     if (cmd == "health") return Ok(CmdHealth(services));
     if (cmd == "metrics") return Ok(CmdMetrics(services));
     if (cmd == "events") return Ok(CmdEvents(services, request));
+    if (cmd == "changes") return Ok(CmdChanges(services, request));
     if (cmd == "suppress") return Ok(CmdSuppress(services, peer, request));
     if (cmd == "unsuppress") return Ok(CmdUnsuppress(services, peer, request));
     if (cmd == "allow") return Ok(CmdAllow(services, peer, request, true));
@@ -1019,7 +1039,7 @@ json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
     }
     throw RequestError{
         "unknown command '" + Printable(cmd) +
-        "' (status, lookup, list, export, events, stats, allowlist, health, metrics, "
+        "' (status, lookup, list, export, events, changes, stats, allowlist, health, metrics, "
         "suppress, unsuppress, allow, disallow, import, ingest-dsn, reload)"};
   } catch (const RequestError& e) {
     json reply = Fail(e.message);

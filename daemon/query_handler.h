@@ -21,6 +21,12 @@
 //                                                          limit at most 10000; [after_id]:
 //                                                          those recorded after event
 //                                                          after_id, the oldest first
+//   changes     [after_id] [since=24h] [domain]           read   -> [change, ...] the suppression
+//               [limit=1000]                                       list's changes (add, update,
+//                                                                  remove), the oldest first;
+//                                                                  since defaults to 0 with
+//                                                                  after_id (a client's cursor:
+//                                                                  the last "id" it got)
 //   stats       [by=domain|provider|sender_domain]         read   -> {"by","days","rows"}
 //               [only] [days] [per_day]
 //   allowlist                                              read   -> [entry, ...]

@@ -308,13 +308,13 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
     supp_params.push_back(req.domain);
   }
   s = q.Run(
-      "SELECT time, address, action, source, reason, category, actor_uid "
+      "SELECT id, time, address, action, source, reason, category, actor_uid "
       "FROM suppression_log WHERE day BETWEEN ?1 AND ?2" +
           supp_clause + " ORDER BY id",
       supp_params, [&](sqlite3_stmt* st) {
-        data.suppression_changes.push_back({sqlite3_column_int64(st, 0), Text(st, 1), Text(st, 2),
-                                            Text(st, 3), Text(st, 4), Text(st, 5),
-                                            sqlite3_column_int64(st, 6)});
+        data.suppression_changes.push_back(
+            {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), Text(st, 2), Text(st, 3),
+             Text(st, 4), Text(st, 5), Text(st, 6), sqlite3_column_int64(st, 7)});
       });
   if (!s) return s;
 

@@ -23,6 +23,7 @@
 
 #include "daemon/alert_detector.h"
 #include "daemon/report_advice.h"
+#include "storage/store.h"
 
 namespace bounced {
 
@@ -78,16 +79,7 @@ struct MessageCountRow {
   int64_t count = 0;
 };
 
-// One suppression_log row (schema.sql): action add, update or remove.
-struct SuppressionChange {
-  int64_t time = 0;
-  std::string address;
-  std::string action;
-  std::string source;  // bounce, complaint, manual, import
-  std::string reason;
-  std::string category;
-  int64_t actor_uid = -1;
-};
+// suppression_log rows are SuppressionChange (storage/store.h).
 
 // One audit row: a manual change.
 struct ManualChange {

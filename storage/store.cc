@@ -463,6 +463,7 @@ class StoreImpl final : public Store {
                                                size_t max_events) override;
   Expected<std::vector<StoredEvent>> QueueEvents(const QueueEventsQuery& q) override;
   Expected<std::vector<StoredEvent>> FindEvents(const EventsQuery& q) override;
+  Expected<std::vector<SuppressionChange>> Changes(const ChangesQuery& q) override;
   const std::string& path() const override { return options_.path; }
 
  private:
@@ -2824,6 +2825,40 @@ Expected<std::vector<StoredEvent>> StoreImpl::QueueEvents(const QueueEventsQuery
   if (Status walked = st.ForEachRow([&] { out.push_back(ReadEvent(st)); }); !walked) {
     return walked;
   }
+  return out;
+}
+
+Expected<std::vector<SuppressionChange>> StoreImpl::Changes(const ChangesQuery& q) {
+  std::string domain;
+  if (!q.domain.empty()) {
+    domain = NormalizeDomain(q.domain[0] == '@' ? std::string_view(q.domain).substr(1) : q.domain);
+    if (domain.empty()) return Status::Error("changes: invalid domain '" + q.domain + "'");
+  }
+  auto db = AcquireReader();
+  if (!db) return db.status();
+  // The id range walks the table in order; `day` (indexed) narrows a `since` without an id. The
+  // log has no domain column: a key ends in "@domain".
+  sql::Stmt st;
+  if (Status s = st.Prepare(**db,
+                            "SELECT id, time, address, action, source, reason, category, "
+                            "actor_uid FROM suppression_log WHERE id > ?1 AND day >= ?2 AND "
+                            "time >= ?3 AND (?4 = '' OR substr(address, -length(?4) - 1) = "
+                            "'@' || ?4) ORDER BY id LIMIT ?5");
+      !s) {
+    return s;
+  }
+  st.Bind(1, std::max<int64_t>(q.after_id, 0))
+      .Bind(2, q.since > 0 ? DayOf(q.since) : std::string())
+      .Bind(3, q.since)
+      .Bind(4, domain)
+      .Bind(5, static_cast<int64_t>(std::clamp<size_t>(q.limit, 1, kMaxChanges)));
+  std::vector<SuppressionChange> out;
+  Status walked = st.ForEachRow([&] {
+    out.push_back({st.Int(0), st.Int(1), st.Text(2), st.Text(3), st.Text(4), st.Text(5), st.Text(6),
+                   st.Int(7)});
+    return true;
+  });
+  if (!walked) return walked;
   return out;
 }
 

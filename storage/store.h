@@ -401,6 +401,26 @@ struct EventsQuery {
   int64_t after_id = -1;
 };
 
+// One change of the suppression list, as its change log keeps it (never pruned): a feed for a
+// sending application that keeps its own copy of the list.
+struct SuppressionChange {
+  int64_t id = 0;          // increases with every change, in commit order: the feed's cursor
+  int64_t time = 0;        // when it was committed (unix seconds)
+  std::string address;     // the key
+  std::string action;      // "add", "update" (source, reason or expiry changed), "remove"
+  std::string source;      // the entry's: bounce, complaint, manual, import
+  std::string reason;      // the entry's
+  std::string category;    // the entry's, or ""
+  int64_t actor_uid = -1;  // who: -1 = bounced itself (a bounce; a remove: the entry expired)
+};
+
+struct ChangesQuery {
+  int64_t after_id = 0;  // only changes after this one (0: from the first)
+  int64_t since = 0;     // and committed at or after this time
+  std::string domain;    // "" = any; else only addresses at this domain
+  size_t limit = 1000;   // at most this many, the oldest first (capped at kMaxChanges)
+};
+
 struct StatsQuery {
   // kSenderDomain: the envelope sender's domain, lower-cased ("<>" for the null sender or one
   // not known; a sender without '@' is its own key). Counted from the events themselves (the
@@ -570,6 +590,11 @@ class Store {
   // q.since on, in one read transaction beside the writer: keep `since` recent on a large database.
   static constexpr size_t kMaxFoundEvents = 10000;
   virtual Expected<std::vector<StoredEvent>> FindEvents(const EventsQuery& q) = 0;
+  // The suppression list's changes that `q` selects, the oldest first. A client that asks again
+  // with after_id = the last id it got misses none and sees none twice: ids are given in commit
+  // order by the one writer, and a change is visible once its transaction commits.
+  static constexpr size_t kMaxChanges = 10000;
+  virtual Expected<std::vector<SuppressionChange>> Changes(const ChangesQuery& q) = 0;
 
   virtual const std::string& path() const = 0;
 };

@@ -56,6 +56,17 @@ nlohmann::json ToJson(const AllowEntry& a) {
           {"uid", a.actor_uid}};
 }
 
+nlohmann::json ToJson(const SuppressionChange& c) {
+  return {{"id", c.id},
+          {"time", TimeOrNull(c.time)},
+          {"address", c.address},
+          {"action", c.action},
+          {"source", c.source},
+          {"reason", c.reason},
+          {"category", c.category},
+          {"uid", c.actor_uid}};
+}
+
 nlohmann::json ToJson(const AddressStatus& s) {
   nlohmann::json j;
   j["address"] = s.address;

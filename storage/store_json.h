@@ -22,6 +22,8 @@ nlohmann::json ToJson(const AllowEntry& a);
 // {"address", "key", "suppressed", "reason", "category", "since", "expires", "source",
 //  "allowlisted", "allowed_by", "suppression", "state", "events": [...]}: the `status` reply.
 nlohmann::json ToJson(const AddressStatus& s);
+// {"id", "time", "address", "action", "source", "reason", "category", "uid"}
+nlohmann::json ToJson(const SuppressionChange& c);
 // {"day"?, "key", "category", "provider_code", "log_status", "count"}
 nlohmann::json ToJson(const StatsRow& r);
 nlohmann::json ToJson(const Health& h);

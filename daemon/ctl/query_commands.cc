@@ -338,78 +338,66 @@ std::vector<std::string> EventRow(const json& e) {
           Sanitize(Str(e, "diagnostic"), 60)};
 }
 
-// `events --follow`: the latest events as without it (oldest first), then every event recorded
-// after the last one shown, asked for every `interval` seconds by id (after_id: oldest first, in
-// pieces of `limit`, so none is missed however many arrive). A line each: columns joined by two
-// spaces ("-" for an empty one), or with --json a JSON object. Ends when interrupted, or with
-// exit 1 when bounced refuses or cannot be reached at the start; later it waits out a restart
-// and a refusal (a storage outage: the same question was answered before).
-void FollowEvents(Context& ctx, const EventsOptions& o) {
-  auto print = [&](const json& events) {
-    for (const json& e : events) {
-      if (ctx.json) {
-        std::cout << e.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
-        continue;
-      }
-      std::string line;
-      for (const std::string& f : EventRow(e)) {
-        if (!line.empty()) line += "  ";
-        line += f.empty() ? "-" : f;
-      }
-      std::cout << line << "\n";
-    }
-    std::cout << std::flush;
-  };
-  // One question. Away: bounced could not be reached; refused: it answered with an error.
-  // Either way `error` says why, and *reply is what came (empty when away).
-  enum class Answer { kOk, kAway, kRefused };
-  auto ask = [&](const json& req, json* result, json* reply, std::string* error) {
-    *reply = json();
-    if (!Call(ctx, req, reply, error)) return Answer::kAway;
-    if (!reply->value("ok", false) || !At(*reply, "result").is_array()) {
-      *error = "bounced refuses: " + Shown(reply->value("error", std::string("failed")));
-      return Answer::kRefused;
-    }
-    *result = At(*reply, "result");
-    return Answer::kOk;
-  };
-  // At the start, bounced must answer.
-  auto ask_first = [&](const json& req, json* result) {
-    std::string error;
-    json reply;
-    Answer a = ask(req, result, &reply, &error);
-    if (a == Answer::kAway) PrintFailure(ctx, "events", error);
-    if (a == Answer::kRefused) PrintRefusal(ctx, "events", reply);
-    return a == Answer::kOk;
-  };
-  // The newest event of all first (none: 0), so that what follows starts after it even when
-  // the filters match nothing yet; then the latest that match.
-  json newest;
-  if (!ask_first({{"cmd", "events"}, {"since", 0}, {"limit", 1}}, &newest)) return;
-  int64_t last = newest.empty() ? 0 : newest[0].value("id", int64_t{0});
-  json first;
-  if (!ask_first(EventsRequest(o), &first)) return;
-  for (const json& e : first) last = std::max(last, e.value("id", int64_t{0}));
-  if (!ctx.json) {
-    std::cout << "TIME  STATUS  CATEGORY  PROVIDER  CODE  RECIPIENT  SENDER  DIAGNOSTIC\n";
+// How a question of a --follow was answered. Away: bounced could not be reached; refused: it
+// answered with an error. Either way `error` says why, and *reply is what came (empty when away).
+enum class Answer { kOk, kAway, kRefused };
+
+Answer AskForArray(Context& ctx, const json& req, json* result, json* reply, std::string* error) {
+  *reply = json();
+  if (!Call(ctx, req, reply, error)) return Answer::kAway;
+  if (!reply->value("ok", false) || !At(*reply, "result").is_array()) {
+    *error = "bounced refuses: " + Shown(reply->value("error", std::string("failed")));
+    return Answer::kRefused;
   }
-  std::reverse(first.begin(), first.end());  // the oldest first, as the lines that follow
-  print(first);
-  // Later looks: whatever was recorded after the last event shown, whenever it happened (a log
-  // read late records old times), with the same filters. A bounced that goes away (a restart)
-  // or refuses (its database unavailable for a while) is waited for, said once on standard
-  // error: the database keeps the ids, so the events recorded meanwhile come next.
-  json req = EventsRequest(o);
-  req["since"] = 0;
+  *result = At(*reply, "result");
+  return Answer::kOk;
+}
+
+// A --follow's first questions: bounced must answer them (else why, and exit status 1).
+bool AskFirst(Context& ctx, const char* what, const json& req, json* result) {
+  std::string error;
+  json reply;
+  Answer a = AskForArray(ctx, req, result, &reply, &error);
+  if (a == Answer::kAway) PrintFailure(ctx, what, error);
+  if (a == Answer::kRefused) PrintRefusal(ctx, what, reply);
+  return a == Answer::kOk;
+}
+
+// Lines of a --follow: each record's columns joined by two spaces ("-" for an empty one), or
+// with --json the record as a JSON object.
+void PrintFollowed(Context& ctx, const json& records,
+                   const std::function<std::vector<std::string>(const json&)>& columns) {
+  for (const json& r : records) {
+    if (ctx.json) {
+      std::cout << r.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+      continue;
+    }
+    std::string line;
+    for (const std::string& f : columns(r)) {
+      if (!line.empty()) line += "  ";
+      line += f.empty() ? "-" : f;
+    }
+    std::cout << line << "\n";
+  }
+  std::cout << std::flush;
+}
+
+// The rest of a --follow: every `interval` seconds, whatever was recorded after the record
+// `last` (by id: `req` with after_id, which answers the oldest first, in pieces of `limit`, so
+// none is missed however many arrive), printed. A bounced that goes away (a restart) or refuses
+// (its database unavailable for a while) is waited for, said once on standard error: the
+// database keeps the ids, so what was recorded meanwhile comes next. Ends when interrupted.
+void PollAfterId(Context& ctx, json req, int64_t last, int interval, size_t limit,
+                 const std::function<void(const json&)>& print) {
   bool away = false;
   for (;;) {
-    std::this_thread::sleep_for(std::chrono::seconds(o.interval));
+    std::this_thread::sleep_for(std::chrono::seconds(interval));
     json more;
     do {
       req["after_id"] = last;
       std::string error;
       json reply;
-      if (ask(req, &more, &reply, &error) != Answer::kOk) {
+      if (AskForArray(ctx, req, &more, &reply, &error) != Answer::kOk) {
         if (!away) std::fprintf(stderr, "bouncectl: %s; waiting for it\n", error.c_str());
         away = true;
         break;
@@ -418,8 +406,86 @@ void FollowEvents(Context& ctx, const EventsOptions& o) {
       away = false;
       print(more);
       for (const json& e : more) last = std::max(last, e.value("id", int64_t{0}));
-    } while (more.size() == static_cast<size_t>(o.limit));
+    } while (more.size() == limit);
   }
+}
+
+// `events --follow`: the latest events as without it (oldest first), then every event recorded
+// after the last one shown (PollAfterId), whenever it happened (a log read late records old
+// times), with the same filters. Ends with exit 1 when bounced refuses or cannot be reached at
+// the start.
+void FollowEvents(Context& ctx, const EventsOptions& o) {
+  auto print = [&](const json& events) { PrintFollowed(ctx, events, EventRow); };
+  // The newest event of all first (none: 0), so that what follows starts after it even when
+  // the filters match nothing yet; then the latest that match.
+  json newest;
+  if (!AskFirst(ctx, "events", {{"cmd", "events"}, {"since", 0}, {"limit", 1}}, &newest)) return;
+  int64_t last = newest.empty() ? 0 : newest[0].value("id", int64_t{0});
+  json first;
+  if (!AskFirst(ctx, "events", EventsRequest(o), &first)) return;
+  for (const json& e : first) last = std::max(last, e.value("id", int64_t{0}));
+  if (!ctx.json) {
+    std::cout << "TIME  STATUS  CATEGORY  PROVIDER  CODE  RECIPIENT  SENDER  DIAGNOSTIC\n";
+  }
+  std::reverse(first.begin(), first.end());  // the oldest first, as the lines that follow
+  print(first);
+  json req = EventsRequest(o);
+  req["since"] = 0;
+  PollAfterId(ctx, req, last, o.interval, static_cast<size_t>(o.limit), print);
+}
+
+// `bouncectl changes` options and the request they make.
+struct ChangesOptions {
+  int64_t after = -1;
+  std::string since, domain;
+  int limit = 1000;
+  bool follow = false;
+  int interval = 1;
+};
+
+json ChangesRequest(const ChangesOptions& o) {
+  json req = {{"cmd", "changes"}, {"limit", o.limit}};
+  if (o.after >= 0) req["after_id"] = o.after;
+  if (!o.since.empty()) req["since"] = o.since;
+  if (!o.domain.empty()) req["domain"] = o.domain;
+  return req;
+}
+
+// One change as a row of the readable output.
+std::vector<std::string> ChangeRow(const json& c) {
+  const int64_t uid = c.value("uid", int64_t{-1});
+  return {std::to_string(c.value("id", int64_t{0})),
+          Str(c, "time"),
+          Str(c, "action"),
+          Str(c, "address"),
+          Str(c, "source"),
+          Str(c, "category"),
+          uid < 0 ? "bounced" : "uid " + std::to_string(uid),
+          Sanitize(Str(c, "reason"), 60)};
+}
+
+constexpr const char* kChangeColumns[] = {"ID",     "TIME",     "ACTION", "ADDRESS",
+                                          "SOURCE", "CATEGORY", "BY",     "REASON"};
+
+// `changes --follow`: the changes the options select, then every later one (PollAfterId).
+// The time bound stays: a change is committed after the ones before it.
+void FollowChanges(Context& ctx, const ChangesOptions& o) {
+  auto print = [&](const json& changes) { PrintFollowed(ctx, changes, ChangeRow); };
+  json req = ChangesRequest(o);
+  if (!ctx.json) {
+    std::string header;
+    for (const char* c : kChangeColumns) header += (header.empty() ? "" : "  ") + std::string(c);
+    std::cout << header << "\n";
+  }
+  int64_t last = std::max<int64_t>(o.after, 0);
+  json more;
+  do {
+    req["after_id"] = last;
+    if (!AskFirst(ctx, "changes", req, &more)) return;
+    print(more);
+    for (const json& c : more) last = std::max(last, c.value("id", int64_t{0}));
+  } while (more.size() == static_cast<size_t>(o.limit));
+  PollAfterId(ctx, req, last, o.interval, static_cast<size_t>(o.limit), print);
 }
 
 // The open policy-rejection alerts of a stats reply, a few lines each: what, since when, how
@@ -1105,6 +1171,40 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
           std::cout << ", the newest " << o->limit << " (--limit for more)";
         }
         std::cout << "\n";
+      });
+    });
+  }
+  // changes
+  {
+    auto* cmd = app.add_subcommand(
+        "changes",
+        "the suppression list's changes (added, updated, lifted), the oldest first, each with an "
+        "id to continue after");
+    auto o = std::make_shared<ChangesOptions>();
+    cmd->add_option("--after", o->after,
+                    "only changes after the one with this id (a feed's cursor: the last id seen)")
+        ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+    cmd->add_option("--since", o->since,
+                    "committed since: 2026-11-01, 2026-11-01T12:00:00Z or 1h (default 24h, or "
+                    "all with --after)");
+    cmd->add_option("--domain", o->domain, "only addresses at this domain");
+    cmd->add_option("--limit", o->limit, "at most this many (default 1000)")
+        ->check(CLI::Range(1, 10000));
+    cmd->add_flag("-f,--follow", o->follow,
+                  "then print each new change as it is committed, one line each (--json: one "
+                  "object per line), until interrupted");
+    cmd->add_option("--interval", o->interval, "with --follow: seconds between looks (default 1)")
+        ->check(CLI::Range(1, 3600));
+    cmd->callback([&ctx, o] {
+      if (o->follow) return FollowChanges(ctx, *o);
+      Run(ctx, ChangesRequest(*o), [&](const json& r) {
+        std::vector<std::vector<std::string>> rows;
+        for (const json& c : r) rows.push_back(ChangeRow(c));
+        PrintTable(std::vector<std::string>(std::begin(kChangeColumns), std::end(kChangeColumns)),
+                   rows);
+        if (rows.size() == static_cast<size_t>(o->limit)) {
+          std::cout << "(more may follow: --after " << r.back().value("id", int64_t{0}) << ")\n";
+        }
       });
     });
   }

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <atomic>
 #include <ctime>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -307,6 +309,78 @@ TEST(CtlQuery, UnsuppressLiftsASelectionAfterADryRun) {
   out = d.Ctl("unsuppress --all --reason 'once more'", &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("0 suppressions lifted"), std::string::npos) << out;
+}
+
+// `bouncectl changes`: a sending application's feed of the list. Each change once, in commit
+// order, with the id to continue after; --follow prints the later ones as they commit.
+TEST(CtlQuery, ChangesFeedTheListOnceInOrderAndFollow) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  int rc = -1;
+  std::string out = d.Ctl("suppress a@example.com --reason one", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = d.Ctl("suppress b@example.org --reason two --category user_unknown", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = d.Ctl("unsuppress a@example.com --reason three", &rc);
+  ASSERT_EQ(rc, 0) << out;
+
+  out = d.Ctl("changes", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ID"), std::string::npos) << out;
+  EXPECT_NE(out.find("remove"), std::string::npos) << out;
+  EXPECT_NE(out.find("uid "), std::string::npos) << out;
+  out = d.Ctl("--json changes --after 0", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  json all = json::parse(out);
+  ASSERT_EQ(all.size(), 3u) << out;
+  EXPECT_EQ(all[0].value("action", ""), "add");
+  EXPECT_EQ(all[1].value("address", ""), "b@example.org");
+  EXPECT_EQ(all[1].value("category", ""), "user_unknown");
+  EXPECT_EQ(all[2].value("action", ""), "remove");
+  EXPECT_EQ(all[2].value("reason", ""), "one");  // the entry's own reason; the audit has "three"
+  const int64_t cursor = all[1].value("id", int64_t{0});
+  out = d.Ctl("--json changes --after " + std::to_string(cursor), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  json rest = json::parse(out);
+  ASSERT_EQ(rest.size(), 1u) << out;
+  EXPECT_EQ(rest[0].value("address", ""), "a@example.com");
+  out = d.Ctl("--json changes --domain example.org", &rc);
+  EXPECT_EQ(json::parse(out).size(), 1u) << out;
+  out = d.Ctl("changes --limit 2", &rc);
+  EXPECT_NE(out.find("(more may follow: --after " + std::to_string(cursor) + ")"),
+            std::string::npos)
+      << out;
+  out = d.Ctl("changes --limit 0", &rc);
+  EXPECT_EQ(rc, 2) << out;
+
+  const std::string follow = dir / "changes.jsonl";
+  const std::string err = dir / "changes.err";
+  Shell("timeout 60 " + std::string(kBouncectl) + " --socket " + Quote(d.query_socket()) +
+        " --json changes --follow --after " + std::to_string(cursor) + " --limit 1 > " +
+        Quote(follow) + " 2> " + Quote(err) + " &");
+  auto count_lines = [&] {
+    std::string text = ReadFile(follow);
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  };
+  ASSERT_TRUE(WaitUntil([&] { return count_lines() >= 1; })) << ReadFile(err);
+  out = d.Ctl("suppress c@example.net --reason four", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = d.Ctl("unsuppress --all --reason five", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(WaitUntil([&] { return count_lines() >= 4; }, std::chrono::seconds(10)))
+      << ReadFile(follow) << ReadFile(err);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a look more: nothing twice
+  Shell("pkill -f " + Quote(follow) + " >/dev/null 2>&1");
+  std::vector<std::string> got;
+  std::istringstream in(ReadFile(follow));
+  for (std::string l; std::getline(in, l);) {
+    json c = json::parse(l);
+    got.push_back(c.value("action", "") + " " + c.value("address", ""));
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"remove a@example.com", "add c@example.net",
+                                           "remove b@example.org", "remove c@example.net"}))
+      << ReadFile(follow);
 }
 
 TEST(CtlQuery, DoctorReportsAForeignQuerySocketAndGoesOn) {

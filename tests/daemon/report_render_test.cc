@@ -76,7 +76,7 @@ ReportData HostileData() {
   d.samples = {{"icloud", "CS01", "5.7.1", "policy_rejection",
                 "554 5.7.1 [CS01] <script>alert(1)</script> & \"quotes\"", 12, 1796000000}};
   d.suppression_changes = {
-      {1796000000, "a<b>@evil.example", "add", "bounce", "hard_bounce", "user_unknown", -1}};
+      {1, 1796000000, "a<b>@evil.example", "add", "bounce", "hard_bounce", "user_unknown", -1}};
   return d;
 }
 
