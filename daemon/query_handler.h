@@ -21,8 +21,9 @@
 //                                                          limit at most 10000; [after_id]:
 //                                                          those recorded after event
 //                                                          after_id, the oldest first
-//   changes     [after_id] [since=24h] [domain]           read   -> [change, ...] the suppression
-//               [limit=1000]                                       list's changes (add, update,
+//   changes     [after_id] [since=24h] [domain]           read   -> [change, ...] (store_json.h)
+//               [limit=1000]                                       the suppression list's
+//                                                                  changes (add, update,
 //                                                                  remove), the oldest first;
 //                                                                  since defaults to 0 with
 //                                                                  after_id (a client's cursor:

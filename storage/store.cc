@@ -38,6 +38,7 @@ extern const std::string_view kSchemaV4Sql;  // storage/migrate_4.sql
 extern const std::string_view kSchemaV5Sql;  // storage/migrate_5.sql
 extern const std::string_view kSchemaV6Sql;  // storage/migrate_6.sql
 extern const std::string_view kSchemaV7Sql;  // storage/migrate_7.sql
+extern const std::string_view kSchemaV8Sql;  // storage/migrate_8.sql
 
 namespace {
 
@@ -46,7 +47,7 @@ constexpr int32_t kApplicationId = 0x626f756e;
 // Migration N turns schema N-1 into N. Index 0 is version 1 (the whole schema.sql).
 const std::string_view* const kMigrations[] = {&kSchemaV1Sql, &kSchemaV2Sql, &kSchemaV3Sql,
                                                &kSchemaV4Sql, &kSchemaV5Sql, &kSchemaV6Sql,
-                                               &kSchemaV7Sql};
+                                               &kSchemaV7Sql, &kSchemaV8Sql};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 // A log bounce and the DSN Postfix sends for it are the same incident when their queue id and
@@ -98,6 +99,11 @@ SuppressionHit HitFor(const Suppression& s) {
   return h;
 }
 
+// Who changes the list when no operator does: bounced itself, for a bounce (no note), and for an
+// entry it removes once it expired.
+const Actor kBouncedItself{-1, ""};
+const Actor kExpired{-1, "expired"};
+
 constexpr std::string_view kSuppressionColumns =
     "address, display, reason, category, source, first_event, last_event, created, expires, "
     "detail, delivered_after";
@@ -141,6 +147,15 @@ Status PrepareList(sql::Db& db, const ListFilter& f, int64_t now, sql::Stmt* st)
   st->Bind(8, f.limit == 0 ? int64_t{-1} : static_cast<int64_t>(f.limit));
   st->Bind(9, f.until);
   return Status::Ok();
+}
+
+// suppression_log rows (as `l`) as SuppressionChange (ReadChange).
+constexpr std::string_view kChangeColumns =
+    "l.id, l.time, l.address, l.action, l.source, l.reason, l.category, l.actor_uid, l.note";
+
+SuppressionChange ReadChange(const sql::Stmt& st) {
+  return {st.Int(0),  st.Int(1),  st.Text(2), st.Text(3), st.Text(4),
+          st.Text(5), st.Text(6), st.Int(7),  st.Text(8)};
 }
 
 constexpr std::string_view kEventColumns =
@@ -511,11 +526,12 @@ class StoreImpl final : public Store {
   Status ApplyDecision(const HashedKey& key, std::string_view display, const Event& ev,
                        const PolicyDecision& d, int64_t t);
   Expected<std::optional<Suppression>> GetSuppressionW(std::string_view key);
-  Status PutSuppressionW(const Suppression& s, std::string_view log_action, int64_t actor_uid);
+  Status PutSuppressionW(const Suppression& s, std::string_view log_action, const Actor& who);
   // Lifts the entry `existing` (stored under `key`) as Unsuppress does: deleted, logged,
   // remembered in the recipient's policy state against older events, audited, erased from the view.
   Status LiftW(const std::string& key, const Suppression& existing, const Actor& who);
-  Status LogSuppressionW(const Suppression& s, std::string_view action, int64_t actor_uid);
+  // Logs a change of the list, with who made it and why (who.reason: the log's note).
+  Status LogSuppressionW(const Suppression& s, std::string_view action, const Actor& who);
   Expected<bool> AllowedW(std::string_view key);
   // False only when no suppression row can exist for `key` (skips a pointless UPDATE).
   bool MayHaveSuppressionW(const HashedKey& key) const {
@@ -1213,7 +1229,7 @@ Status StoreImpl::PrepareWriter() {
        "WHERE address = ?1 AND created <= ?2"},
       {&w_.log_suppression,
        "INSERT INTO suppression_log (time, day, address, action, source, reason, category, "
-       "actor_uid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+       "actor_uid, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
       {&w_.allowed, "SELECT 1 FROM allowlist WHERE entry = ?1"},
       {&w_.counter,
        "INSERT INTO daily_counters (day, domain, provider, category, provider_code, log_status, "
@@ -2074,7 +2090,7 @@ Status StoreImpl::ApplyDecision(const HashedKey& hkey, std::string_view display,
   if (row && *row) s.delivered_after = w_.delivered_since.Int(0);
   w_.delivered_since.Reset();
   if (!row) return row.status();
-  return PutSuppressionW(s, "add", -1);
+  return PutSuppressionW(s, "add", kBouncedItself);
 }
 
 Expected<std::optional<Suppression>> StoreImpl::GetSuppressionW(std::string_view key) {
@@ -2088,7 +2104,7 @@ Expected<std::optional<Suppression>> StoreImpl::GetSuppressionW(std::string_view
 }
 
 Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_action,
-                                  int64_t actor_uid) {
+                                  const Actor& who) {
   // BindRef: `s` outlives the statement's run (Run resets it).
   w_.put_suppression.BindRef(1, s.address)
       .BindRef(2, s.display)
@@ -2104,15 +2120,14 @@ Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_act
       .Bind(12, s.delivered_after)
       .Bind(13, txn_now_);
   if (Status st = w_.put_suppression.Run(); !st) return st;
-  if (Status st = LogSuppressionW(s, log_action, actor_uid); !st) return st;
+  if (Status st = LogSuppressionW(s, log_action, who); !st) return st;
   txn_suppressed_.insert(s.address);
   pending_->push_back(ViewChange{ViewChange::kPut, s.address, HitFor(s), log_action == "add",
                                  s.source, s.category});
   return Status::Ok();
 }
 
-Status StoreImpl::LogSuppressionW(const Suppression& s, std::string_view action,
-                                  int64_t actor_uid) {
+Status StoreImpl::LogSuppressionW(const Suppression& s, std::string_view action, const Actor& who) {
   w_.log_suppression.Bind(1, txn_now_)
       .BindRef(2, txn_now_day_)
       .BindRef(3, s.address)
@@ -2120,7 +2135,8 @@ Status StoreImpl::LogSuppressionW(const Suppression& s, std::string_view action,
       .BindRef(5, s.source)
       .BindRef(6, s.reason)
       .BindRef(7, s.category)
-      .Bind(8, actor_uid);
+      .Bind(8, who.uid)
+      .BindRef(9, who.reason);
   return w_.log_suppression.Run();
 }
 
@@ -2161,7 +2177,7 @@ Status StoreImpl::PurgeExpiredW() {
   }
   del.Reset();
   for (const Suppression& s : gone) {
-    if (Status st = LogSuppressionW(s, "remove", -1); !st) return st;
+    if (Status st = LogSuppressionW(s, "remove", kExpired); !st) return st;
     pending_->push_back(ViewChange{ViewChange::kErase, s.address, {}});
     if (s.reason == kReasonRepeatedFailure) ForgetIncidentsW(s.address);
   }
@@ -2243,7 +2259,7 @@ Status StoreImpl::EndExpiredRepeatedFailureW(const HashedKey& hkey) {
     return Status::Ok();
   w_.delete_suppression.Bind(1, hkey.key);
   if (Status r = w_.delete_suppression.Run(); !r) return r;
-  if (Status r = LogSuppressionW(s, "remove", -1); !r) return r;
+  if (Status r = LogSuppressionW(s, "remove", kExpired); !r) return r;
   pending_->push_back(ViewChange{ViewChange::kErase, s.address, {}});
   ForgetIncidentsW(s.address);
   return Status::Ok();
@@ -2431,7 +2447,7 @@ Expected<Suppression> StoreImpl::Suppress(const ManualSuppression& m, const Acto
     if (!live) s.created = txn_now_;
     s.expires = m.expires;
     s.detail = "manual: uid " + std::to_string(who.uid);
-    if (Status r = self.PutSuppressionW(s, live ? "update" : "add", who.uid); !r) return r;
+    if (Status r = self.PutSuppressionW(s, live ? "update" : "add", who); !r) return r;
     if (Status r = self.AuditW(who, "suppress", key, s.category); !r) return r;
     *out = s;
     return Status::Ok();
@@ -2467,7 +2483,7 @@ Expected<std::string> StoreImpl::Unsuppress(std::string_view address, const Acto
 Status StoreImpl::LiftW(const std::string& key, const Suppression& existing, const Actor& who) {
   w_.delete_suppression.Bind(1, key);
   if (Status r = w_.delete_suppression.Run(); !r) return r;
-  if (Status r = LogSuppressionW(existing, "remove", who.uid); !r) return r;
+  if (Status r = LogSuppressionW(existing, "remove", who); !r) return r;
   PolicyRow& state = PolicyRowW(HashedKey::Of(key));
   state.fields = PolicyFields{};
   state.fields.manual_unsuppressed = txn_now_;
@@ -2634,7 +2650,7 @@ Expected<ImportResult> StoreImpl::Import(ExportFormat format, std::string_view d
       } else {
         result.added++;
       }
-      failed = self.PutSuppressionW(s, update ? "update" : "add", who.uid);
+      failed = self.PutSuppressionW(s, update ? "update" : "add", who);
     });
     if (!failed) return failed;
     if (!again.errors.empty()) return Status::Error("import: " + again.errors.front());
@@ -2839,11 +2855,10 @@ Expected<std::vector<SuppressionChange>> StoreImpl::Changes(const ChangesQuery& 
   // The id range walks the table in order; `day` (indexed) narrows a `since` without an id. The
   // log has no domain column: a key ends in "@domain".
   sql::Stmt st;
-  if (Status s = st.Prepare(**db,
-                            "SELECT id, time, address, action, source, reason, category, "
-                            "actor_uid FROM suppression_log WHERE id > ?1 AND day >= ?2 AND "
-                            "time >= ?3 AND (?4 = '' OR substr(address, -length(?4) - 1) = "
-                            "'@' || ?4) ORDER BY id LIMIT ?5");
+  if (Status s = st.Prepare(**db, "SELECT " + std::string(kChangeColumns) +
+                                      " FROM suppression_log l WHERE l.id > ?1 AND l.day >= ?2 "
+                                      "AND l.time >= ?3 AND (?4 = '' OR substr(l.address, "
+                                      "-length(?4) - 1) = '@' || ?4) ORDER BY l.id LIMIT ?5");
       !s) {
     return s;
   }
@@ -2853,11 +2868,7 @@ Expected<std::vector<SuppressionChange>> StoreImpl::Changes(const ChangesQuery& 
       .Bind(4, domain)
       .Bind(5, static_cast<int64_t>(std::clamp<size_t>(q.limit, 1, kMaxChanges)));
   std::vector<SuppressionChange> out;
-  Status walked = st.ForEachRow([&] {
-    out.push_back({st.Int(0), st.Int(1), st.Text(2), st.Text(3), st.Text(4), st.Text(5), st.Text(6),
-                   st.Int(7)});
-    return true;
-  });
+  Status walked = st.ForEachRow([&] { out.push_back(ReadChange(st)); });
   if (!walked) return walked;
   return out;
 }
@@ -2986,6 +2997,20 @@ Expected<AddressStatus> StoreImpl::GetStatus(std::string_view address, size_t ma
     auto r = st.Step();
     if (!r) return r.status();
     if (*r) out.state = ReadState(st);
+  }
+  {
+    sql::Stmt st;
+    if (Status s = st.Prepare(**db, "SELECT " + std::string(kChangeColumns) +
+                                        " FROM suppression_log l WHERE l.address = ?1 "
+                                        "ORDER BY l.id DESC LIMIT " +
+                                        std::to_string(AddressStatus::kMaxHistory));
+        !s) {
+      return s;
+    }
+    st.Bind(1, out.key);
+    if (Status walked = st.ForEachRow([&] { out.history.push_back(ReadChange(st)); }); !walked) {
+      return walked;
+    }
   }
   auto events = ReadEvents(**db, out.key, max_events);
   if (!events) return events.status();

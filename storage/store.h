@@ -59,7 +59,7 @@ namespace bounced {
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated at Open;
 // newer files are refused.
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 // ---------------------------------------------------------------------------------------------
 // Addresses
@@ -310,6 +310,24 @@ struct RecipientState {
   std::string pending_earlier;
 };
 
+// One change of the suppression list, as its change log keeps it (never pruned): a feed for a
+// sending application that keeps its own copy of the list.
+struct SuppressionChange {
+  int64_t id = 0;          // increases with every change, in commit order: the feed's cursor
+  int64_t time = 0;        // when it was committed (unix seconds)
+  std::string address;     // the key
+  std::string action;      // "add", "update" (source, reason or expiry changed), "remove"
+  std::string source;      // the entry's: bounce, complaint, manual, import
+  std::string reason;      // the entry's
+  std::string category;    // the entry's, or ""
+  int64_t actor_uid = -1;  // who: -1 = bounced itself (a bounce; a remove: the entry expired)
+  // Why this change: the operator's reason given to suppress, unsuppress or import (for a remove
+  // it says why, where `reason` is the entry's); "expired" for an entry bounced removed once it
+  // expired; "" for a bounce's own (its reason says it all), and for changes logged before
+  // schema 8 that the audit trail does not tell.
+  std::string note = {};
+};
+
 struct AddressStatus {
   std::string address;                     // as asked
   std::string key;                         // NormalizeAddress(address)
@@ -318,6 +336,9 @@ struct AddressStatus {
   std::optional<AllowEntry> allowed_by;    // the allowlist entry that wins, if any
   std::optional<RecipientState> state;
   std::vector<StoredEvent> events;  // newest first
+  // The entry's changes (added, updated, lifted, expired), newest first, at most kMaxHistory.
+  std::vector<SuppressionChange> history;
+  static constexpr size_t kMaxHistory = 10;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -399,19 +420,6 @@ struct EventsQuery {
   // the oldest of them first: how `bouncectl events --follow` asks for what is new without
   // missing any. -1: no such bound.
   int64_t after_id = -1;
-};
-
-// One change of the suppression list, as its change log keeps it (never pruned): a feed for a
-// sending application that keeps its own copy of the list.
-struct SuppressionChange {
-  int64_t id = 0;          // increases with every change, in commit order: the feed's cursor
-  int64_t time = 0;        // when it was committed (unix seconds)
-  std::string address;     // the key
-  std::string action;      // "add", "update" (source, reason or expiry changed), "remove"
-  std::string source;      // the entry's: bounce, complaint, manual, import
-  std::string reason;      // the entry's
-  std::string category;    // the entry's, or ""
-  int64_t actor_uid = -1;  // who: -1 = bounced itself (a bounce; a remove: the entry expired)
 };
 
 struct ChangesQuery {

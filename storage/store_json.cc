@@ -64,7 +64,8 @@ nlohmann::json ToJson(const SuppressionChange& c) {
           {"source", c.source},
           {"reason", c.reason},
           {"category", c.category},
-          {"uid", c.actor_uid}};
+          {"uid", c.actor_uid},
+          {"note", c.note}};
 }
 
 nlohmann::json ToJson(const AddressStatus& s) {
@@ -110,6 +111,9 @@ nlohmann::json ToJson(const AddressStatus& s) {
   nlohmann::json events = nlohmann::json::array();
   for (const auto& e : s.events) events.push_back(ToJson(e));
   j["events"] = std::move(events);
+  nlohmann::json history = nlohmann::json::array();
+  for (const SuppressionChange& c : s.history) history.push_back(ToJson(c));
+  j["history"] = std::move(history);
   return j;
 }
 

@@ -20,9 +20,10 @@ nlohmann::json ToJson(const StoredEvent& e);
 // {"entry", "kind": "address"|"domain", "reason", "created", "uid"}
 nlohmann::json ToJson(const AllowEntry& a);
 // {"address", "key", "suppressed", "reason", "category", "since", "expires", "source",
-//  "allowlisted", "allowed_by", "suppression", "state", "events": [...]}: the `status` reply.
+//  "allowlisted", "allowed_by", "suppression", "state", "events": [...], "history": [change,
+//  ...]}: the `status` reply.
 nlohmann::json ToJson(const AddressStatus& s);
-// {"id", "time", "address", "action", "source", "reason", "category", "uid"}
+// {"id", "time", "address", "action", "source", "reason", "category", "uid", "note"}
 nlohmann::json ToJson(const SuppressionChange& c);
 // {"day"?, "key", "category", "provider_code", "log_status", "count"}
 nlohmann::json ToJson(const StatsRow& r);

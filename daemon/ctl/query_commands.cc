@@ -434,6 +434,23 @@ void FollowEvents(Context& ctx, const EventsOptions& o) {
   PollAfterId(ctx, req, last, o.interval, static_cast<size_t>(o.limit), print);
 }
 
+// Why a change of the list was made: the operator's reason for a manual one, else the entry's.
+std::string ChangeReason(const json& c) {
+  std::string why = Str(c, "note");
+  return why.empty() ? Str(c, "reason") : why;
+}
+
+// One change of the list as a row: who made it ("bounced" itself, or a uid) and why.
+std::vector<std::string> ChangeCells(const json& c) {
+  const int64_t uid = c.value("uid", int64_t{-1});
+  return {Str(c, "time"),
+          Str(c, "action"),
+          Str(c, "source"),
+          Str(c, "category"),
+          uid < 0 ? "bounced" : "uid " + std::to_string(uid),
+          Sanitize(ChangeReason(c), 60)};
+}
+
 // `bouncectl changes` options and the request they make.
 struct ChangesOptions {
   int64_t after = -1;
@@ -451,17 +468,12 @@ json ChangesRequest(const ChangesOptions& o) {
   return req;
 }
 
-// One change as a row of the readable output.
+// One change as a row of the readable output: its id and address, then as `status -v` shows it.
 std::vector<std::string> ChangeRow(const json& c) {
-  const int64_t uid = c.value("uid", int64_t{-1});
-  return {std::to_string(c.value("id", int64_t{0})),
-          Str(c, "time"),
-          Str(c, "action"),
-          Str(c, "address"),
-          Str(c, "source"),
-          Str(c, "category"),
-          uid < 0 ? "bounced" : "uid " + std::to_string(uid),
-          Sanitize(Str(c, "reason"), 60)};
+  std::vector<std::string> cells = ChangeCells(c);
+  cells.insert(cells.begin() + 2, Str(c, "address"));
+  cells.insert(cells.begin(), std::to_string(c.value("id", int64_t{0})));
+  return cells;
 }
 
 constexpr const char* kChangeColumns[] = {"ID",     "TIME",     "ACTION", "ADDRESS",
@@ -558,7 +570,17 @@ std::string StatusLine(const json& s) {
     return line;
   }
   std::string line = addr + " is not suppressed";
-  if (!sup.is_null()) line += " (suppression expired " + Day(Str(sup, "expires")) + ")";
+  const json& history = At(s, "history");
+  const json& latest = history.is_array() && !history.empty() ? history.front() : json();
+  if (!sup.is_null()) {
+    line += " (suppression expired " + Day(Str(sup, "expires")) + ")";
+  } else if (Str(latest, "action") == "remove") {
+    // Lifted by hand (unsuppress: who and why), or purged by bounced once it expired.
+    const int64_t uid = latest.value("uid", int64_t{-1});
+    line += uid < 0 ? " (its suppression expired; removed " + Day(Str(latest, "time")) + ")"
+                    : " (lifted " + Day(Str(latest, "time")) + " by uid " + std::to_string(uid) +
+                          ": \"" + Sanitize(ChangeReason(latest), 120) + "\")";
+  }
   const json& events = At(s, "events");
   if (!events.is_array() || events.empty()) return line + "; no delivery events recorded";
   const json& last = events.front();
@@ -994,6 +1016,13 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
                             Sanitize(via + Str(e, "diagnostic"), 80)});
           }
           PrintTable({"TIME", "SOURCE", "STATUS", "CATEGORY", "DSN", "CODE", "DIAGNOSTIC"}, rows);
+        }
+        // The entry's history: when it was added, changed, lifted; by whom and why.
+        if (*verbose && At(r, "history").is_array() && !At(r, "history").empty()) {
+          std::vector<std::vector<std::string>> rows;
+          for (const auto& c : At(r, "history")) rows.push_back(ChangeCells(c));
+          std::cout << "\nsuppression history (newest first):\n";
+          PrintTable({"TIME", "ACTION", "SOURCE", "CATEGORY", "BY", "REASON"}, rows);
         }
       });
     });

@@ -338,7 +338,14 @@ TEST(CtlQuery, ChangesFeedTheListOnceInOrderAndFollow) {
   EXPECT_EQ(all[1].value("address", ""), "b@example.org");
   EXPECT_EQ(all[1].value("category", ""), "user_unknown");
   EXPECT_EQ(all[2].value("action", ""), "remove");
-  EXPECT_EQ(all[2].value("reason", ""), "one");  // the entry's own reason; the audit has "three"
+  EXPECT_EQ(all[2].value("reason", ""), "one");  // the entry's own reason
+  EXPECT_EQ(all[2].value("note", ""), "three");  // why it was lifted
+  out = d.Ctl("status -v a@example.com", &rc);
+  EXPECT_NE(out.find("is not suppressed (lifted "), std::string::npos) << out;
+  EXPECT_NE(out.find(" by uid "), std::string::npos) << out;
+  EXPECT_NE(out.find(": \"three\")"), std::string::npos) << out;
+  EXPECT_NE(out.find("suppression history (newest first):"), std::string::npos) << out;
+  EXPECT_NE(out.find("remove  manual"), std::string::npos) << out;
   const int64_t cursor = all[1].value("id", int64_t{0});
   out = d.Ctl("--json changes --after " + std::to_string(cursor), &rc);
   ASSERT_EQ(rc, 0) << out;

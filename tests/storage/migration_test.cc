@@ -111,7 +111,8 @@ void MakeVersionOne(const std::string& v2, const std::string& v1) {
                   " FROM v2.recipient_state;"
                   "INSERT INTO daily_counters SELECT * FROM v2.daily_counters;"
                   "INSERT INTO suppressions SELECT * FROM v2.suppressions;"
-                  "INSERT INTO suppression_log SELECT * FROM v2.suppression_log;"
+                  "INSERT INTO suppression_log SELECT id, time, day, address, action, source, "
+                  "reason, category, actor_uid FROM v2.suppression_log;"
                   "INSERT INTO allowlist SELECT * FROM v2.allowlist;"
                   "INSERT INTO audit SELECT * FROM v2.audit;"
                   "INSERT INTO input_positions SELECT * FROM v2.input_positions;"
@@ -277,8 +278,52 @@ TEST(StoreMigrationTest, NewerVersionIsStillRefusedAfterTheMigrationExists) {
 // version-3 database gets the table, keeps its rows, and the facts round-trip with a batch.
 // Turns a database of this version back into version 6: without event_originals
 // (storage/migrate_7.sql).
+// Turns a database of this version back into version 7: suppression_log without its note and
+// its index by address (storage/migrate_8.sql).
+void DowngradeToVersionSeven(const std::string& path) {
+  ExecSql(path,
+          "DROP INDEX suppression_log_by_address; ALTER TABLE suppression_log DROP COLUMN note; "
+          "PRAGMA user_version = 7;");
+}
+
 void DowngradeToVersionSix(const std::string& path) {
+  DowngradeToVersionSeven(path);
   ExecSql(path, "DROP TABLE event_originals; PRAGMA user_version = 6;");
+}
+
+// Version 7's changes get their notes from the audit trail: an unsuppress's reason, a manual
+// suppress's; a bounce's own add has none. Each address's history is found through the index.
+TEST(StoreMigrationTest, VersionSevenChangesGetTheirNotesFromTheAuditTrail) {
+  TempDir dir;
+  const std::string path = dir.File("v7.db");
+  {
+    auto s = OpenStore(path);
+    ASSERT_NE(s, nullptr);
+    WriteHistory(*s);
+  }
+  DowngradeToVersionSeven(path);
+  auto s = OpenStore(path);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
+  auto frank = s->GetStatus("frank@example.com");
+  ASSERT_TRUE(frank.ok()) << frank.error();
+  ASSERT_EQ(frank->history.size(), 2u);
+  EXPECT_EQ(frank->history[0].action, "remove");
+  EXPECT_EQ(frank->history[0].note, "changed their mind");
+  EXPECT_EQ(frank->history[0].actor_uid, 0);
+  EXPECT_EQ(frank->history[1].action, "add");
+  EXPECT_EQ(frank->history[1].note, "asked");
+  auto bob = s->GetStatus("bob@example.com");
+  ASSERT_TRUE(bob.ok()) << bob.error();
+  ASSERT_EQ(bob->history.size(), 2u);
+  EXPECT_EQ(bob->history[0].note, "mailbox exists again");
+  EXPECT_EQ(bob->history[1].note, "");  // the bounce's own add
+  EXPECT_EQ(bob->history[1].actor_uid, -1);
+  EXPECT_EQ(Dump(path,
+                 "EXPLAIN QUERY PLAN SELECT id FROM suppression_log WHERE address = 'x' "
+                 "ORDER BY id DESC")
+                    .find("suppression_log_by_address") != std::string::npos,
+            true);
 }
 
 // Turns a database of this version back into version 4: without recipient_policy's

@@ -913,7 +913,8 @@ TEST(StorePurgeTest, ExpiredSuppressionsArePurgedAndLoggedAsRemoved) {
   EXPECT_EQ(Scalar(path, "SELECT count(*) FROM suppressions WHERE address='kept@example.com'"), 1);
   EXPECT_EQ(Scalar(path,
                    "SELECT count(*) FROM suppression_log WHERE address='old@example.com' "
-                   "AND action='remove' AND actor_uid=-1 AND reason='hard_bounce'"),
+                   "AND action='remove' AND actor_uid=-1 AND reason='hard_bounce' AND "
+                   "note='expired'"),
             1);
   EXPECT_EQ(s->view().size(), 1u);
   EXPECT_TRUE(s->view().Lookup("kept@example.com").has_value());
@@ -1275,9 +1276,14 @@ TEST_F(StoreTest, ChangesFeedEveryChangeOnceInOrder) {
   EXPECT_EQ((*all)[0].actor_uid, -1);  // bounced itself
   EXPECT_EQ((*all)[0].category, "user_unknown");
   EXPECT_EQ((*all)[0].source, "bounce");
+  EXPECT_EQ((*all)[0].note, "");
   EXPECT_EQ((*all)[3].actor_uid, 1002);
+  EXPECT_EQ((*all)[3].reason, "hard_bounce");  // the entry's
+  EXPECT_EQ((*all)[3].note, "typo fixed");     // why it went
   EXPECT_EQ((*all)[2].source, "manual");
   EXPECT_EQ((*all)[2].reason, "confirmed");
+  EXPECT_EQ((*all)[2].note, "confirmed");
+  EXPECT_EQ((*all)[4].note, "list");  // the import's reason
 
   // Pages of two, each after the last id seen: the same changes, once each.
   std::vector<int64_t> ids;
