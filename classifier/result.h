@@ -79,6 +79,8 @@ std::optional<Category> CategoryFromName(std::string_view name);
 // Result::sender_side as a condition on the events table's (or view's) columns.
 inline constexpr const char* kSenderSideSql =
     "(fault = 'sender' OR (category = 'rate_limited' AND provider <> ''))";
+// A hard bounce that suppresses at once (a hard_bounce category, bounced), likewise.
+inline constexpr const char* kHardBounceFailureSql = "(hard_bounce = 1 AND log_status = 'bounced')";
 
 struct Result {
   std::string recipient;           // final recipient, lower-cased domain

@@ -44,33 +44,59 @@ std::string FormatUtc(int64_t unix_time) {
   return buf;
 }
 
+namespace {
+
+// What lifts a hard-bounce incident's suppressions if the domain failed rather than its
+// addresses: from a window before it opened (the burst's first bounces), as a dry run first.
+std::string HardBounceRemedy(const Incident& i) {
+  return "bouncectl unsuppress --domain " + i.provider + " --since " +
+         FormatUtc(i.opened - i.window_seconds) + " --dry-run";
+}
+
+}  // namespace
+
 nlohmann::json ToJson(const Incident& i) {
   nlohmann::json domains = nlohmann::json::object();
   for (const auto& [d, n] : i.domains) domains[d] = n;
   nlohmann::json sender_domains = nlohmann::json::object();
   for (const auto& [d, n] : i.sender_domains) sender_domains[d] = n;
-  return {{"id", i.id},
-          {"provider", i.provider},
-          {"code", i.code},
-          {"category", i.category},
-          {"opened", FormatUtc(i.opened)},
-          {"last_event", FormatUtc(i.last_event)},
-          {"closed", i.open() ? nlohmann::json(nullptr) : nlohmann::json(FormatUtc(i.closed))},
-          {"open", i.open()},
-          {"window_seconds", i.window_seconds},
-          {"count_at_open", i.count_at_open},
-          {"peak_count", i.peak_count},
-          {"total_events", i.total_events},
-          {"expected_per_window", std::round(i.expected_per_window * 100) / 100},
-          {"threshold", std::round(i.threshold * 100) / 100},
-          {"sample", i.sample},
-          {"domains", std::move(domains)},
-          {"sender_domains", std::move(sender_domains)}};
+  nlohmann::json j = {
+      {"id", i.id},
+      {"kind", i.kind},
+      {"provider", i.provider},
+      {"code", i.code},
+      {"category", i.category},
+      {"opened", FormatUtc(i.opened)},
+      {"last_event", FormatUtc(i.last_event)},
+      {"closed", i.open() ? nlohmann::json(nullptr) : nlohmann::json(FormatUtc(i.closed))},
+      {"open", i.open()},
+      {"window_seconds", i.window_seconds},
+      {"count_at_open", i.count_at_open},
+      {"peak_count", i.peak_count},
+      {"total_events", i.total_events},
+      {"expected_per_window", std::round(i.expected_per_window * 100) / 100},
+      {"threshold", std::round(i.threshold * 100) / 100},
+      {"sample", i.sample},
+      {"domains", std::move(domains)},
+      {"sender_domains", std::move(sender_domains)}};
+  if (i.kind == kIncidentHardBounces) j["remedy"] = HardBounceRemedy(i);
+  return j;
 }
 
 std::string DescribeIncident(const Incident& i) {
   char expected[32];
   snprintf(expected, sizeof expected, "%.1f", i.expected_per_window);
+  if (i.kind == kIncidentHardBounces) {
+    std::string s = "hard-bounce spike at " + i.provider + ": " + std::to_string(i.count_at_open) +
+                    " in the last " + std::to_string(i.window_seconds / 60) + " min (" +
+                    i.category + " first), normally " + expected + "; since " +
+                    FormatUtc(i.opened) +
+                    ". A list gone stale, or the domain's own failure read as unknown users; if "
+                    "the domain failed, once it works again: " +
+                    HardBounceRemedy(i) + ", then with --reason";
+    if (!i.sample.empty()) s += "; sample: " + i.sample;
+    return s;
+  }
   std::string s = "sender-side rejection spike: " + i.provider + " " + i.code + " (" + i.category +
                   "): " + std::to_string(i.count_at_open) + " in the last " +
                   std::to_string(i.window_seconds / 60) + " min, normally " + expected +
@@ -83,6 +109,7 @@ SpikeDetector::SpikeDetector(AlertThresholds thresholds) : thresholds_(threshold
   thresholds_.window_seconds = std::max<int64_t>(kMinute, thresholds_.window_seconds);
   thresholds_.baseline_seconds = std::max<int64_t>(0, thresholds_.baseline_seconds);
   thresholds_.min_count = std::max<int64_t>(1, thresholds_.min_count);
+  thresholds_.hard_bounce_min_count = std::max<int64_t>(0, thresholds_.hard_bounce_min_count);
   if (!(thresholds_.factor >= 1.0)) thresholds_.factor = 1.0;
 }
 
@@ -125,8 +152,8 @@ std::optional<Incident> SpikeDetector::MaybeClose(KeyState& s, int64_t now) {
   // Over when the window falls below half of today's threshold: the burst has stopped, or a
   // lasting change has become the new normal as the baseline caught up with it. The half is
   // hysteresis, so a rate hovering at the threshold does not open and close incidents.
-  const double now_threshold = std::max(static_cast<double>(thresholds_.min_count),
-                                        thresholds_.factor * ExpectedPerWindow(s, now));
+  const double now_threshold =
+      std::max(static_cast<double>(MinCount(s)), thresholds_.factor * ExpectedPerWindow(s, now));
   if (static_cast<double>(WindowCount(s, now)) >= now_threshold / 2) return std::nullopt;
   Incident done = std::move(*s.incident);
   s.incident.reset();
@@ -140,12 +167,16 @@ std::optional<Incident> SpikeDetector::MaybeClose(KeyState& s, int64_t now) {
 }
 
 std::optional<Incident> SpikeDetector::Observe(const RejectionEvent& e) {
+  if (e.hard_bounce && thresholds_.hard_bounce_min_count == 0) return std::nullopt;
   if (first_seen_ == 0 || e.unix_time < first_seen_) first_seen_ = e.unix_time;
   newest_ = std::max(newest_, e.unix_time);
   const int64_t now = newest_;
-  const std::string provider = e.provider.empty() ? "other" : e.provider;
-  const std::string code = KeyCode(e);
+  // Hard bounces are counted per recipient domain, under a code no provider uses.
+  const std::string& named = e.hard_bounce ? e.recipient_domain : e.provider;
+  const std::string provider = named.empty() ? "other" : named;
+  const std::string code = e.hard_bounce ? kHardBounceCode : KeyCode(e);
   KeyState& s = keys_[provider + '\x1f' + code];
+  s.hard_bounce = e.hard_bounce;
 
   Prune(s, now);
   MaybeClose(s, now);
@@ -172,11 +203,12 @@ std::optional<Incident> SpikeDetector::Observe(const RejectionEvent& e) {
   }
   const double expected = ExpectedPerWindow(s, now);
   const double threshold =
-      std::max(static_cast<double>(thresholds_.min_count), thresholds_.factor * expected);
+      std::max(static_cast<double>(MinCount(s)), thresholds_.factor * expected);
   if (static_cast<double>(in_window) < threshold) return std::nullopt;
 
   Incident i;
   i.id = next_id_++;
+  i.kind = e.hard_bounce ? kIncidentHardBounces : kIncidentSenderSide;
   i.provider = provider;
   i.code = code;
   i.category = e.category;

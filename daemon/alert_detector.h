@@ -1,8 +1,11 @@
-// alert_detector.h: spots sudden jumps in sender-side rejections (iCloud CS01, Gmail 5.7.26 ...).
+// alert_detector.h: spots sudden jumps in sender-side rejections (iCloud CS01, Gmail 5.7.26 ...),
+// and in hard bounces at one recipient domain (a list gone stale, or the domain's own failure
+// read as unknown users: a DNS outage, a mail migration, which suppress addresses that exist).
 //
 // Pure code: no clock, no I/O, no threads. It is fed sender-side rejection events with their own
 // timestamps (log time, seconds since the epoch) and answers with incidents. For each key
-// (provider + provider code, or provider + category when there is no code) it keeps per-minute
+// (provider + provider code, or provider + category when there is no code; for hard bounces, the
+// recipient domain, with hard_bounce_min_count for min_count) it keeps per-minute
 // counts for the sliding window plus the baseline period before it. An incident opens when the
 // count inside the window reaches
 //     threshold = max(min_count, factor * expected)
@@ -35,6 +38,7 @@ struct AlertThresholds {
   int64_t baseline_seconds = 7 * 24 * 3600;  // history before the window that sets "normal"
   double factor = 3.0;                       // how far above normal counts as a jump
   int64_t min_count = 10;                    // never an incident below this many in a window
+  int64_t hard_bounce_min_count = 25;        // the same for hard bounces; 0: not watched
   size_t max_recent = 50;                    // closed incidents remembered for stats/report
 };
 
@@ -48,11 +52,22 @@ struct RejectionEvent {
   std::string recipient_domain;  // for the incident's details
   std::string sender_domain;     // ours: SenderDomainOf (store.h) the envelope sender; "" = none
   std::string diagnostic;        // remote reply; the first one of a burst is kept as a sample
+  // A recipient's hard bounce (a hard_bounce category, bounced: what suppresses at once), not
+  // a sender-side rejection: counted per recipient domain.
+  bool hard_bounce = false;
 };
 
+// Incident kinds. A hard-bounce incident's provider is the recipient domain, its code
+// kHardBounceCode, so that every place that shows an incident reads it as it is.
+inline constexpr const char* kIncidentSenderSide = "sender_side";
+inline constexpr const char* kIncidentHardBounces = "hard_bounces";
+inline constexpr const char* kHardBounceCode = "hard bounces";
+
 struct Incident {
-  uint64_t id = 0;         // 1, 2, ... in opening order within one detector
-  std::string provider;    // "icloud"; "other" when the provider is unknown
+  uint64_t id = 0;                         // 1, 2, ... in opening order within one detector
+  std::string kind = kIncidentSenderSide;  // or kIncidentHardBounces
+  // "icloud"; "other" when the provider is unknown; a hard-bounce incident's recipient domain
+  std::string provider;
   std::string code;        // provider code, else enhanced status, else category
   std::string category;    // category of the event that opened it
   int64_t opened = 0;      // unix time of the event that crossed the threshold
@@ -75,12 +90,14 @@ struct Incident {
 
 inline constexpr size_t kMaxIncidentSenderDomains = 100;
 
-// {"id","provider","code","category","opened","last_event","closed","open","window_seconds",
+// {"id","kind","provider","code","category","opened","last_event","closed","open","window_seconds",
 //  "count_at_open","peak_count","total_events","expected_per_window","threshold","sample",
 //  "domains":{domain: count},"sender_domains":{domain: count}}; times as RFC 3339 UTC strings,
-//  "closed" null while open.
+//  "closed" null while open. A hard-bounce incident also has "remedy": the bouncectl command
+//  that shows (as a dry run) what to lift if the domain failed rather than its addresses.
 nlohmann::json ToJson(const Incident& incident);
-// One line for logs: "sender-side rejection spike: icloud CS01 ...".
+// One line for logs: "sender-side rejection spike: icloud CS01 ...", or "hard-bounce spike at
+// example.net ..." with what to do when the domain failed rather than its addresses.
 std::string DescribeIncident(const Incident& incident);
 // Seconds since the epoch as "2026-11-29T17:09:53Z".
 std::string FormatUtc(int64_t unix_time);
@@ -103,6 +120,7 @@ class SpikeDetector {
 
  private:
   struct KeyState {
+    bool hard_bounce = false;            // a recipient domain's hard bounces
     std::map<int64_t, int64_t> minutes;  // minute index -> events in it
     struct Recent {
       int64_t time;
@@ -112,6 +130,9 @@ class SpikeDetector {
     std::deque<Recent> recent;  // inside the window
     std::optional<Incident> incident;
   };
+  int64_t MinCount(const KeyState& s) const {
+    return s.hard_bounce ? thresholds_.hard_bounce_min_count : thresholds_.min_count;
+  }
   int64_t WindowCount(const KeyState& s, int64_t now) const;
   double ExpectedPerWindow(const KeyState& s, int64_t now) const;
   void Prune(KeyState& s, int64_t now);

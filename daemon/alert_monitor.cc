@@ -72,6 +72,10 @@ Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string
       auto x = integer(1, 1000000);
       if (!x) return Status::Error(KeyError(file, v, key, "must be an integer from 1 to 1000000"));
       c.thresholds.min_count = *x;
+    } else if (key == "hard_bounce_min_count") {
+      auto x = integer(0, 1000000);
+      if (!x) return Status::Error(KeyError(file, v, key, "must be an integer from 0 to 1000000"));
+      c.thresholds.hard_bounce_min_count = *x;
     } else if (key == "command") {
       if (!v.is_string()) return Status::Error(KeyError(file, v, key, "must be a string"));
       c.command = *v.value<std::string>();
@@ -87,6 +91,10 @@ Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string
 }
 
 bool IsSenderSideRejection(const Result& r) { return r.sender_side(); }
+
+bool IsHardBounceFailure(const Result& r, std::string_view log_status) {
+  return r.hard_bounce() && log_status == "bounced";
+}
 
 RejectionEvent ToRejectionEvent(const Result& r, int64_t unix_time, std::string_view sender) {
   RejectionEvent e;
@@ -184,11 +192,15 @@ AlertMonitor::~AlertMonitor() {
   running_->cv.wait(lock, [&] { return running_->count == 0; });
 }
 
-void AlertMonitor::OnEvent(const Result& result, int64_t unix_time, std::string_view sender) {
-  if (!IsSenderSideRejection(result)) return;
+void AlertMonitor::OnEvent(const Result& result, int64_t unix_time, std::string_view sender,
+                           std::string_view log_status) {
+  const bool hard = IsHardBounceFailure(result, log_status);
+  if (!hard && !IsSenderSideRejection(result)) return;
+  RejectionEvent event = ToRejectionEvent(result, unix_time, sender);
+  event.hard_bounce = hard;
   std::lock_guard lock(mu_);
   if (!config_.enabled) return;
-  if (auto opened = detector_->Observe(ToRejectionEvent(result, unix_time, sender))) {
+  if (auto opened = detector_->Observe(event)) {
     Opened(*opened);
   }
 }
@@ -201,8 +213,10 @@ void AlertMonitor::Seed(const RejectionEvent& event) {
 void AlertMonitor::Tick(int64_t now) {
   std::lock_guard lock(mu_);
   for (const Incident& i : detector_->Advance(now)) {
-    spdlog::info("sender-side rejection spike #{} ended: {} {}, {} events", i.id, i.provider,
-                 i.code, i.total_events);
+    spdlog::info(
+        "{} #{} ended: {} {}, {} events",
+        i.kind == kIncidentHardBounces ? "hard-bounce spike" : "sender-side rejection spike", i.id,
+        i.provider, i.code, i.total_events);
   }
 }
 
@@ -210,9 +224,10 @@ void AlertMonitor::Reconfigure(AlertConfig config) {
   std::lock_guard lock(mu_);
   const AlertThresholds& a = config_.thresholds;
   const AlertThresholds& b = config.thresholds;
-  const bool same = a.window_seconds == b.window_seconds &&
-                    a.baseline_seconds == b.baseline_seconds && a.factor == b.factor &&
-                    a.min_count == b.min_count && a.max_recent == b.max_recent;
+  const bool same =
+      a.window_seconds == b.window_seconds && a.baseline_seconds == b.baseline_seconds &&
+      a.factor == b.factor && a.min_count == b.min_count &&
+      a.hard_bounce_min_count == b.hard_bounce_min_count && a.max_recent == b.max_recent;
   config_ = std::move(config);
   if (!same) detector_ = std::make_unique<SpikeDetector>(config_.thresholds);
 }
@@ -249,6 +264,7 @@ nlohmann::json AlertMonitor::ToJson() const {
           {"baseline_seconds", t.baseline_seconds},
           {"factor", t.factor},
           {"min_count", t.min_count},
+          {"hard_bounce_min_count", t.hard_bounce_min_count},
           {"open", std::move(open)},
           {"recent", std::move(recent)}};
 }

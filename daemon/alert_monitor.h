@@ -1,4 +1,5 @@
-// alert_monitor.h: the daemon's side of sender-side rejection alerts.
+// alert_monitor.h: the daemon's side of alerts: sender-side rejection spikes, and hard-bounce
+// spikes at one recipient domain.
 //
 // Wraps a SpikeDetector (alert_detector.h) for the running bounced: thread-safe, fed every stored
 // delivery event, logs one warning per incident (spdlog), keeps open and recent incidents for
@@ -11,6 +12,7 @@
 //   baseline_days = 7            # history that defines "normal"
 //   factor = 3.0                 # a jump is >= factor x normal ...
 //   min_count = 10               # ... and at least this many in the window
+//   hard_bounce_min_count = 25   # the same for one recipient domain's hard bounces (0: off)
 //   command = ""                 # e.g. "/usr/local/bin/page-oncall"; "" runs nothing
 //   command_timeout_seconds = 30
 #pragma once
@@ -47,6 +49,9 @@ Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string
 // reputation, authentication, content, configuration), and a named provider's throttling
 // (Result::sender_side).
 bool IsSenderSideRejection(const Result& result);
+// True for a hard bounce that suppresses at once: a hard_bounce category, log status "bounced"
+// (as storage/policy.h decides; kHardBounceFailureSql on the events table).
+bool IsHardBounceFailure(const Result& result, std::string_view log_status);
 // The detector's view of a stored event.
 RejectionEvent ToRejectionEvent(const Result& result, int64_t unix_time,
                                 std::string_view sender = {});
@@ -64,9 +69,11 @@ class AlertMonitor {
   AlertMonitor& operator=(const AlertMonitor&) = delete;
 
   // Call once for every delivery event stored (any outcome, any source), with the event's own
-  // time and envelope sender ("" for the null sender or one not known). Cheap for events that
-  // are not sender-side rejections. Thread-safe.
-  void OnEvent(const Result& result, int64_t unix_time, std::string_view sender = {});
+  // time, envelope sender ("" for the null sender or one not known) and log status (sent,
+  // bounced, ...). Cheap for events that are neither sender-side rejections nor hard bounces.
+  // Thread-safe.
+  void OnEvent(const Result& result, int64_t unix_time, std::string_view sender = {},
+               std::string_view log_status = {});
   // At start: replays stored sender-side rejections of the baseline period (oldest first) so
   // a restart neither forgets "normal" nor re-announces an incident. Logs and runs nothing.
   void Seed(const RejectionEvent& event);
@@ -76,7 +83,8 @@ class AlertMonitor {
   void Reconfigure(AlertConfig config);
 
   // For the `stats` reply: {"enabled", "window_seconds", "baseline_seconds", "factor",
-  // "min_count", "open": [incident...], "recent": [incident...]} (incident: alert_detector.h).
+  // "min_count", "hard_bounce_min_count", "open": [incident...], "recent": [incident...]}
+  // (incident: alert_detector.h).
   nlohmann::json ToJson() const;
   // Incidents opened so far (for tests and health).
   uint64_t incidents_opened() const;

@@ -39,7 +39,8 @@ class AlertObserver : public CommitObserver {
   explicit AlertObserver(std::shared_ptr<AlertMonitor> monitor) : monitor_(std::move(monitor)) {}
   void OnCommitted(const std::vector<Event>& events) override {
     for (const Event& e : events) {
-      monitor_->OnEvent(e.result, e.unix_time != 0 ? e.unix_time : std::time(nullptr), e.sender);
+      monitor_->OnEvent(e.result, e.unix_time != 0 ? e.unix_time : std::time(nullptr), e.sender,
+                        e.log_status);
     }
   }
 
@@ -167,8 +168,8 @@ struct Daemon::Impl {
     });
   }
 
-  // Replays the stored sender-side rejections of the alert baseline period, so a restart
-  // neither forgets what is normal nor announces an incident that was already open.
+  // Replays the stored sender-side rejections and hard bounces of the alert baseline period, so a
+  // restart neither forgets what is normal nor announces an incident that was already open.
   void SeedAlertsOnce() {
     if (alerts_seeded || !config.alerts.enabled) return;
     alerts_seeded = true;

@@ -109,11 +109,11 @@ std::string DayRange(int version, int first, int last) {
 // Stored sender-side rejections in a time range (?1..?2), within the days ?4..?5 (so SQLite
 // reads only those days' events); ?3 is the optional domain filter.
 std::string ReplaySql(int version) {
-  return "SELECT time, provider, provider_code, status, category, domain, diagnostic, sender "
-         "FROM events WHERE day BETWEEN ?4 AND ?5" +
+  return "SELECT time, provider, provider_code, status, category, domain, diagnostic, sender, " +
+         std::string(kHardBounceFailureSql) + " FROM events WHERE day BETWEEN ?4 AND ?5" +
          DayRange(version, 4, 5) +
-         " AND time >= CAST(?1 AS INTEGER) AND time < CAST(?2 AS INTEGER) AND counted = 1 AND " +
-         kSenderSideSql;
+         " AND time >= CAST(?1 AS INTEGER) AND time < CAST(?2 AS INTEGER) AND counted = 1 AND (" +
+         kSenderSideSql + " OR " + kHardBounceFailureSql + ")";
 }
 
 RejectionEvent RejectionFromRow(sqlite3_stmt* st) {
@@ -126,6 +126,7 @@ RejectionEvent RejectionFromRow(sqlite3_stmt* st) {
   e.recipient_domain = Text(st, 5);
   e.diagnostic = Text(st, 6);
   e.sender_domain = SenderDomainOf(Text(st, 7));
+  e.hard_bounce = sqlite3_column_int(st, 8) != 0;
   return e;
 }
 

@@ -36,8 +36,9 @@ struct ReportRequest {
 // than this build knows, or a query fails ("report: /x.db: no such table: events").
 Expected<ReportData> ReadReportData(const ReportRequest& request);
 
-// Calls fn, oldest first, for every stored sender-side rejection with from <= time < to. The
-// daemon seeds its AlertMonitor with this at start, so a restart keeps the baseline.
+// Calls fn, oldest first, for every stored sender-side rejection and hard bounce
+// (kHardBounceFailureSql: RejectionEvent::hard_bounce) with from <= time < to. The daemon seeds its
+// AlertMonitor with this at start, so a restart keeps the baseline.
 Status ReplaySenderRejections(const std::string& db_path, int64_t from, int64_t to,
                               const std::function<void(const RejectionEvent&)>& fn);
 

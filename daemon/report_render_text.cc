@@ -153,7 +153,7 @@ std::string RenderText(const Report& r) {
   out += Wrap(supp.substr(2), "    ", "  ");
 
   if (!r.incidents.empty()) {
-    Section(out, "Alerts: sudden jumps in sender-side problems");
+    Section(out, "Alerts: sudden jumps in sender-side problems or hard bounces");
     for (const auto& i : r.incidents) {
       std::string s = "! " + i.provider + " " + i.code + " (" + i.category +
                       "): " + std::to_string(i.count_at_open) + " in " +

@@ -538,6 +538,14 @@ void PrintOpenAlerts(const json& open) {
     }
     if (!Str(a, "sample").empty())
       std::cout << "    e.g. " << Sanitize(Str(a, "sample"), 160) << "\n";
+    // One domain's hard bounces: a stale list, or the domain's own failure read as unknown
+    // users; what undoes the second once the domain works again.
+    if (Str(a, "kind") == "hard_bounces" && !Str(a, "remedy").empty()) {
+      std::cout << "    a list gone stale, or " << Str(a, "provider")
+                << "'s own failure (DNS, a migration) read as unknown users? If the domain "
+                   "failed, once it works again:\n      "
+                << Str(a, "remedy") << "\n";
+    }
   }
 }
 

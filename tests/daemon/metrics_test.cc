@@ -477,5 +477,63 @@ TEST(Stats, ShowsOpenAlertsReadably) {
   EXPECT_EQ(d.Stop(), 0);
 }
 
+// A recipient domain whose users all read as unknown for a while (its DNS, a migration): bounced
+// says so in stats, with the command that shows what to lift once the domain works again, and
+// the report lists it among the alerts. The same bounces, replayed at a restart, are not news.
+TEST(Stats, ShowsAHardBounceSpikeAtOneDomainWithItsRemedy) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  const std::time_t now = std::time(nullptr);
+  std::string lines;
+  for (int i = 0; i < 30; ++i) {
+    char stamp[64];
+    std::time_t t = now - 60 + i;
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+00:00", std::gmtime(&t));
+    char qid[16];
+    std::snprintf(qid, sizeof qid, "9D0E3A7%04X", i);
+    lines += std::string(stamp) + " mta postfix/smtp[28967]: " + qid + ": to=<user" +
+             std::to_string(i) +
+             "@tenant.example>, relay=tenant-example.mail.protection.outlook.com[52.101.1.1]:25, "
+             "delay=0.05, delays=0.05/0/0/0, dsn=5.1.10, status=bounced (host "
+             "tenant-example.mail.protection.outlook.com[52.101.1.1] said: 550 5.1.10 "
+             "RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup (in "
+             "reply to RCPT TO command))\n";
+  }
+  AppendFile(d.log(), lines);
+  ASSERT_TRUE(d.WaitForEvents(30)) << ReadFile(d.stderr_path());
+  int rc = -1;
+  std::string out;
+  EXPECT_TRUE(WaitUntil([&] {
+    out = d.Ctl("stats", &rc);
+    return out.find("open alert(s)") != std::string::npos;
+  })) << out;
+  EXPECT_NE(out.find("1 open alert(s):\n  tenant.example user_unknown hard bounces: since "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("      bouncectl unsuppress --domain tenant.example --since "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(ReadFile(d.stderr_path()).find("hard-bounce spike at tenant.example"),
+            std::string::npos);
+  // They are suppressed (the alert lifts nothing), and the remedy's dry run finds them all.
+  out = d.Ctl("list --domain tenant.example", &rc);
+  EXPECT_NE(out.find("30 suppressed"), std::string::npos) << out;
+  json j = json::parse(d.Ctl("--json stats", &rc));
+  ASSERT_EQ(j["alerts"]["open"].size(), 1u) << j.dump();
+  const std::string remedy = j["alerts"]["open"][0].value("remedy", "");
+  ASSERT_EQ(remedy.rfind("bouncectl ", 0), 0u) << remedy;
+  out = d.Ctl(remedy.substr(std::string("bouncectl ").size()), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("30 suppressions would be lifted"), std::string::npos) << out;
+  // A restart replays the burst as history: still open, not announced twice.
+  EXPECT_EQ(d.Stop(), 0);
+  d.Start();
+  j = json::parse(d.Ctl("--json stats", &rc));
+  ASSERT_EQ(j["alerts"]["open"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["alerts"]["open"][0].value("kind", ""), "hard_bounces");
+  EXPECT_EQ(d.Stop(), 0);
+}
+
 }  // namespace
 }  // namespace bounced::testing

@@ -217,6 +217,7 @@ TEST(AlertConfigTest, DefaultsWhenTheSectionIsMissing) {
   EXPECT_TRUE(c->enabled);
   EXPECT_EQ(c->thresholds.window_seconds, 3600);
   EXPECT_EQ(c->thresholds.min_count, 10);
+  EXPECT_EQ(c->thresholds.hard_bounce_min_count, 25);
 }
 
 TEST(AlertConfigTest, ReadsEveryKey) {
@@ -227,6 +228,7 @@ window_minutes = 30
 baseline_days = 3
 factor = 5
 min_count = 20
+hard_bounce_min_count = 0
 command = "logger -t bounced-alert"
 command_timeout_seconds = 5
 )");
@@ -237,6 +239,7 @@ command_timeout_seconds = 5
   EXPECT_EQ(c->thresholds.baseline_seconds, 3 * 86400);
   EXPECT_DOUBLE_EQ(c->thresholds.factor, 5.0);
   EXPECT_EQ(c->thresholds.min_count, 20);
+  EXPECT_EQ(c->thresholds.hard_bounce_min_count, 0);
   EXPECT_EQ(c->command, "logger -t bounced-alert");
   EXPECT_EQ(c->command_timeout_seconds, 5);
 }
@@ -252,6 +255,11 @@ TEST(AlertConfigTest, RefusesUnknownKeysAndBadValuesNamingThem) {
   EXPECT_NE(c.error().find("factor"), std::string::npos);
   auto neg = toml::parse("[alerts]\nmin_count = -1\n");
   EXPECT_FALSE(AlertConfigFromToml(neg["alerts"].as_table(), "x.toml").ok());
+  auto hard = toml::parse("[alerts]\nhard_bounce_min_count = -1\n");
+  c = AlertConfigFromToml(hard["alerts"].as_table(), "x.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error(),
+            "x.toml:2: alerts.hard_bounce_min_count: must be an integer from 0 to 1000000");
 }
 
 class TempDir {
@@ -311,7 +319,9 @@ TEST(AlertMonitorTest, LogsOnceRunsTheCommandAndShowsTheIncidentInStats) {
     Result hard;
     hard.recipient = "nobody@example.com";
     hard.category = Category::kUserUnknown;
-    for (int i = 0; i < 50; ++i) m.OnEvent(hard, kT0 + i);  // recipient faults never count
+    // Recipient faults count only as hard bounces (bounced): not deferred, not unknown.
+    for (int i = 0; i < 50; ++i) m.OnEvent(hard, kT0 + i, "", "deferred");
+    for (int i = 0; i < 50; ++i) m.OnEvent(hard, kT0 + i);
     EXPECT_EQ(m.incidents_opened(), 0u);
     for (int i = 0; i < 25; ++i) m.OnEvent(Cs01Result(), kT0 + i * 5);
     EXPECT_EQ(m.incidents_opened(), 1u);
@@ -327,6 +337,63 @@ TEST(AlertMonitorTest, LogsOnceRunsTheCommandAndShowsTheIncidentInStats) {
   auto got = nlohmann::json::parse(ReadFile(out));
   EXPECT_EQ(got["provider"], "icloud");
   EXPECT_EQ(got["count_at_open"], 10);
+}
+
+// One domain's hard bounces jump: an incident of their own, keyed by the recipient domain, with
+// the command that shows what to lift if the domain failed rather than its addresses.
+TEST(AlertMonitorTest, HardBouncesAtOneDomainAreAnIncidentWithTheirRemedy) {
+  AlertMonitor m(AlertConfig{});
+  auto unknown = [](const std::string& rcpt) {
+    Result r;
+    r.recipient = rcpt;
+    r.category = Category::kUserUnknown;
+    r.provider = "microsoft";
+    r.diagnostic =
+        "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup";
+    return r;
+  };
+  // A few at many domains are normal; 24 at one are under the default of 25.
+  for (int i = 0; i < 40; ++i) {
+    m.OnEvent(unknown("u@d" + std::to_string(i) + ".example"), kT0 + i, "", "bounced");
+  }
+  for (int i = 0; i < 24; ++i) {
+    m.OnEvent(unknown("u" + std::to_string(i) + "@Tenant.Example"), kT0 + 60 + i, "", "bounced");
+  }
+  EXPECT_EQ(m.incidents_opened(), 0u);
+  m.OnEvent(unknown("u24@tenant.example"), kT0 + 90, "news@shop.example", "bounced");
+  EXPECT_EQ(m.incidents_opened(), 1u);
+  nlohmann::json j = m.ToJson();
+  EXPECT_EQ(j["hard_bounce_min_count"], 25);
+  ASSERT_EQ(j["open"].size(), 1u) << j.dump();
+  const nlohmann::json& i = j["open"][0];
+  EXPECT_EQ(i["kind"], "hard_bounces");
+  EXPECT_EQ(i["provider"], "tenant.example");
+  EXPECT_EQ(i["code"], "hard bounces");
+  EXPECT_EQ(i["category"], "user_unknown");
+  EXPECT_EQ(i["count_at_open"], 25);
+  EXPECT_EQ(i["domains"]["tenant.example"], 25);
+  EXPECT_EQ(i["remedy"], "bouncectl unsuppress --domain tenant.example --since " +
+                             FormatUtc(kT0 + 90 - 3600) + " --dry-run");
+  Incident described;
+  described.kind = kIncidentHardBounces;
+  described.provider = "tenant.example";
+  described.category = "user_unknown";
+  described.window_seconds = 3600;
+  described.opened = kT0;
+  const std::string line = DescribeIncident(described);
+  EXPECT_EQ(line.rfind("hard-bounce spike at tenant.example: ", 0), 0u) << line;
+  EXPECT_NE(line.find("bouncectl unsuppress --domain tenant.example"), std::string::npos) << line;
+
+  // Off: hard_bounce_min_count = 0. Sender-side rejections are still watched.
+  AlertConfig off;
+  off.thresholds.hard_bounce_min_count = 0;
+  AlertMonitor quiet(off);
+  for (int i = 0; i < 100; ++i) {
+    quiet.OnEvent(unknown("u" + std::to_string(i) + "@tenant.example"), kT0 + i, "", "bounced");
+  }
+  EXPECT_EQ(quiet.incidents_opened(), 0u);
+  for (int i = 0; i < 10; ++i) quiet.OnEvent(Cs01Result(), kT0 + 200 + i);
+  EXPECT_EQ(quiet.incidents_opened(), 1u);
 }
 
 TEST(AlertMonitorTest, SeededHistoryIsNotAnnouncedAgain) {
