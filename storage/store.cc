@@ -2754,15 +2754,15 @@ Expected<std::vector<StoredEvent>> ReadEvents(sql::Db& db, std::string_view key,
       {"SELECT event_id FROM event_originals WHERE original_key = ?1 "
        "ORDER BY time DESC, event_id DESC LIMIT ?2",
        true}};
-  for (const auto& [rows, original] : reads) {
+  for (const auto& read : reads) {  // not a structured binding: clang 14 cannot capture one
     sql::Stmt st;
     std::string q =
-        "SELECT " + std::string(kEventColumns) + " FROM events WHERE id IN (" + rows + ")";
+        "SELECT " + std::string(kEventColumns) + " FROM events WHERE id IN (" + read.rows + ")";
     if (Status s = st.Prepare(db, q); !s) return s;
     st.Bind(1, key).Bind(2, static_cast<int64_t>(max));
     Status walked = st.ForEachRow([&] {
       out.push_back(ReadEvent(st));
-      out.back().as_original_recipient = original;
+      out.back().as_original_recipient = read.original;
     });
     if (!walked) return walked;
   }

@@ -484,6 +484,9 @@ constexpr const char* kChangeColumns[] = {"ID",     "TIME",     "ACTION", "ADDRE
 void FollowChanges(Context& ctx, const ChangesOptions& o) {
   auto print = [&](const json& changes) { PrintFollowed(ctx, changes, ChangeRow); };
   json req = ChangesRequest(o);
+  // Every question below names after_id, which makes bounced's default of the last 24 hours
+  // "from the first change": keep that default here.
+  if (o.after < 0 && o.since.empty()) req["since"] = "24h";
   if (!ctx.json) {
     std::string header;
     for (const char* c : kChangeColumns) header += (header.empty() ? "" : "  ") + std::string(c);

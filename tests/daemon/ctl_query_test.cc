@@ -5,6 +5,7 @@
 // an import) reaches the terminal without its control characters.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <atomic>
@@ -317,6 +318,17 @@ TEST(CtlQuery, ChangesFeedTheListOnceInOrderAndFollow) {
   TempDir dir;
   BouncedProcess d(dir);
   d.Start();
+  // A change of last month (as an older bounced logged it): shown only when asked for.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(d.db().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO suppression_log (time, day, address, action, source, reason) "
+                         "VALUES (strftime('%s', 'now') - 30 * 86400, date('now', '-30 days'), "
+                         "'old@example.com', 'add', 'bounce', 'hard_bounce')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
   int rc = -1;
   std::string out = d.Ctl("suppress a@example.com --reason one", &rc);
   ASSERT_EQ(rc, 0) << out;
@@ -325,12 +337,13 @@ TEST(CtlQuery, ChangesFeedTheListOnceInOrderAndFollow) {
   out = d.Ctl("unsuppress a@example.com --reason three", &rc);
   ASSERT_EQ(rc, 0) << out;
 
-  out = d.Ctl("changes", &rc);
+  out = d.Ctl("changes", &rc);  // the last 24 hours
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("ID"), std::string::npos) << out;
+  EXPECT_EQ(out.find("old@example.com"), std::string::npos) << out;
   EXPECT_NE(out.find("remove"), std::string::npos) << out;
   EXPECT_NE(out.find("uid "), std::string::npos) << out;
-  out = d.Ctl("--json changes --after 0", &rc);
+  out = d.Ctl("--json changes --after 1", &rc);  // after the old one
   ASSERT_EQ(rc, 0) << out;
   json all = json::parse(out);
   ASSERT_EQ(all.size(), 3u) << out;
@@ -361,6 +374,16 @@ TEST(CtlQuery, ChangesFeedTheListOnceInOrderAndFollow) {
   out = d.Ctl("changes --limit 0", &rc);
   EXPECT_EQ(rc, 2) << out;
 
+  // --follow without --after starts with the last 24 hours too.
+  const std::string recent = dir / "recent.txt";
+  Shell("timeout 60 " + std::string(kBouncectl) + " --socket " + Quote(d.query_socket()) +
+        " changes --follow > " + Quote(recent) + " 2>&1 &");
+  ASSERT_TRUE(WaitUntil([&] {
+    return ReadFile(recent).find("b@example.org") != std::string::npos;
+  })) << ReadFile(recent);
+  Shell("pkill -f " + Quote(d.query_socket() + " changes --follow") + " >/dev/null 2>&1");
+  EXPECT_EQ(ReadFile(recent).find("old@example.com"), std::string::npos) << ReadFile(recent);
+
   const std::string follow = dir / "changes.jsonl";
   const std::string err = dir / "changes.err";
   Shell("timeout 60 " + std::string(kBouncectl) + " --socket " + Quote(d.query_socket()) +
@@ -378,7 +401,7 @@ TEST(CtlQuery, ChangesFeedTheListOnceInOrderAndFollow) {
   EXPECT_TRUE(WaitUntil([&] { return count_lines() >= 4; }, std::chrono::seconds(10)))
       << ReadFile(follow) << ReadFile(err);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a look more: nothing twice
-  Shell("pkill -f " + Quote(follow) + " >/dev/null 2>&1");
+  Shell("pkill -f " + Quote(d.query_socket() + " --json changes --follow") + " >/dev/null 2>&1");
   std::vector<std::string> got;
   std::istringstream in(ReadFile(follow));
   for (std::string l; std::getline(in, l);) {
