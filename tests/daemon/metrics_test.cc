@@ -424,6 +424,19 @@ TEST(Events, FollowPrintsEachNewEventOnceInOrderAcrossRestartsAndAnOutage) {
   EXPECT_EQ(d.Stop(), 0);
 }
 
+// A log line's time as postlog writes it (RFC 3339), and a queue id: `prefix` then i in hex.
+std::string LogStamp(std::time_t t) {
+  char stamp[64];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+00:00", std::gmtime(&t));
+  return stamp;
+}
+
+std::string QueueId(const char* prefix, int i) {
+  char qid[16];
+  std::snprintf(qid, sizeof qid, "%s%04X", prefix, i);
+  return qid;
+}
+
 // `bouncectl stats` shows an open alert as a few lines a person reads: what, since when, how
 // many against the threshold, the recipient domains most hit, our sending domains and a sample
 // reply (a real bounced, fed a burst of CS01 rejections stamped now).
@@ -434,18 +447,14 @@ TEST(Stats, ShowsOpenAlertsReadably) {
   const std::time_t now = std::time(nullptr);
   std::string lines;
   for (int i = 0; i < 30; ++i) {
-    char stamp[64];
-    std::time_t t = now - 60 + i;
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+00:00", std::gmtime(&t));
-    char qid[16];
-    std::snprintf(qid, sizeof qid, "8D0E3A7%04X", i);
+    const std::string stamp = LogStamp(now - 60 + i), qid = QueueId("8D0E3A7", i);
     const std::string domain = i % 3 == 0 ? "me.com" : "icloud.com";
     // The offers brand sent two thirds of them.
-    lines += std::string(stamp) + " mta postfix/qmgr[28946]: " + qid + ": from=<" +
+    lines += stamp + " mta postfix/qmgr[28946]: " + qid + ": from=<" +
              (i % 3 == 2 ? "news@shop.example" : "offers@Deals.example") +
              ">, size=900, nrcpt=1 (queue active)\n";
-    lines += std::string(stamp) + " mta postfix/smtp[28967]: " + qid + ": to=<user" +
-             std::to_string(i) + "@" + domain +
+    lines += stamp + " mta postfix/smtp[28967]: " + qid + ": to=<user" + std::to_string(i) + "@" +
+             domain +
              ">, relay=mx01.mail.icloud.com[17.57.154.6]:25, delay=0.05, "
              "delays=0.05/0/0/0, dsn=5.7.1, status=bounced (host mx01.mail.icloud.com"
              "[17.57.154.6] said: 554 5.7.1 [CS01] Message rejected due to local policy. "
@@ -487,13 +496,8 @@ TEST(Stats, ShowsAHardBounceSpikeAtOneDomainWithItsRemedy) {
   const std::time_t now = std::time(nullptr);
   std::string lines;
   for (int i = 0; i < 30; ++i) {
-    char stamp[64];
-    std::time_t t = now - 60 + i;
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+00:00", std::gmtime(&t));
-    char qid[16];
-    std::snprintf(qid, sizeof qid, "9D0E3A7%04X", i);
-    lines += std::string(stamp) + " mta postfix/smtp[28967]: " + qid + ": to=<user" +
-             std::to_string(i) +
+    lines += LogStamp(now - 60 + i) + " mta postfix/smtp[28967]: " + QueueId("9D0E3A7", i) +
+             ": to=<user" + std::to_string(i) +
              "@tenant.example>, relay=tenant-example.mail.protection.outlook.com[52.101.1.1]:25, "
              "delay=0.05, delays=0.05/0/0/0, dsn=5.1.10, status=bounced (host "
              "tenant-example.mail.protection.outlook.com[52.101.1.1] said: 550 5.1.10 "
