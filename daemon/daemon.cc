@@ -120,7 +120,13 @@ struct Daemon::Impl {
       m["start_time"] = started;
       m["events"] = event_counter->ToJson();
       nlohmann::json a = alerts->ToJson();
-      if (a.contains("open") && a["open"].is_array()) m["alerts_open"] = a["open"].size();
+      if (a.contains("open") && a["open"].is_array()) {
+        m["alerts_open"] = a["open"].size();
+        size_t hard = 0;
+        for (const nlohmann::json& i : a["open"])
+          hard += i.value("kind", "") == kIncidentHardBounces;
+        m["hard_bounce_alerts_open"] = hard;
+      }
       return m;
     };
     input = std::make_unique<LogInput>(services, config.input);

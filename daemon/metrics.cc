@@ -205,8 +205,13 @@ std::string RenderMetrics(const json& m) {
   x.Sample("bounced_config_read_time_seconds", "gauge",
            "When the configuration and rules in force were read, in Unix seconds.", {},
            Member(m, "config_read_at"));
-  x.Sample("bounced_alerts_open", "gauge", "Policy-rejection alerts open now.", {},
+  x.Sample("bounced_alerts_open", "gauge",
+           "Alerts open now: sender-side rejection spikes and hard-bounce spikes.", {},
            Member(m, "alerts_open"));
+  x.Sample("bounced_hard_bounce_alerts_open", "gauge",
+           "Of those, one recipient domain's hard-bounce spikes (a stale list, or the domain's "
+           "outage read as unknown users).",
+           {}, Member(m, "hard_bounce_alerts_open"));
 
   if (const json& events = Member(m, "events"); events.is_array()) {
     for (const json& e : events) {

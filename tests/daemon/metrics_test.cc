@@ -522,6 +522,9 @@ TEST(Stats, ShowsAHardBounceSpikeAtOneDomainWithItsRemedy) {
       << out;
   EXPECT_NE(ReadFile(d.stderr_path()).find("hard-bounce spike at tenant.example"),
             std::string::npos);
+  out = d.Ctl("metrics", &rc);
+  EXPECT_NE(out.find("\nbounced_alerts_open 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\nbounced_hard_bounce_alerts_open 1\n"), std::string::npos) << out;
   // They are suppressed (the alert lifts nothing), and the remedy's dry run finds them all.
   out = d.Ctl("list --domain tenant.example", &rc);
   EXPECT_NE(out.find("30 suppressed"), std::string::npos) << out;
