@@ -20,6 +20,7 @@
 
 #include "classifier/text.h"
 #include "daemon/config.h"
+#include "storage/policy.h"
 #include "storage/store.h"
 
 extern char** environ;
@@ -91,10 +92,6 @@ Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string
 }
 
 bool IsSenderSideRejection(const Result& r) { return r.sender_side(); }
-
-bool IsHardBounceFailure(const Result& r, std::string_view log_status) {
-  return r.hard_bounce() && log_status == "bounced";
-}
 
 RejectionEvent ToRejectionEvent(const Result& r, int64_t unix_time, std::string_view sender) {
   RejectionEvent e;
@@ -194,7 +191,7 @@ AlertMonitor::~AlertMonitor() {
 
 void AlertMonitor::OnEvent(const Result& result, int64_t unix_time, std::string_view sender,
                            std::string_view log_status) {
-  const bool hard = IsHardBounceFailure(result, log_status);
+  const bool hard = IsHardBounce(result, log_status);
   if (!hard && !IsSenderSideRejection(result)) return;
   RejectionEvent event = ToRejectionEvent(result, unix_time, sender);
   event.hard_bounce = hard;

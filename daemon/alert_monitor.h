@@ -49,9 +49,6 @@ Expected<AlertConfig> AlertConfigFromToml(const toml::table* alerts, std::string
 // reputation, authentication, content, configuration), and a named provider's throttling
 // (Result::sender_side).
 bool IsSenderSideRejection(const Result& result);
-// True for a hard bounce that suppresses at once: a hard_bounce category, log status "bounced"
-// (as storage/policy.h decides; kHardBounceFailureSql on the events table).
-bool IsHardBounceFailure(const Result& result, std::string_view log_status);
 // The detector's view of a stored event.
 RejectionEvent ToRejectionEvent(const Result& result, int64_t unix_time,
                                 std::string_view sender = {});
@@ -70,7 +67,8 @@ class AlertMonitor {
 
   // Call once for every delivery event stored (any outcome, any source), with the event's own
   // time, envelope sender ("" for the null sender or one not known) and log status (sent,
-  // bounced, ...). Cheap for events that are neither sender-side rejections nor hard bounces.
+  // bounced, ...). Cheap for events that are neither sender-side rejections nor hard bounces
+  // (IsHardBounce, storage/policy.h).
   // Thread-safe.
   void OnEvent(const Result& result, int64_t unix_time, std::string_view sender = {},
                std::string_view log_status = {});

@@ -53,6 +53,10 @@ bool IsPermanentFailure(const Event& e) {
   return e.log_status == "bounced" || e.log_status == "expired";
 }
 
+bool IsHardBounce(const Result& r, std::string_view log_status) {
+  return r.hard_bounce() && log_status == "bounced";
+}
+
 bool IsFailure(const Event& e) { return IsPermanentFailure(e) || e.log_status == "deferred"; }
 
 PolicyDecision ApplyEvent(const SuppressionPolicy& p, RecipientState& s, const Event& e,
@@ -125,7 +129,7 @@ bool PolicyConcerns(const SuppressionPolicy& p, const Event& e) {
   const Category c = e.result.category;
   if (c == Category::kComplaint || e.log_status == "complaint") return true;
   const CategoryInfo& info = Describe(c);
-  if (info.hard_bounce) return e.log_status == "bounced";
+  if (info.hard_bounce) return IsHardBounce(e.result, e.log_status);
   if (info.action == Action::kCount && info.fault == Fault::kRecipient) {
     return IsPermanentFailure(e) || (p.count_deferrals && e.log_status == "deferred");
   }
@@ -184,8 +188,7 @@ PolicyDecision ApplyPolicy(const SuppressionPolicy& p, PolicyFields& s, const Ev
     return d;
   }
   if (info.hard_bounce) {
-    // A 4xx "user unknown" (lookup trouble on the remote side) is not a hard bounce yet.
-    if (e.log_status != "bounced" || operator_lifted_later) return d;
+    if (!IsHardBounce(e.result, e.log_status) || operator_lifted_later) return d;
     d.suppress = true;
     d.reason = kReasonHardBounce;
     d.source = "bounce";

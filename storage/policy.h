@@ -26,6 +26,9 @@ struct PolicyDecision {
 bool IsDelivery(const Event& e);
 bool IsFailure(const Event& e);           // bounced, expired or deferred
 bool IsPermanentFailure(const Event& e);  // bounced or expired
+// A hard bounce that suppresses at once: a hard_bounce category, bounced (a 4xx "user unknown",
+// lookup trouble on the remote side, is not one yet). kHardBounceFailureSql says it in SQL.
+bool IsHardBounce(const Result& r, std::string_view log_status);
 
 // `t` is the event's time (already defaulted). Updates `state` (a fresh state has address set
 // and everything else zero) and returns the decision. Events older than

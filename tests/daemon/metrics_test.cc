@@ -439,6 +439,20 @@ std::string QueueId(const char* prefix, int i) {
   return qid;
 }
 
+// Appends `lines` (holding `events` deliveries) to bounced's log, waits for them to be recorded
+// and for `bouncectl ARGS` to show an open alert; returns that output (exit status in *rc).
+std::string StatsOnceAnAlertOpens(BouncedProcess& d, const std::string& lines, int64_t events,
+                                  const std::string& args, int* rc) {
+  AppendFile(d.log(), lines);
+  EXPECT_TRUE(d.WaitForEvents(events)) << ReadFile(d.stderr_path());
+  std::string out;
+  EXPECT_TRUE(WaitUntil([&] {
+    out = d.Ctl(args, rc);
+    return out.find("open alert(s)") != std::string::npos;
+  })) << out;
+  return out;
+}
+
 // `bouncectl stats` shows an open alert as a few lines a person reads: what, since when, how
 // many against the threshold, the recipient domains most hit, our sending domains and a sample
 // reply (a real bounced, fed a burst of CS01 rejections stamped now).
@@ -463,14 +477,8 @@ TEST(Stats, ShowsOpenAlertsReadably) {
              "Please visit https://support.apple.com/en-us/HT204137 (in reply to end of DATA "
              "command))\n";
   }
-  AppendFile(d.log(), lines);
-  ASSERT_TRUE(d.WaitForEvents(30)) << ReadFile(d.stderr_path());
   int rc = -1;
-  std::string out;
-  EXPECT_TRUE(WaitUntil([&] {
-    out = d.Ctl("stats --provider icloud", &rc);
-    return out.find("open alert(s)") != std::string::npos;
-  })) << out;
+  std::string out = StatsOnceAnAlertOpens(d, lines, 30, "stats --provider icloud", &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("1 open alert(s):\n  icloud policy_rejection CS01: since "), std::string::npos)
       << out;
@@ -506,14 +514,8 @@ TEST(Stats, ShowsAHardBounceSpikeAtOneDomainWithItsRemedy) {
              "RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup (in "
              "reply to RCPT TO command))\n";
   }
-  AppendFile(d.log(), lines);
-  ASSERT_TRUE(d.WaitForEvents(30)) << ReadFile(d.stderr_path());
   int rc = -1;
-  std::string out;
-  EXPECT_TRUE(WaitUntil([&] {
-    out = d.Ctl("stats", &rc);
-    return out.find("open alert(s)") != std::string::npos;
-  })) << out;
+  std::string out = StatsOnceAnAlertOpens(d, lines, 30, "stats", &rc);
   EXPECT_NE(out.find("1 open alert(s):\n  tenant.example user_unknown hard bounces: since "),
             std::string::npos)
       << out;
