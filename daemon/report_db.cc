@@ -308,14 +308,15 @@ Expected<ReportData> ReadReportData(const ReportRequest& req) {
     supp_clause = " AND substr(address, -length(?3) - 1) = '@' || ?3";
     supp_params.push_back(req.domain);
   }
+  // The change's note (why it was lifted) came with schema 8: a copy from before has none.
   s = q.Run(
-      "SELECT id, time, address, action, source, reason, category, actor_uid "
-      "FROM suppression_log WHERE day BETWEEN ?1 AND ?2" +
+      std::string("SELECT id, time, address, action, source, reason, category, actor_uid, ") +
+          (version >= 8 ? "note" : "''") + " FROM suppression_log WHERE day BETWEEN ?1 AND ?2" +
           supp_clause + " ORDER BY id",
       supp_params, [&](sqlite3_stmt* st) {
         data.suppression_changes.push_back(
             {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), Text(st, 2), Text(st, 3),
-             Text(st, 4), Text(st, 5), Text(st, 6), sqlite3_column_int64(st, 7)});
+             Text(st, 4), Text(st, 5), Text(st, 6), sqlite3_column_int64(st, 7), Text(st, 8)});
       });
   if (!s) return s;
 

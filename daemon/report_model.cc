@@ -311,6 +311,12 @@ std::string SenderDomains(const SenderProblem& p) {
   return line;
 }
 
+std::string ChangeNote(const SuppressionChange& c) {
+  if (c.note.empty()) return "";
+  if (c.actor_uid < 0) return c.note;
+  return "uid " + std::to_string(c.actor_uid) + ": " + c.note;
+}
+
 std::string ProblemCount(const SenderProblem& p, const std::string& count_text) {
   const bool deferral = p.category == "rate_limited";
   return count_text + (deferral ? " deferral" : " rejection") + (p.count == 1 ? "" : "s");

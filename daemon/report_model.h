@@ -172,6 +172,11 @@ std::string SenderDomains(const SenderProblem& p);
 // (rate_limited: Postfix tries again), else "rejection(s)".
 std::string ProblemCount(const SenderProblem& p, const std::string& count_text);
 
+// What a suppression-list change says beyond the entry's own reason: for a lift, who lifted it
+// and why ("uid 1000: their DNS outage"), or "expired" for an entry bounced removed at its
+// expiry; "" when the change has no note (a bounce's add; a database before schema 8).
+std::string ChangeNote(const SuppressionChange& c);
+
 struct Series {
   std::string name;
   std::vector<int64_t> values;  // one per Trend::days

@@ -304,8 +304,11 @@ std::string RenderHtml(const Report& r) {
     for (const auto& c : v) {
       h += "<tr><td class=\"n\"><small>" + Esc(FormatUtc(c.time)) + "</small></td><td>" +
            Esc(c.address) + "</td><td>" + Esc(c.reason) +
-           (c.category.empty() ? "" : " (" + Esc(c.category) + ")") + ", " + Esc(c.source) +
-           "</td></tr>";
+           (c.category.empty() ? "" : " (" + Esc(c.category) + ")") + ", " + Esc(c.source);
+      if (const std::string note = c.action == "remove" ? ChangeNote(c) : ""; !note.empty()) {
+        h += "; lifted: " + Esc(note);
+      }
+      h += "</td></tr>";
     }
     h += "</table>";
   };

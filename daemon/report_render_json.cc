@@ -38,7 +38,7 @@ json Group(const GroupStats& g) {
 json Change(const SuppressionChange& c) {
   return {{"time", FormatUtc(c.time)}, {"address", c.address}, {"action", c.action},
           {"source", c.source},        {"reason", c.reason},   {"category", c.category},
-          {"actor_uid", c.actor_uid}};
+          {"actor_uid", c.actor_uid},  {"note", c.note}};
 }
 
 }  // namespace

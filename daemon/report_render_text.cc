@@ -207,8 +207,10 @@ std::string RenderText(const Report& r) {
     Section(out, std::string(title) + " (" + std::to_string(total) + ", newest " +
                      std::to_string(v.size()) + " shown)");
     for (const auto& c : v) {
+      const std::string note = c.action == "remove" ? ChangeNote(c) : "";
       out += Wrap(FormatUtc(c.time) + " " + c.address + ": " + c.reason +
-                      (c.category.empty() ? "" : " (" + c.category + ")") + ", " + c.source,
+                      (c.category.empty() ? "" : " (" + c.category + ")") + ", " + c.source +
+                      (note.empty() ? "" : "; lifted: " + note),
                   "      ", "  ");
     }
   };

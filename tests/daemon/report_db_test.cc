@@ -164,8 +164,8 @@ TEST_F(ReportDbTest, CountsTheDayAndComparesSenderSideProblemsWithThePreviousWee
   EXPECT_EQ(tss04->category, "rate_limited");
   EXPECT_NE(tss04->advice_title.find("TSS04"), std::string::npos);
 
-  EXPECT_EQ(r.new_suppressions, 8);  // 5 user_unknown, 1 domain_unknown, complaint, manual
-  EXPECT_EQ(r.lifted_suppressions, 1);
+  EXPECT_EQ(r.new_suppressions, 8);        // 5 user_unknown, 1 domain_unknown, complaint, manual
+  EXPECT_EQ(r.lifted_suppressions, 2);     // by an operator, and one that expired
   EXPECT_EQ(r.manual_changes.size(), 2u);  // the allow of the day before is not in it
 
   ASSERT_EQ(r.incidents.size(), 2u);  // the 09:00 CS01 burst, then TSS04 from 12:00
@@ -195,6 +195,33 @@ TEST_F(ReportDbTest, DomainFilterKeepsOnlyThatDomain) {
   EXPECT_EQ(r.domains[0].id, "me.com");
   EXPECT_EQ(r.new_suppressions, 0);
   EXPECT_TRUE(r.incidents.empty());  // 5 in a day is not a spike
+}
+
+// A lifted entry says who lifted it and why, or that it expired; a copy from before schema 8,
+// whose changes have no note, still reports them, without it.
+TEST_F(ReportDbTest, LiftedSuppressionsSayWhyAndOlderCopiesStillRead) {
+  auto data = ReadReportData(Request(db_));
+  ASSERT_TRUE(data.ok()) << data.error();
+  Report r = BuildReport(*data, Advice());
+  ASSERT_EQ(r.lifted_list.size(), 2u);
+  EXPECT_EQ(r.lifted_list[0].address, "paused.reader@example.com");  // newest first
+  EXPECT_EQ(ChangeNote(r.lifted_list[0]), "expired");
+  EXPECT_EQ(ChangeNote(r.lifted_list[1]), "uid 0: mailbox exists again, confirmed by phone");
+  EXPECT_NE(RenderText(r).find("manual; lifted: expired"), std::string::npos);
+  EXPECT_NE(RenderHtml(r).find("hard_bounce (user_unknown), bounce; lifted: uid 0: mailbox exists "
+                               "again, confirmed by phone</td>"),
+            std::string::npos);
+  EXPECT_NE(RenderJson(r).find("\"note\": \"expired\""), std::string::npos);
+
+  Exec(db_,
+       "DROP INDEX suppression_log_by_address; ALTER TABLE suppression_log DROP COLUMN note; "
+       "PRAGMA user_version = 7;");
+  auto old = ReadReportData(Request(db_));
+  ASSERT_TRUE(old.ok()) << old.error();
+  Report o = BuildReport(*old, Advice());
+  ASSERT_EQ(o.lifted_list.size(), 2u);
+  EXPECT_EQ(ChangeNote(o.lifted_list[1]), "");
+  EXPECT_EQ(o.new_suppressions, r.new_suppressions);
 }
 
 TEST_F(ReportDbTest, SeveralDaysAddUp) {

@@ -66,11 +66,12 @@ FROM events WHERE counted = 1 GROUP BY 1, 2, 3, 4, 5, 6;
 INSERT INTO suppression_log (time, day, address, action, source, reason, category, actor_uid)
 SELECT time, day, recipient_key, 'add', 'bounce', 'hard_bounce', category, -1
 FROM events WHERE day = '2026-11-28' AND hard_bounce = 1 AND counted = 1 ORDER BY time;
-INSERT INTO suppression_log (time, day, address, action, source, reason, category, actor_uid) VALUES
- (CAST(strftime('%s', '2026-11-28 13:03:20') AS INTEGER), '2026-11-28', 'user0.21@yahoo.com', 'add', 'complaint', 'complaint', 'complaint', -1),
- (CAST(strftime('%s', '2026-11-28 15:00:00') AS INTEGER), '2026-11-28', 'former.customer@example.com', 'add', 'manual', 'asked to be removed (ticket 4711)', '', 1000),
- (CAST(strftime('%s', '2026-11-28 16:30:00') AS INTEGER), '2026-11-28', 'user3.8@gmail.com', 'remove', 'manual', 'mailbox exists again, confirmed by phone', 'user_unknown', 0),
- (CAST(strftime('%s', '2026-11-27 11:00:00') AS INTEGER), '2026-11-27', 'user1.8@gmail.com', 'add', 'bounce', 'hard_bounce', 'user_unknown', -1);
+INSERT INTO suppression_log (time, day, address, action, source, reason, category, actor_uid, note) VALUES
+ (CAST(strftime('%s', '2026-11-28 13:03:20') AS INTEGER), '2026-11-28', 'user0.21@yahoo.com', 'add', 'complaint', 'complaint', 'complaint', -1, ''),
+ (CAST(strftime('%s', '2026-11-28 15:00:00') AS INTEGER), '2026-11-28', 'former.customer@example.com', 'add', 'manual', 'asked to be removed (ticket 4711)', '', 1000, 'asked to be removed (ticket 4711)'),
+ (CAST(strftime('%s', '2026-11-28 16:30:00') AS INTEGER), '2026-11-28', 'user3.8@gmail.com', 'remove', 'bounce', 'hard_bounce', 'user_unknown', 0, 'mailbox exists again, confirmed by phone'),
+ (CAST(strftime('%s', '2026-11-28 17:00:00') AS INTEGER), '2026-11-28', 'paused.reader@example.com', 'remove', 'manual', 'on leave until November', '', -1, 'expired'),
+ (CAST(strftime('%s', '2026-11-27 11:00:00') AS INTEGER), '2026-11-27', 'user1.8@gmail.com', 'add', 'bounce', 'hard_bounce', 'user_unknown', -1, '');
 INSERT INTO audit (time, actor_uid, action, target, reason) VALUES
  (CAST(strftime('%s', '2026-11-27 10:00:00') AS INTEGER), 1000, 'allow', 'partner.example', 'our partner'),
  (CAST(strftime('%s', '2026-11-28 15:00:00') AS INTEGER), 1000, 'suppress', 'former.customer@example.com', 'asked to be removed (ticket 4711)'),
