@@ -9,9 +9,11 @@ a clang-only error once kept the fuzz build broken for two sessions unseen.
 Usage: clang_syntax_check.py BUILD_DIR SOURCE_DIR
 Reads BUILD_DIR/compile_commands.json (CMAKE_EXPORT_COMPILE_COMMANDS) and checks every entry
 under SOURCE_DIR but tests/ and bench/ (what the fuzz build compiles besides fuzz/), each with
-its own flags. Exit status 0 when all pass, 1 with clang's errors, 77 (skipped) without
-clang++-14.
+its own flags, then the fuzz harnesses themselves (SOURCE_DIR/fuzz/*_fuzz.cc, which this build
+does not compile) with the flags of the daemon library, whose include paths cover what they
+include. Exit status 0 when all pass, 1 with clang's errors, 77 (skipped) without clang++-14.
 """
+import glob
 import json
 import os
 import shlex
@@ -55,6 +57,19 @@ def main():
     if not entries:
         print(f"no sources of {source} in {build}/compile_commands.json")
         return 1
+
+    # The fuzz harnesses, each compiled as the daemon library's sources are (the same
+    # standard, definitions and include paths).
+    daemon_dir = os.path.join(source, "daemon") + os.sep
+    template = next((e for e in entries
+                     if os.path.realpath(e["file"]).startswith(daemon_dir)), None)
+    harnesses = sorted(glob.glob(os.path.join(source, "fuzz", "*_fuzz.cc")))
+    if harnesses and template is None:
+        print(f"no daemon source in {build}/compile_commands.json to borrow flags from")
+        return 1
+    for h in harnesses:
+        entries.append({"directory": template["directory"], "file": h,
+                        "command": template["command"].replace(template["file"], h)})
 
     def check(e):
         p = subprocess.run(clang_command(e["command"]), cwd=e["directory"],
