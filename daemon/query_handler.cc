@@ -218,8 +218,19 @@ ExportFormat FormatFrom(const json& req) {
   std::string name = StringField(req, "format", false);
   if (name.empty()) return ExportFormat::kCsv;
   auto f = ExportFormatFromName(name);
-  if (!f) throw RequestError{"\"format\" must be \"csv\" or \"jsonl\""};
+  if (!f) throw RequestError{"\"format\" must be \"csv\", \"jsonl\" or \"text\""};
   return *f;
+}
+
+// How many entries an export of `lines` lines holds (a CSV's first line is its header).
+size_t ExportedCount(ExportFormat format, size_t lines) {
+  return format == ExportFormat::kCsv && lines > 0 ? lines - 1 : lines;
+}
+
+ImportOptions ImportOptionsFrom(const json& req) {
+  ImportOptions o;
+  o.ignore_unknown_columns = BoolField(req, "ignore_unknown_columns");
+  return o;
 }
 
 // The reason of a manual change, as stored and shown (status, list, the report, a terminal):
@@ -309,9 +320,8 @@ json CmdExport(Services& services, const json& req) {
     ++lines;
     return true;
   }));
-  size_t count = format == ExportFormat::kCsv && lines > 0 ? lines - 1 : lines;
-  return json{{"format", format == ExportFormat::kCsv ? "csv" : "jsonl"},
-              {"count", count},
+  return json{{"format", ExportFormatName(format)},
+              {"count", ExportedCount(format, lines)},
               {"data", std::move(data)}};
 }
 
@@ -513,9 +523,9 @@ json CmdAllow(Services& services, const PeerCred& peer, const json& req, bool al
 
 // Commits a whole import (all or nothing) and returns its reply.
 json CommitImport(Store& store, ExportFormat format, std::string_view data, const Actor& who,
-                  uid_t uid) {
+                  uid_t uid, const ImportOptions& options) {
   try {
-    Expected<ImportResult> e = store.Import(format, data, who);
+    Expected<ImportResult> e = store.Import(format, data, who, options);
     if (!e) return Fail(e.error());
     ImportResult& r = *e;
     if (!r.errors.empty()) {
@@ -526,7 +536,9 @@ json CommitImport(Store& store, ExportFormat format, std::string_view data, cons
     }
     spdlog::info("query: uid {} imported {} new and {} updated suppressions", uid, r.added,
                  r.updated);
-    return Ok(json{{"added", r.added}, {"updated", r.updated}});
+    json result{{"added", r.added}, {"updated", r.updated}};
+    if (!r.ignored_columns.empty()) result["ignored_columns"] = std::move(r.ignored_columns);
+    return Ok(result);
   } catch (const std::exception& e) {
     return Fail(std::string("internal error: ") + e.what());
   }
@@ -540,8 +552,8 @@ json CmdImport(Services& services, const PeerCred& peer, const json& req, json* 
   ExportFormat format = FormatFrom(req);
   std::string data = StringField(req, "data", true);
   std::string reason = StringField(req, "reason", false);
-  json reply =
-      CommitImport(*RequireStore(services), format, data, ImportActor(peer, reason), peer.uid);
+  json reply = CommitImport(*RequireStore(services), format, data, ImportActor(peer, reason),
+                            peer.uid, ImportOptionsFrom(req));
   if (reply.value("ok", false)) return reply["result"];
   if (reply.contains("errors")) *error_details = std::move(reply["errors"]);
   throw RequestError{reply.value("error", std::string("import failed"))};
@@ -608,13 +620,19 @@ json CmdIngestDsn(Services& services, const json& req) {
   return out;
 }
 
-bool IsWriteCommand(const std::string& cmd) {
-  return cmd == "suppress" || cmd == "unsuppress" || cmd == "allow" || cmd == "disallow" ||
-         cmd == "import" || cmd == "reload" || cmd == "ingest-dsn";
+// Whether the request changes state. A bulk unsuppress's dry run (no "address", "dry_run":
+// true) only reads, as `list` with the same selection does, so a read-only user may ask it.
+bool IsWriteRequest(const std::string& cmd, const json& req) {
+  if (cmd == "unsuppress") {
+    return req.contains("address") || !req.contains("dry_run") || req["dry_run"] != true;
+  }
+  return cmd == "suppress" || cmd == "allow" || cmd == "disallow" || cmd == "import" ||
+         cmd == "reload" || cmd == "ingest-dsn";
 }
 
-void RequireWrite(const PeerCred& peer, bool peer_may_write, const std::string& cmd) {
-  if (!IsWriteCommand(cmd) || peer_may_write) return;
+void RequireWrite(const PeerCred& peer, bool peer_may_write, const std::string& cmd,
+                  const json& req) {
+  if (!IsWriteRequest(cmd, req) || peer_may_write) return;
   spdlog::warn("query: refused '{}' from uid {} (not root nor in the write group)", cmd, peer.uid);
   throw RequestError{"permission denied: '" + cmd +
                      "' changes state; it needs root or membership in the bounced admin "
@@ -659,9 +677,8 @@ std::shared_ptr<ReplyStream> StartExport(std::shared_ptr<Store> store, ExportFor
       return ReplyLine(Fail("export failed midway, the data sent is incomplete: " + st.message()));
     }
     if (!piece.empty() && !send()) return std::string();
-    size_t count = format == ExportFormat::kCsv && lines > 0 ? lines - 1 : lines;
     return ReplyLine(
-        Ok(json{{"format", format == ExportFormat::kCsv ? "csv" : "jsonl"}, {"count", count}}));
+        Ok(json{{"format", ExportFormatName(format)}, {"count", ExportedCount(format, lines)}}));
   });
 }
 
@@ -748,8 +765,7 @@ std::shared_ptr<ReplyStream> StartWholeExport(std::shared_ptr<Store> store, Expo
       [store = std::move(store), format,
        filter = std::move(filter)](const WorkerStream::Emit& emit) {
         PiecewiseReply reply(emit);
-        reply.Append(format == ExportFormat::kCsv ? "{\"format\":\"csv\",\"data\":\""
-                                                  : "{\"format\":\"jsonl\",\"data\":\"");
+        reply.Append(std::string("{\"format\":\"") + ExportFormatName(format) + "\",\"data\":\"");
         size_t lines = 0;
         Status st = ProduceSafely([&] {
           return store->Export(format, filter, [&](std::string_view line) {
@@ -760,14 +776,15 @@ std::shared_ptr<ReplyStream> StartWholeExport(std::shared_ptr<Store> store, Expo
           });
         });
         if (reply.gone()) return std::string();
-        size_t count = format == ExportFormat::kCsv && lines > 0 ? lines - 1 : lines;
-        return reply.Finish("\",\"count\":" + std::to_string(count) + "}", st, "export");
+        return reply.Finish("\",\"count\":" + std::to_string(ExportedCount(format, lines)) + "}",
+                            st, "export");
       });
 }
 
 // An import sent in parts, held until its last part (then committed all or nothing).
 struct PendingImport {
   ExportFormat format = ExportFormat::kCsv;
+  ImportOptions options;
   std::string reason;
   std::string data;
   int64_t next_part = 0;
@@ -844,7 +861,7 @@ class QuerySession : public Session {
     }
     try {
       if (cmd == "import") {
-        RequireWrite(peer_, *may_write_, cmd);
+        RequireWrite(peer_, *may_write_, cmd, request);
         if (json r = ImportPart(request); !r.is_null()) reply->append(ReplyLine(r));
         return;
       }
@@ -916,6 +933,7 @@ class QuerySession : public Session {
       import_.reset();  // a new import replaces one left unfinished on this connection
       PendingImport p;
       p.format = FormatFrom(req);
+      p.options = ImportOptionsFrom(req);
       p.reason = StringField(req, "reason", false);
       import_ = std::move(p);
     } else if (!import_ || part != import_->next_part) {
@@ -963,7 +981,8 @@ class QuerySession : public Session {
     stream_ = std::make_shared<WorkerStream>([store = std::move(store), p = std::move(p),
                                               peer = peer_](const WorkerStream::Emit&) mutable {
       std::string data = std::move(p.data);  // freed as soon as the commit is done
-      return ReplyLine(CommitImport(*store, p.format, data, ImportActor(peer, p.reason), peer.uid));
+      return ReplyLine(
+          CommitImport(*store, p.format, data, ImportActor(peer, p.reason), peer.uid, p.options));
     });
     return nullptr;
   }
@@ -1014,7 +1033,7 @@ json HandleQuery(Services& services, const PeerCred& peer, bool peer_may_write,
   try {
     if (!request.is_object()) throw RequestError{"the request must be a JSON object"};
     std::string cmd = StringField(request, "cmd", true);
-    RequireWrite(peer, peer_may_write, cmd);
+    RequireWrite(peer, peer_may_write, cmd, request);
     if (cmd == "status") return Ok(CmdStatus(services, request));
     if (cmd == "lookup") return Ok(CmdLookup(services, request));
     if (cmd == "list") return Ok(CmdList(services, request));

@@ -11,7 +11,7 @@
 //                                                          "manual"} from memory (no SQLite)
 //   list        [category] [domain] [source] [since] [until] [limit] [after] [include_expired]
 //                                                          read   -> [suppression, ...]
-//   export      [format=csv|jsonl] + list filters          read   -> {"format","count","data"}
+//   export      [format=csv|jsonl|text] + list filters     read   -> {"format","count","data"}
 //               [stream=true]                                      (streamed: see below)
 //   events      [since=24h] [until] [category] [provider] [provider_code] [log_status]
 //               [source] [domain] [sender] [sender_domain]  read   -> [event, ...] (as status's
@@ -40,12 +40,15 @@
 //   unsuppress  [category] [domain] [source] [since] [until] write  -> {"count", "dry_run",
 //               | all=true; reason (not for dry_run=true)          "sample": [first 20 keys]}:
 //                                                                  every live entry selected,
-//                                                                  in one transaction
+//                                                                  in one transaction; with
+//                                                                  dry_run=true, read (lifts
+//                                                                  nothing)
 //   allow       entry reason                               write  (address or domain)
 //   disallow    entry reason                               write
-//   import      data [format=csv|jsonl] [reason]           write  (all or nothing; errors list
-//               [part] [more]                                      "line N: why"; in parts:
-//                                                                  see below)
+//   import      data [format=csv|jsonl|text] [reason]      write  (all or nothing; errors list
+//               [part] [more] [ignore_unknown_columns]             "line N: why"; in parts:
+//                                                                  see below) -> {"added",
+//                                                                  "updated", ["ignored_columns"]}
 //   ingest-dsn  message | message_base64                   write  (parsed like `bouncectl
 //               [envelope_recipient]                               parse`, recorded once per
 //                                                                  Message-ID + recipient; with

@@ -450,8 +450,9 @@ class StoreImpl final : public Store {
                                                     bool dry_run) override;
   Expected<AllowEntry> Allow(std::string_view entry, const Actor& who) override;
   Status Disallow(std::string_view entry, const Actor& who) override;
-  Expected<ImportResult> Import(ExportFormat format, std::string_view data,
-                                const Actor& who) override;
+  using Store::Import;
+  Expected<ImportResult> Import(ExportFormat format, std::string_view data, const Actor& who,
+                                const ImportOptions& options) override;
 
   const SuppressionView& view() const override { return view_; }
   std::vector<AddedSuppressions> SuppressionsAdded() const override {
@@ -2619,7 +2620,7 @@ Status StoreImpl::Disallow(std::string_view entry, const Actor& who) {
 }
 
 Expected<ImportResult> StoreImpl::Import(ExportFormat format, std::string_view data,
-                                         const Actor& who) {
+                                         const Actor& who, const ImportOptions& options) {
   // Two passes over the text instead of a parsed copy of it: the first checks every line (all
   // or nothing: any error and nothing is written), the second parses again inside the writer's
   // transaction and writes each entry as it is read. A million-line import so holds the text
@@ -2627,9 +2628,10 @@ Expected<ImportResult> StoreImpl::Import(ExportFormat format, std::string_view d
   const std::string delimiters = Delimiters();
   const int64_t now = Now();
   size_t entries = 0;
-  ParsedImport checked =
-      ParseImportEach(format, data, delimiters, now, [&entries](Suppression&&) { ++entries; });
+  ParsedImport checked = ParseImportEach(
+      format, data, delimiters, now, [&entries](Suppression&&) { ++entries; }, options);
   ImportResult result;
+  result.ignored_columns = std::move(checked.ignored_columns);
   if (!checked.errors.empty()) {
     result.errors = std::move(checked.errors);
     return result;
@@ -2637,21 +2639,24 @@ Expected<ImportResult> StoreImpl::Import(ExportFormat format, std::string_view d
   Status st = RunOnWriter([&](StoreImpl& self) -> Status {
     result.added = result.updated = 0;  // a rerun starts over
     Status failed = Status::Ok();
-    ParsedImport again = ParseImportEach(format, data, delimiters, now, [&](Suppression&& s) {
-      if (!failed) return;
-      auto existing = self.GetSuppressionW(s.address);
-      if (!existing) {
-        failed = existing.status();
-        return;
-      }
-      bool update = existing->has_value();
-      if (update) {
-        result.updated++;
-      } else {
-        result.added++;
-      }
-      failed = self.PutSuppressionW(s, update ? "update" : "add", who);
-    });
+    ParsedImport again = ParseImportEach(
+        format, data, delimiters, now,
+        [&](Suppression&& s) {
+          if (!failed) return;
+          auto existing = self.GetSuppressionW(s.address);
+          if (!existing) {
+            failed = existing.status();
+            return;
+          }
+          bool update = existing->has_value();
+          if (update) {
+            result.updated++;
+          } else {
+            result.added++;
+          }
+          failed = self.PutSuppressionW(s, update ? "update" : "add", who);
+        },
+        options);
     if (!failed) return failed;
     if (!again.errors.empty()) return Status::Error("import: " + again.errors.front());
     return self.AuditW(
@@ -3038,9 +3043,7 @@ Status StoreImpl::Export(ExportFormat format, const ListFilter& filter,
     std::string header = std::string(kCsvHeader) + "\n";
     if (!sink(header)) return Status::Ok();
   }
-  return List(filter, [&](const Suppression& s) {
-    return sink(format == ExportFormat::kCsv ? FormatCsvLine(s) : FormatJsonLine(s));
-  });
+  return List(filter, [&](const Suppression& s) { return sink(FormatExportLine(format, s)); });
 }
 
 Expected<std::vector<StatsRow>> StoreImpl::Stats(const StatsQuery& q) {
@@ -3215,7 +3218,20 @@ int64_t RetentionHorizon(int days, int64_t now) {
 std::optional<ExportFormat> ExportFormatFromName(std::string_view name) {
   if (name == "csv") return ExportFormat::kCsv;
   if (name == "jsonl" || name == "json") return ExportFormat::kJsonl;
+  if (name == "text" || name == "txt") return ExportFormat::kText;
   return std::nullopt;
+}
+
+const char* ExportFormatName(ExportFormat format) {
+  switch (format) {
+    case ExportFormat::kCsv:
+      return "csv";
+    case ExportFormat::kJsonl:
+      return "jsonl";
+    case ExportFormat::kText:
+      return "text";
+  }
+  return "csv";
 }
 
 Expected<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {

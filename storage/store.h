@@ -369,13 +369,25 @@ struct ListFilter {
   bool include_expired = false;
 };
 
-enum class ExportFormat { kCsv, kJsonl };
-std::optional<ExportFormat> ExportFormatFromName(std::string_view name);  // "csv", "jsonl"
+enum class ExportFormat { kCsv, kJsonl, kText };
+// "csv", "jsonl" (or "json"), "text" (or "txt").
+std::optional<ExportFormat> ExportFormatFromName(std::string_view name);
+const char* ExportFormatName(ExportFormat format);  // "csv", "jsonl", "text"
 
 // CSV columns (header line first, RFC 4180 quoting, times RFC 3339 UTC or empty):
 //   address,reason,category,source,first_event,last_event,created,expires,detail
-// JSONL: one object per line with the same keys. Import reads the same forms (CSV: header
-// required, columns by name, only `address` mandatory; JSONL: only "address" mandatory).
+// JSONL: one object per line with the same keys. Text: one address per line. Import reads the
+// same forms (CSV: header required, columns by name, only `address` mandatory; JSONL: only
+// "address" mandatory; text: blank lines and lines starting with '#' skipped). A CSV header may
+// also name its columns as other tools' exports do (`email`, `Email Address`, `CreatedAt`:
+// storage/suppression_io.h), so an ESP's or another MTA's list imports as it was exported.
+
+// How an import reads its input.
+struct ImportOptions {
+  // A CSV column the header names but import does not know is skipped (and named in the
+  // result) instead of refusing the file: for an ESP's export with columns of its own.
+  bool ignore_unknown_columns = false;
+};
 // What Store::UnsuppressMatching lifted (or, in a dry run, would lift).
 struct BulkUnsuppressResult {
   size_t count = 0;
@@ -387,6 +399,7 @@ struct ImportResult {
   size_t added = 0;
   size_t updated = 0;
   std::vector<std::string> errors;  // "line 12: invalid address 'foo'"; non-empty = nothing done
+  std::vector<std::string> ignored_columns;  // ImportOptions::ignore_unknown_columns skipped these
 };
 
 // What an input stored about one Postfix queue id (Store::QueueEvents).
@@ -563,7 +576,10 @@ class Store {
   virtual Status Disallow(std::string_view entry, const Actor& who) = 0;
   // All-or-nothing: on any bad line, errors lists every bad line (up to 100) and nothing changes.
   virtual Expected<ImportResult> Import(ExportFormat format, std::string_view data,
-                                        const Actor& who) = 0;
+                                        const Actor& who, const ImportOptions& options) = 0;
+  Expected<ImportResult> Import(ExportFormat format, std::string_view data, const Actor& who) {
+    return Import(format, data, who, ImportOptions{});
+  }
 
   // --- reads (own read connections; see a snapshot as of the last commit) ---
   virtual const SuppressionView& view() const = 0;

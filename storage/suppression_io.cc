@@ -1,6 +1,7 @@
-// suppression_io.cc: CSV (RFC 4180) and JSONL forms of the suppression list.
+// suppression_io.cc: CSV (RFC 4180), JSONL and plain text forms of the suppression list.
 #include "storage/suppression_io.h"
 
+#include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,8 +18,59 @@ constexpr std::array<std::string_view, 9> kColumns = {"address", "reason",      
                                                       "created", "expires",     "detail"};
 // 10000-01-01T00:00:00Z: the first time RFC 3339's four-digit year cannot write.
 constexpr int64_t kYear10000 = 253402300800;
-// Also accepted on import: fields export writes that import recomputes.
-constexpr std::array<std::string_view, 2> kIgnoredColumns = {"display", "delivered_after"};
+constexpr int kIgnored = -1;  // a field export writes that import recomputes
+constexpr int kUnknown = -2;
+
+// The names import reads a column or field by, as ColumnKey writes them: the export's own, then
+// those of other tools' exports (ESPs' suppression lists, spreadsheets).
+struct ColumnName {
+  std::string_view key;
+  int column;
+};
+constexpr ColumnName kColumnNames[] = {
+    {"address", kAddress},
+    {"reason", kReason},
+    {"category", kCategory},
+    {"source", kSource},
+    {"firstevent", kFirst},
+    {"lastevent", kLast},
+    {"created", kCreated},
+    {"expires", kExpires},
+    {"detail", kDetail},
+    {"display", kIgnored},
+    {"deliveredafter", kIgnored},
+    {"email", kAddress},
+    {"emailaddress", kAddress},
+    {"recipient", kAddress},
+    {"to", kAddress},
+    {"suppressionreason", kReason},
+    {"error", kReason},
+    {"createdat", kCreated},
+    {"suppressedat", kCreated},
+    {"lastupdatetime", kCreated},
+    {"date", kCreated},
+    {"expiresat", kExpires},
+};
+
+// A column name as import compares it: ASCII lower case, without spaces, '_' and '-'
+// ("Email Address", "email_address" and "E-Mail-Address" are one name).
+std::string ColumnKey(std::string_view name) {
+  std::string key;
+  for (char c : name) {
+    if (c == ' ' || c == '_' || c == '-' || c == '\t') continue;
+    key.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+  }
+  return key;
+}
+
+// The column `name` stands for, kIgnored, or kUnknown.
+int ColumnOf(std::string_view name) {
+  const std::string key = ColumnKey(name);
+  for (const ColumnName& c : kColumnNames) {
+    if (c.key == key) return c.column;
+  }
+  return kUnknown;
+}
 
 void AppendCsvField(std::string& out, std::string_view v) {
   bool quote = v.find_first_of(",\"\r\n") != std::string_view::npos ||
@@ -155,8 +207,9 @@ void AddError(ParsedImport& r, size_t line, const std::string& what) {
 }
 
 void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
-              ParsedImport& r) {
+              const ImportOptions& options, ParsedImport& r) {
   size_t pos = 0, line = 1;
+  if (data.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;  // a spreadsheet's byte order mark
   CsvRecord rec;
   std::vector<int> map;  // column index -> Column, or -1 ignored
   bool have_header = false;
@@ -169,26 +222,34 @@ void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, c
     if (rec.fields.size() == 1 && rec.fields[0].empty()) continue;  // blank line
     if (!have_header) {
       have_header = true;
-      bool has_address = false;
+      std::array<std::string, 9> named;  // the header's name for each column it has
       for (const std::string& name : rec.fields) {
-        int col = -2;
-        for (size_t i = 0; i < kColumns.size(); ++i) {
-          if (kColumns[i] == name) col = static_cast<int>(i);
+        int col = ColumnOf(name);
+        if (col == kUnknown && options.ignore_unknown_columns) {
+          r.ignored_columns.push_back(Printable(name));
+          col = kIgnored;
         }
-        for (auto ign : kIgnoredColumns) {
-          if (ign == name) col = -1;
-        }
-        if (col == -2) {
+        if (col == kUnknown) {
           AddError(r, rec.line,
                    "unknown column " + Quoted(name) +
-                       " (header must name columns: " + std::string(kCsvHeader) + ")");
+                       " (header must name columns: " + std::string(kCsvHeader) +
+                       ", or as other exports do: email, created_at ...; "
+                       "bouncectl import --ignore-unknown-columns skips the others)");
           return;
         }
-        if (col == kAddress) has_address = true;
+        if (col >= 0) {
+          if (!named[col].empty()) {
+            AddError(r, rec.line,
+                     "columns " + Quoted(named[col]) + " and " + Quoted(name) + " both give " +
+                         std::string(kColumns[col]));
+            return;
+          }
+          named[col] = name.empty() ? "(empty)" : name;
+        }
         map.push_back(col);
       }
-      if (!has_address) {
-        AddError(r, rec.line, "header has no 'address' column");
+      if (named[kAddress].empty()) {
+        AddError(r, rec.line, "header has no 'address' column (or email, email address, ...)");
         return;
       }
       continue;
@@ -215,7 +276,7 @@ void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, c
 }
 
 void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
-                ParsedImport& r) {
+                const ImportOptions& options, ParsedImport& r) {
   size_t pos = 0, line = 0;
   while (pos < data.size()) {
     size_t end = data.find('\n', pos);
@@ -235,18 +296,24 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
     std::string display;  // export's "display": the address as first seen (case kept)
     for (auto& [key, value] : j.items()) {
       if (key == "display" && value.is_string()) display = value.get<std::string>();
-      int col = -2;
-      for (size_t i = 0; i < kColumns.size(); ++i) {
-        if (kColumns[i] == key) col = static_cast<int>(i);
+      int col = ColumnOf(key);
+      if (col == kUnknown && options.ignore_unknown_columns) {
+        if (std::find(r.ignored_columns.begin(), r.ignored_columns.end(), Printable(key)) ==
+                r.ignored_columns.end() &&
+            r.ignored_columns.size() < kMaxImportErrors) {
+          r.ignored_columns.push_back(Printable(key));
+        }
+        col = kIgnored;
       }
-      for (auto ign : kIgnoredColumns) {
-        if (ign == key) col = -1;
-      }
-      if (col == -2) {
+      if (col == kUnknown) {
         err = "unknown field " + Quoted(key);
         break;
       }
-      if (col == -1 || value.is_null()) continue;
+      if (col == kIgnored || value.is_null()) continue;
+      if (f[col]) {
+        err = "two fields give " + std::string(kColumns[col]);
+        break;
+      }
       if (value.is_string()) {
         f[col] = value.get<std::string>();
       } else if (value.is_number_integer() && col >= kFirst && col <= kExpires) {
@@ -270,7 +337,44 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
   }
 }
 
+// One address per line; leading and trailing blanks, blank lines and '#' comment lines skipped.
+void ParseText(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
+               ParsedImport& r) {
+  size_t pos = 0, line = 0;
+  if (data.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;
+  while (pos < data.size()) {
+    size_t end = data.find('\n', pos);
+    if (end == std::string_view::npos) end = data.size();
+    std::string_view text = data.substr(pos, end - pos);
+    pos = end + 1;
+    ++line;
+    const size_t first = text.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos || text[first] == '#') continue;
+    text = text.substr(first, text.find_last_not_of(" \t\r") + 1 - first);
+    std::array<std::optional<std::string>, 9> f;
+    f[kAddress] = std::string(text);
+    Suppression s;
+    if (std::string err = BuildEntry(f, delimiters, now, s); !err.empty()) {
+      AddError(r, line, err);
+    } else {
+      keep(std::move(s));
+    }
+  }
+}
+
 }  // namespace
+
+std::string FormatExportLine(ExportFormat format, const Suppression& s) {
+  switch (format) {
+    case ExportFormat::kCsv:
+      return FormatCsvLine(s);
+    case ExportFormat::kJsonl:
+      return FormatJsonLine(s);
+    case ExportFormat::kText:
+      return s.address + "\n";
+  }
+  return FormatCsvLine(s);
+}
 
 std::string FormatCsvLine(const Suppression& s) {
   std::string out;
@@ -295,23 +399,30 @@ std::string FormatJsonLine(const Suppression& s) {
 }
 
 ParsedImport ParseImport(ExportFormat format, std::string_view data, std::string_view delimiters,
-                         int64_t now) {
+                         int64_t now, const ImportOptions& options) {
   std::vector<Suppression> entries;
-  ParsedImport r = ParseImportEach(format, data, delimiters, now, [&entries](Suppression&& s) {
-    entries.push_back(std::move(s));
-  });
+  ParsedImport r = ParseImportEach(
+      format, data, delimiters, now,
+      [&entries](Suppression&& s) { entries.push_back(std::move(s)); }, options);
   if (r.errors.empty()) r.entries = std::move(entries);
   return r;
 }
 
 ParsedImport ParseImportEach(ExportFormat format, std::string_view data,
                              std::string_view delimiters, int64_t now,
-                             std::function<void(Suppression&&)> sink) {
+                             std::function<void(Suppression&&)> sink,
+                             const ImportOptions& options) {
   ParsedImport r;
-  if (format == ExportFormat::kCsv) {
-    ParseCsv(data, delimiters, now, sink, r);
-  } else {
-    ParseJsonl(data, delimiters, now, sink, r);
+  switch (format) {
+    case ExportFormat::kCsv:
+      ParseCsv(data, delimiters, now, sink, options, r);
+      break;
+    case ExportFormat::kJsonl:
+      ParseJsonl(data, delimiters, now, sink, options, r);
+      break;
+    case ExportFormat::kText:
+      ParseText(data, delimiters, now, sink, r);
+      break;
   }
   return r;
 }

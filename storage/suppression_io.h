@@ -1,7 +1,15 @@
-// suppression_io.h: suppression list export and import text (CSV and JSONL; internal).
+// suppression_io.h: suppression list export and import text (CSV, JSONL and plain text;
+// internal).
 //
 // Export writes one suppression per line; import parses the same forms, validates every line
 // and returns either all entries or every error with its line number (up to kMaxImportErrors).
+//
+// A CSV header names its columns in any case, and as other tools' exports name them: spaces,
+// '_' and '-' do not count ("Email Address" = emailaddress), and besides this file's own names
+// import takes an address from email, emailaddress, e-mail, recipient or to; a reason from
+// suppressionreason or error; created from createdat, suppressedat, lastupdatetime or date;
+// expires from expiresat. A UTF-8 byte order mark (a spreadsheet's) before the header is
+// skipped. A text import is one address per line (blank lines and '#' comments skipped).
 #pragma once
 
 #include <functional>
@@ -19,19 +27,23 @@ inline constexpr std::string_view kCsvHeader =
 
 std::string FormatCsvLine(const Suppression& s);   // with '\n'
 std::string FormatJsonLine(const Suppression& s);  // with '\n'
+// The line `format` writes for `s` (with '\n'); text: the address as bounced keys it.
+std::string FormatExportLine(ExportFormat format, const Suppression& s);
 
 struct ParsedImport {
   std::vector<Suppression> entries;  // address = normalised key, display = as written
   std::vector<std::string> errors;
+  std::vector<std::string> ignored_columns;  // as the header wrote them
 };
 // `now` fills `created` when the line has none.
 ParsedImport ParseImport(ExportFormat format, std::string_view data, std::string_view delimiters,
-                         int64_t now);
+                         int64_t now, const ImportOptions& options = {});
 // The same checks, streaming: each accepted entry is handed to `sink` as its line is read
 // (entries may reach it before a later line's error) and none is kept, so a million-line
 // import is not held parsed in memory. Returns the errors; its `entries` stay empty.
 ParsedImport ParseImportEach(ExportFormat format, std::string_view data,
                              std::string_view delimiters, int64_t now,
-                             std::function<void(Suppression&&)> sink);
+                             std::function<void(Suppression&&)> sink,
+                             const ImportOptions& options = {});
 
 }  // namespace bounced

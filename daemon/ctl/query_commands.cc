@@ -897,7 +897,7 @@ size_t FirstInvalidUtf8(std::string_view text) {
 // that is not UTF-8 ends the import before its part is sent (bounced drops the parts it has:
 // nothing is imported), naming its line.
 void StreamImport(Context& ctx, const std::string& file, const std::string& format,
-                  const std::string& reason) {
+                  const std::string& reason, bool ignore_unknown_columns) {
   std::FILE* in = file == "-" ? stdin : std::fopen(file.c_str(), "rb");
   if (in == nullptr) return PrintFailure(ctx, "import", file + ": " + std::strerror(errno));
   struct Closer {
@@ -914,6 +914,7 @@ void StreamImport(Context& ctx, const std::string& file, const std::string& form
   // Part 0 carries no data: its reply says the limits (and refusals come before any reading).
   json req{{"cmd", "import"}, {"format", format}, {"part", 0}, {"more", true}, {"data", ""}};
   if (!reason.empty()) req["reason"] = reason;
+  if (ignore_unknown_columns) req["ignore_unknown_columns"] = true;
   struct stat st {};
   if (::fstat(::fileno(in), &st) == 0 && S_ISREG(st.st_mode)) {
     // What is left to read: bounced refuses too large at once, and makes room for it once.
@@ -998,6 +999,14 @@ void StreamImport(Context& ctx, const std::string& file, const std::string& form
   } else {
     std::cout << "imported: " << r.value("added", 0) << " added, " << r.value("updated", 0)
               << " updated\n";
+    if (const json& ignored = At(r, "ignored_columns"); ignored.is_array() && !ignored.empty()) {
+      std::string names;
+      for (const json& n : ignored) {
+        if (!names.empty()) names += ", ";
+        names += Sanitize(n.is_string() ? n.get<std::string>() : n.dump(), 40);
+      }
+      std::cout << "ignored columns: " << names << "\n";
+    }
   }
 }
 
@@ -1267,13 +1276,15 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     });
   }
   {
-    auto* cmd = app.add_subcommand("export", "write the suppression list (CSV or JSONL)");
+    auto* cmd =
+        app.add_subcommand("export", "write the suppression list (CSV, JSONL or plain text)");
     auto opts = std::make_shared<ListOptions>();
     auto format = std::make_shared<std::string>("csv");
     auto output = std::make_shared<std::string>("-");
     AddListOptions(cmd, *opts);
-    cmd->add_option("--format", *format, "csv (default) or jsonl")
-        ->check(CLI::IsMember({"csv", "jsonl"}));
+    cmd->add_option("--format", *format,
+                    "csv (default), jsonl, or text (one address per line, as bounced keys it)")
+        ->check(CLI::IsMember({"csv", "jsonl", "text"}));
     cmd->add_option("-o,--output", *output, "file to write (- = stdout)");
     cmd->callback([&ctx, opts, format, output] {
       json req = ListRequest("export", *opts);
@@ -1286,21 +1297,29 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
   }
   {
     auto* cmd = app.add_subcommand(
-        "import", "add suppressions from a CSV or JSONL file; all or nothing (audited)");
+        "import",
+        "add suppressions from a CSV, JSONL or plain text file; all or nothing (audited)");
     auto file = std::make_shared<std::string>();
     auto format = std::make_shared<std::string>();
     auto reason = std::make_shared<std::string>();
+    auto ignore_unknown = std::make_shared<bool>(false);
     cmd->add_option("file", *file, "file to read (- = stdin)")->required();
-    cmd->add_option("--format", *format, "csv or jsonl (default: from the file name, else csv)")
-        ->check(CLI::IsMember({"csv", "jsonl"}));
+    cmd->add_option("--format", *format,
+                    "csv, jsonl or text (one address per line; default: from the file name, "
+                    "else csv)")
+        ->check(CLI::IsMember({"csv", "jsonl", "text"}));
     cmd->add_option("--reason", *reason, "why (recorded in the audit log)");
-    cmd->callback([&ctx, file, format, reason] {
+    cmd->add_flag("--ignore-unknown-columns", *ignore_unknown,
+                  "skip columns (or JSONL fields) import does not know, as an ESP's export has, "
+                  "instead of refusing the file");
+    cmd->callback([&ctx, file, format, reason, ignore_unknown] {
       std::string fmt = *format;
       if (fmt.empty()) {
-        bool jsonl = file->size() > 6 && (file->ends_with(".jsonl") || file->ends_with(".json"));
-        fmt = jsonl ? "jsonl" : "csv";
+        fmt = "csv";
+        if (file->ends_with(".jsonl") || file->ends_with(".json")) fmt = "jsonl";
+        if (file->ends_with(".txt")) fmt = "text";
       }
-      StreamImport(ctx, *file, fmt, *reason);
+      StreamImport(ctx, *file, fmt, *reason, *ignore_unknown);
     });
   }
   // stats

@@ -246,6 +246,39 @@ TEST(CtlQuery, QuerySocketRefusesANonAddressAlikeAndUnsuppressTakesAnySpelling) 
   EXPECT_NE(out.find("0 suppressed"), std::string::npos) << out;
 }
 
+// Moving from an ESP: its CSV export, with column names and columns of its own, imports once
+// told to skip the columns bounced does not know (and says which it skipped); a plain list of
+// addresses (.txt) imports as text; export --format text gives the keys back, one per line.
+TEST(CtlQuery, ImportsAnEspExportAndAPlainList) {
+  TempDir dir;
+  BouncedProcess d(dir);
+  d.Start();
+  const std::string csv = dir / "esp-suppressions.csv";
+  AppendFile(csv,
+             "\xEF\xBB\xBF\"Email Address\",\"Suppression Reason\",Origin,\"Created At\"\n"
+             "ann@example.com,HardBounce,Recipient,2026-10-01T08:00:00-05:00\n"
+             "ben@example.org,SpamComplaint,Recipient,2026-10-02T09:30:00Z\n");
+  int rc = -1;
+  std::string out = d.Ctl("import --reason 'from our ESP' " + Quote(csv), &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("unknown column 'Origin'"), std::string::npos) << out;
+  out = d.Ctl("import --ignore-unknown-columns --reason 'from our ESP' " + Quote(csv), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "imported: 2 added, 0 updated\nignored columns: Origin\n");
+  json ann = json::parse(d.Ctl("--json status ann@example.com", &rc));
+  EXPECT_TRUE(ann.value("suppressed", false)) << ann;
+  EXPECT_EQ(ann.value("reason", ""), "HardBounce") << ann;
+
+  const std::string txt = dir / "unsubscribed.txt";
+  AppendFile(txt, "# old list\ncid@example.net\n\n  Dee+x@Example.net\n");
+  out = d.Ctl("import --reason 'old list' " + Quote(txt), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "imported: 2 added, 0 updated\n");
+  out = d.Ctl("export --format text --domain example.net", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "cid@example.net\ndee@example.net\n");
+}
+
 // unsuppress lifts a selection in one go (a recipient domain's outage read as unknown users):
 // a dry run first, with no reason needed; then the lift, audited. An ADDRESS and a selection,
 // or neither, are usage errors; bounced refuses a request that selects nothing or too much.

@@ -485,6 +485,15 @@ TEST(DaemonProcess, WriteCommandsNeedRootOrTheGroupAndAreAudited) {
   EXPECT_EQ(
       SocketmapAsk(d.socketmap_socket(), "recipient_access victim@example.com").rfind("OK 550", 0),
       0u);
+  // A bulk lift's dry run only reads: anyone may ask it; the lift itself needs the right.
+  out = d.Ctl("unsuppress --domain example.com --dry-run", &rc, true);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("victim@example.com"), std::string::npos) << out;
+  out = d.Ctl("unsuppress --domain example.com --reason test", &rc, true);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("permission denied"), std::string::npos) << out;
+  out = d.Ctl("unsuppress victim@example.com --reason test --dry-run", &rc, true);
+  EXPECT_NE(rc, 0) << out;  // an address with --dry-run is a usage error
   out = d.Ctl("unsuppress victim@example.com --reason 'wrong address'", &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(SocketmapAsk(d.socketmap_socket(), "recipient_access victim@example.com"), "NOTFOUND ");

@@ -177,5 +177,27 @@ TEST_F(QueryHandlerTest, SessionStopsAnsweringOnceItsPendingReplyReachesTheBound
   EXPECT_EQ(answered, n + 1);
 }
 
+// A user without write permission may ask what a bulk unsuppress would lift (it only reads),
+// and nothing else of unsuppress: not the lift, not a dry run that names an address.
+TEST_F(QueryHandlerTest, ABulkDryRunIsAReadTheLiftIsAWrite) {
+  ASSERT_TRUE(Suppress("a@example.com", nullptr)["ok"]);
+  const PeerCred reader{2, 65534, 65534};
+  auto ask_as_reader = [&](const json& request) {
+    return HandleQuery(services_, reader, false, request);
+  };
+  json r = ask_as_reader({{"cmd", "unsuppress"}, {"domain", "example.com"}, {"dry_run", true}});
+  ASSERT_TRUE(r["ok"]) << r;
+  EXPECT_EQ(r["result"]["count"], 1);
+  for (const json& refused :
+       {json{{"cmd", "unsuppress"}, {"domain", "example.com"}, {"reason", "x"}},
+        json{{"cmd", "unsuppress"}, {"domain", "example.com"}, {"dry_run", false}, {"reason", "x"}},
+        json{{"cmd", "unsuppress"}, {"domain", "example.com"}, {"dry_run", "yes"}},
+        json{{"cmd", "unsuppress"}, {"address", "a@example.com"}, {"dry_run", true}}}) {
+    EXPECT_NE(Error(ask_as_reader(refused)).find("permission denied"), std::string::npos)
+        << refused;
+  }
+  EXPECT_TRUE(Suppressed("a@example.com"));
+}
+
 }  // namespace
 }  // namespace bounced::testing

@@ -1,5 +1,6 @@
-// suppression_io_test.cc: export and import of the suppression list (CSV and JSONL): errors with
-// line numbers, all-or-nothing, and a round trip through a second database.
+// suppression_io_test.cc: export and import of the suppression list (CSV, JSONL and text): errors
+// with line numbers, all-or-nothing, a round trip through a second database, and the column
+// names of other tools' exports.
 #include "storage/suppression_io.h"
 
 #include <gtest/gtest.h>
@@ -78,9 +79,9 @@ TEST(ImportTest, CsvQuotingAndMultilineFieldsKeepLineNumbers) {
   r = ParseImport(ExportFormat::kCsv, "address\n\"unterminated@x.org\n", "+", kT0);
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0], "line 2: unterminated quoted field");
-  r = ParseImport(ExportFormat::kCsv, "email\nx@y.org\n", "+", kT0);
+  r = ParseImport(ExportFormat::kCsv, "mail\nx@y.org\n", "+", kT0);
   ASSERT_EQ(r.errors.size(), 1u);
-  EXPECT_NE(r.errors[0].find("unknown column 'email'"), std::string::npos);
+  EXPECT_NE(r.errors[0].find("unknown column 'mail'"), std::string::npos);
   r = ParseImport(ExportFormat::kCsv, "", "+", kT0);
   ASSERT_EQ(r.errors.size(), 1u);
 }
@@ -189,6 +190,94 @@ TEST(ImportTest, ExportImportRoundTripBothFormats) {
     EXPECT_EQ(std::count(again.begin(), again.end(), '\n'),
               std::count(text.begin(), text.end(), '\n'));
   }
+}
+
+// An ESP's or a spreadsheet's export: its own column names (any case, spaces), a byte order
+// mark, fractional seconds; columns import does not know refuse the file unless asked to skip
+// them, and then the result names them.
+TEST(ImportTest, CsvTakesOtherExportsColumnNames) {
+  const std::string csv =
+      "\xEF\xBB\xBF\"Email Address\",Status,\"Created At\",SuppressionReason\n"
+      "Alice@Example.com,bounced,2026-11-01T00:00:00.250Z,HardBounce\n"
+      "bob+news@example.org,complained,1793491200,SpamComplaint\n";
+  ParsedImport refused = ParseImport(ExportFormat::kCsv, csv, "+", kT0 + 5);
+  ASSERT_EQ(refused.errors.size(), 1u);
+  EXPECT_EQ(refused.errors[0].rfind("line 1: unknown column 'Status'", 0), 0u) << refused.errors[0];
+  EXPECT_NE(refused.errors[0].find("--ignore-unknown-columns"), std::string::npos);
+
+  ImportOptions skip;
+  skip.ignore_unknown_columns = true;
+  ParsedImport r = ParseImport(ExportFormat::kCsv, csv, "+", kT0 + 5, skip);
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0];
+  EXPECT_EQ(r.ignored_columns, std::vector<std::string>{"Status"});
+  ASSERT_EQ(r.entries.size(), 2u);
+  EXPECT_EQ(r.entries[0].address, "alice@example.com");
+  EXPECT_EQ(r.entries[0].display, "Alice@Example.com");
+  EXPECT_EQ(r.entries[0].reason, "HardBounce");
+  EXPECT_EQ(r.entries[0].created, kT0);
+  EXPECT_EQ(r.entries[1].address, "bob@example.org");
+  EXPECT_EQ(r.entries[1].created, kT0);
+  EXPECT_EQ(r.entries[1].source, "import");
+
+  // Two columns for one field, and no address at all, are errors whatever is skipped.
+  ParsedImport twice =
+      ParseImport(ExportFormat::kCsv, "email,Address\na@example.com,b@x.org\n", "+", kT0, skip);
+  ASSERT_EQ(twice.errors.size(), 1u);
+  EXPECT_EQ(twice.errors[0], "line 1: columns 'email' and 'Address' both give address");
+  ParsedImport none = ParseImport(ExportFormat::kCsv, "name,list\nx,y\n", "+", kT0, skip);
+  ASSERT_EQ(none.errors.size(), 1u);
+  EXPECT_EQ(none.errors[0].rfind("line 1: header has no 'address' column", 0), 0u);
+}
+
+// JSONL from an API listing (Amazon SES's suppressed destinations, say) reads the same way.
+TEST(ImportTest, JsonlTakesOtherExportsFieldNames) {
+  const std::string jsonl =
+      "{\"EmailAddress\":\"carol@example.net\",\"Reason\":\"BOUNCE\","
+      "\"LastUpdateTime\":\"2026-11-01T00:00:00Z\",\"Attributes\":{\"x\":1}}\n";
+  ParsedImport refused = ParseImport(ExportFormat::kJsonl, jsonl, "+", kT0 + 5);
+  ASSERT_EQ(refused.errors.size(), 1u);
+  EXPECT_EQ(refused.errors[0], "line 1: unknown field 'Attributes'");
+  ImportOptions skip;
+  skip.ignore_unknown_columns = true;
+  ParsedImport r = ParseImport(ExportFormat::kJsonl, jsonl, "+", kT0 + 5, skip);
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0];
+  EXPECT_EQ(r.ignored_columns, std::vector<std::string>{"Attributes"});
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_EQ(r.entries[0].address, "carol@example.net");
+  EXPECT_EQ(r.entries[0].reason, "BOUNCE");
+  EXPECT_EQ(r.entries[0].created, kT0);
+}
+
+// A plain list: one address per line; blanks, comments and surrounding spaces do not count,
+// and a bad line is named like any other.
+TEST(ImportTest, TextIsOneAddressPerLine) {
+  const std::string text =
+      "# unsubscribed before the move\n"
+      "  Dave+promo@Example.com \r\n"
+      "\n"
+      "erin@example.org\n";
+  ParsedImport r = ParseImport(ExportFormat::kText, text, "+", kT0);
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0];
+  ASSERT_EQ(r.entries.size(), 2u);
+  EXPECT_EQ(r.entries[0].address, "dave@example.com");
+  EXPECT_EQ(r.entries[0].reason, "import");
+  EXPECT_EQ(r.entries[0].created, kT0);
+  EXPECT_EQ(r.entries[1].address, "erin@example.org");
+
+  ParsedImport bad = ParseImport(ExportFormat::kText, "ok@example.com\nnot an address\n", "+", kT0);
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_EQ(bad.errors[0], "line 2: invalid address 'not an address'");
+  EXPECT_TRUE(bad.entries.empty());
+
+  // Export writes the keys, and they read back as the same entries.
+  testing::TempDir dir;
+  auto store = testing::OpenStore(dir.File("t.db"));
+  auto imported = store->Import(ExportFormat::kText, text, {0, "move"});
+  ASSERT_TRUE(imported.ok());
+  EXPECT_EQ(imported->added, 2u);
+  EXPECT_EQ(ExportAll(*store, ExportFormat::kText), "dave@example.com\nerin@example.org\n");
+  EXPECT_EQ(ExportFormatFromName("txt"), ExportFormat::kText);
+  EXPECT_STREQ(ExportFormatName(ExportFormat::kText), "text");
 }
 
 }  // namespace
