@@ -18,6 +18,9 @@ constexpr std::array<std::string_view, 9> kColumns = {"address", "reason",      
                                                       "created", "expires",     "detail"};
 // 10000-01-01T00:00:00Z: the first time RFC 3339's four-digit year cannot write.
 constexpr int64_t kYear10000 = 253402300800;
+// A UTF-8 byte order mark, which spreadsheets and some exporters write first.
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
 constexpr int kIgnored = -1;  // a field export writes that import recomputes
 constexpr int kUnknown = -2;
 
@@ -209,7 +212,7 @@ void AddError(ParsedImport& r, size_t line, const std::string& what) {
 void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
               const ImportOptions& options, ParsedImport& r) {
   size_t pos = 0, line = 1;
-  if (data.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;  // a spreadsheet's byte order mark
+  if (data.substr(0, kByteOrderMark.size()) == kByteOrderMark) pos = kByteOrderMark.size();
   CsvRecord rec;
   std::vector<int> map;  // column index -> Column, or -1 ignored
   bool have_header = false;
@@ -275,21 +278,30 @@ void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, c
   if (!have_header) AddError(r, 1, "empty input (a header line is required)");
 }
 
-void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
-                const ImportOptions& options, ParsedImport& r) {
-  size_t pos = 0, line = 0;
+// Calls `each(line, text)` for every line of `data` after a byte order mark: `line` counts
+// from 1, `text` is without its line end (nor a '\r' before it).
+template <typename Each>
+void ForEachLine(std::string_view data, Each each) {
+  size_t pos = data.substr(0, kByteOrderMark.size()) == kByteOrderMark ? kByteOrderMark.size() : 0;
+  size_t line = 0;
   while (pos < data.size()) {
     size_t end = data.find('\n', pos);
     if (end == std::string_view::npos) end = data.size();
     std::string_view text = data.substr(pos, end - pos);
     pos = end + 1;
-    ++line;
     if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
+    each(++line, text);
+  }
+}
+
+void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
+                const ImportOptions& options, ParsedImport& r) {
+  ForEachLine(data, [&](size_t line, std::string_view text) {
+    if (text.find_first_not_of(" \t") == std::string_view::npos) return;
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
       AddError(r, line, "not a JSON object");
-      continue;
+      return;
     }
     std::array<std::optional<std::string>, 9> f;
     std::string err;
@@ -334,22 +346,15 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
       if (err.empty()) keep(std::move(s));
     }
     if (!err.empty()) AddError(r, line, err);
-  }
+  });
 }
 
 // One address per line; leading and trailing blanks, blank lines and '#' comment lines skipped.
 void ParseText(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
                ParsedImport& r) {
-  size_t pos = 0, line = 0;
-  if (data.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;
-  while (pos < data.size()) {
-    size_t end = data.find('\n', pos);
-    if (end == std::string_view::npos) end = data.size();
-    std::string_view text = data.substr(pos, end - pos);
-    pos = end + 1;
-    ++line;
+  ForEachLine(data, [&](size_t line, std::string_view text) {
     const size_t first = text.find_first_not_of(" \t\r");
-    if (first == std::string_view::npos || text[first] == '#') continue;
+    if (first == std::string_view::npos || text[first] == '#') return;
     text = text.substr(first, text.find_last_not_of(" \t\r") + 1 - first);
     std::array<std::optional<std::string>, 9> f;
     f[kAddress] = std::string(text);
@@ -359,7 +364,7 @@ void ParseText(std::string_view data, std::string_view delimiters, int64_t now, 
     } else {
       keep(std::move(s));
     }
-  }
+  });
 }
 
 }  // namespace

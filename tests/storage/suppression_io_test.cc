@@ -229,10 +229,11 @@ TEST(ImportTest, CsvTakesOtherExportsColumnNames) {
   EXPECT_EQ(none.errors[0].rfind("line 1: header has no 'address' column", 0), 0u);
 }
 
-// JSONL from an API listing (Amazon SES's suppressed destinations, say) reads the same way.
+// JSONL from an API listing (Amazon SES's suppressed destinations, say) reads the same way,
+// after a byte order mark too.
 TEST(ImportTest, JsonlTakesOtherExportsFieldNames) {
   const std::string jsonl =
-      "{\"EmailAddress\":\"carol@example.net\",\"Reason\":\"BOUNCE\","
+      "\xEF\xBB\xBF{\"EmailAddress\":\"carol@example.net\",\"Reason\":\"BOUNCE\","
       "\"LastUpdateTime\":\"2026-11-01T00:00:00Z\",\"Attributes\":{\"x\":1}}\n";
   ParsedImport refused = ParseImport(ExportFormat::kJsonl, jsonl, "+", kT0 + 5);
   ASSERT_EQ(refused.errors.size(), 1u);
