@@ -378,7 +378,7 @@ const char* ExportFormatName(ExportFormat format);  // "csv", "jsonl", "text"
 //   address,reason,category,source,first_event,last_event,created,expires,detail
 // JSONL: one object per line with the same keys. Text: one address per line. Import reads the
 // same forms (CSV: header required, columns by name, only `address` mandatory; JSONL: only
-// "address" mandatory; text: blank lines and lines starting with '#' skipped). A CSV header may
+// "address" mandatory; text: blank lines and "# comment" lines skipped). A CSV header may
 // also name its columns as other tools' exports do (`email`, `Email Address`, `CreatedAt`:
 // storage/suppression_io.h), so an ESP's or another MTA's list imports as it was exported.
 

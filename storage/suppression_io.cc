@@ -349,13 +349,23 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
   });
 }
 
-// One address per line; leading and trailing blanks, blank lines and '#' comment lines skipped.
+// Whether a text import's line (trimmed) is a comment: '#' then a blank or the end, or a '#' line
+// with no '@'. An address may itself begin with '#' ("#ops@example.com" is one), and so may a
+// key that export writes.
+bool IsCommentLine(std::string_view text) {
+  if (text.empty() || text[0] != '#') return false;
+  return text.size() == 1 || text[1] == ' ' || text[1] == '\t' ||
+         text.find('@') == std::string_view::npos;
+}
+
+// One address per line; leading and trailing blanks, blank lines and comment lines skipped.
 void ParseText(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
                ParsedImport& r) {
   ForEachLine(data, [&](size_t line, std::string_view text) {
     const size_t first = text.find_first_not_of(" \t\r");
-    if (first == std::string_view::npos || text[first] == '#') return;
+    if (first == std::string_view::npos) return;
     text = text.substr(first, text.find_last_not_of(" \t\r") + 1 - first);
+    if (IsCommentLine(text)) return;
     std::array<std::optional<std::string>, 9> f;
     f[kAddress] = std::string(text);
     Suppression s;

@@ -265,6 +265,12 @@ TEST(ImportTest, TextIsOneAddressPerLine) {
   EXPECT_EQ(r.entries[0].created, kT0);
   EXPECT_EQ(r.entries[1].address, "erin@example.org");
 
+  // '#' then a blank, or a '#' line without '@', is a comment; an address may start with '#'.
+  ParsedImport hash = ParseImport(ExportFormat::kText, "#\n#ops@example.com\n#note\n", "+", kT0);
+  ASSERT_TRUE(hash.errors.empty()) << hash.errors[0];
+  ASSERT_EQ(hash.entries.size(), 1u);
+  EXPECT_EQ(hash.entries[0].address, "#ops@example.com");
+
   ParsedImport bad = ParseImport(ExportFormat::kText, "ok@example.com\nnot an address\n", "+", kT0);
   ASSERT_EQ(bad.errors.size(), 1u);
   EXPECT_EQ(bad.errors[0], "line 2: invalid address 'not an address'");
