@@ -90,6 +90,13 @@ bool NormalizeAddressInto(std::string_view a, std::string_view delimiters, std::
     AppendUnquoted(local, unquoted);
     local = unquoted;
   }
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  if (local.substr(0, kByteOrderMark.size()) == kByteOrderMark) {
+    while (local.substr(0, kByteOrderMark.size()) == kByteOrderMark) {
+      local.remove_prefix(kByteOrderMark.size());
+    }
+    if (local.empty()) return false;
+  }
   if (!delimiters.empty()) {
     // One delimiter (the usual "+"): one memchr instead of one per character of the local part.
     size_t cut =

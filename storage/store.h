@@ -70,8 +70,10 @@ inline constexpr int kSchemaVersion = 8;
 // would become empty ("+foo@x") is kept whole. A quoted local part is read as Postfix reads it
 // (quotes and backslash escapes removed) before the cut, and quoted again only when it is no
 // dot-atom (Postfix's quote_822_local): `"John.Doe+x"@x` -> john.doe@x, `"Jane Roe"@x` ->
-// "jane roe"@x. Returns "" for something that is not an address (no '@', empty local part or
-// domain, control characters, input or key longer than kMaxAddressBytes).
+// "jane roe"@x. A U+FEFF (a byte order mark a file or spreadsheet left) at the start of the
+// local part is dropped: no mailbox is named with it, and a key must not begin with one (a text
+// export would read back without it). Returns "" for something that is not an address (no '@',
+// empty local part or domain, control characters, input or key longer than kMaxAddressBytes).
 inline constexpr size_t kMaxAddressBytes = 320;
 std::string NormalizeAddress(std::string_view address, std::string_view delimiters = "+");
 // Whether NormalizeAddress takes `address` for an address, in any spelling (case, <>, quotes,

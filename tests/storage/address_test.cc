@@ -67,6 +67,19 @@ TEST(AddressTest, NormalisingAKeyAgainKeepsIt) {
   }
 }
 
+// A byte order mark a file left before the address (or its quoted local part) is no part of
+// it (found by import_fuzz: a key that began with one lost it in a text export's round trip).
+TEST(AddressTest, ALeadingByteOrderMarkIsDropped) {
+  EXPECT_EQ(NormalizeAddress("\xEF\xBB\xBF"
+                             "Ann@Example.org"),
+            "ann@example.org");
+  EXPECT_EQ(NormalizeAddress("\"\xEF\xBB\xBFi@x.org"), "i@x.org");
+  EXPECT_EQ(NormalizeAddress("\"\xEF\xBB\xBF\xEF\xBB\xBF j\"@x.org"), "\" j\"@x.org");
+  EXPECT_EQ(NormalizeAddress("\xEF\xBB\xBF@x.org"), "");
+  EXPECT_EQ(NormalizeAddress("a\xEF\xBB\xBF@x.org"), "a\xEF\xBB\xBF@x.org");  // not at the start
+  EXPECT_EQ(NormalizeAddress("\"\"@x.org"), "\"\"@x.org");                    // as before
+}
+
 TEST(AddressTest, RejectsWhatIsNotAnAddress) {
   EXPECT_EQ(NormalizeAddress(""), "");
   EXPECT_EQ(NormalizeAddress("no-at-sign"), "");
