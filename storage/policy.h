@@ -2,7 +2,7 @@
 //
 // ApplyEvent folds one event into a recipient's state and says whether the event, by itself
 // and the history in the state, calls for an automatic suppression. It knows nothing of the
-// allowlist or of existing entries: the writer (store.cc) applies those, because they win.
+// allowlist or of existing entries: the writer (store_writer.cc) applies those, because they win.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 //
 // A permanent failure from the log (log, journal) and the DSN Postfix sends for it (dsn,
 // milter) are one incident when their queue id and recipient key match within
-// kSameBounceWindowSeconds (storage/store.cc); the writer confirms a match with a SELECT on
+// kSameBounceWindowSeconds (storage/store_impl.h); the writer confirms a match with a SELECT on
 // event_rows. Once DSN bounces are stored that SELECT would run for every log bounce, although
 // most have no DSN copy (yet). This index remembers, for the counted dsn/milter bounces with a
 // time at or after covered_from(), a 64-bit fingerprint of (queue id, recipient key) and the
