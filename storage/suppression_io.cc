@@ -104,6 +104,14 @@ std::string Quoted(std::string_view v) {
   return "'" + s + (v.size() > 80 ? "...'" : "'");
 }
 
+// The display form of an address as written: without the blanks around it (NormalizeAddress
+// drops them too) and printable, so that what export writes reads back the same.
+std::string DisplayForm(std::string_view written) {
+  const size_t first = written.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return Printable(written.substr(first, written.find_last_not_of(" \t") + 1 - first));
+}
+
 // Validates one entry's fields (given as text; missing = nullopt) into `out`.
 // Returns "" or the error text (without the line prefix).
 std::string BuildEntry(const std::array<std::optional<std::string>, 9>& f,
@@ -111,7 +119,7 @@ std::string BuildEntry(const std::array<std::optional<std::string>, 9>& f,
   if (!f[kAddress] || f[kAddress]->empty()) return "missing address";
   out.address = NormalizeAddress(*f[kAddress], delimiters);
   if (out.address.empty()) return "invalid address " + Quoted(*f[kAddress]);
-  out.display = *f[kAddress];
+  out.display = DisplayForm(*f[kAddress]);
   out.reason = f[kReason] && !f[kReason]->empty() ? Printable(*f[kReason]) : "import";
   if (f[kCategory] && !f[kCategory]->empty()) {
     if (!CategoryFromName(*f[kCategory])) return "unknown category " + Quoted(*f[kCategory]);
@@ -341,7 +349,7 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
       // "address" is the normalised key in an export; its display form comes back with it, so
       // an export imported again keeps the case it was first seen in.
       if (err.empty() && !display.empty() && NormalizeAddress(display, delimiters) == s.address) {
-        s.display = Printable(display);
+        s.display = DisplayForm(display);
       }
       if (err.empty()) keep(std::move(s));
     }

@@ -249,6 +249,26 @@ TEST(ImportTest, JsonlTakesOtherExportsFieldNames) {
   EXPECT_EQ(r.entries[0].created, kT0);
 }
 
+// The display form is the address as written without the blanks around it (found by
+// import_fuzz: a trailing tab came back from export as a space, another display form).
+TEST(ImportTest, DisplayFormHasNoSurroundingBlanks) {
+  for (ExportFormat f : {ExportFormat::kCsv, ExportFormat::kJsonl}) {
+    const std::string data = f == ExportFormat::kCsv ? "address\n\" Ann@Example.org\t\"\n"
+                                                     : "{\"address\":\" Ann@Example.org\\t\"}\n";
+    ParsedImport r = ParseImport(f, data, "+", kT0);
+    ASSERT_TRUE(r.errors.empty()) << r.errors[0];
+    ASSERT_EQ(r.entries.size(), 1u);
+    EXPECT_EQ(r.entries[0].display, "Ann@Example.org");
+    ParsedImport back =
+        ParseImport(f,
+                    (f == ExportFormat::kCsv ? std::string(kCsvHeader) + "\n" : std::string()) +
+                        FormatExportLine(f, r.entries[0]),
+                    "+", kT0);
+    ASSERT_EQ(back.entries.size(), 1u);
+    EXPECT_EQ(back.entries[0].display, "Ann@Example.org");
+  }
+}
+
 // A plain list: one address per line; blanks, comments and surrounding spaces do not count,
 // and a bad line is named like any other.
 TEST(ImportTest, TextIsOneAddressPerLine) {
