@@ -224,7 +224,7 @@ TEST(PolicyTest, DeliveryOfTheMessageThatThenBouncesDoesNotResetTheCount) {
   SuppressionPolicy p;
   for (int i = 0; i < 3; ++i) {
     const int64_t t = kT0 + i * 4 * kDay;  // the third 8 days after the first
-    const std::string id = "m" + std::to_string(i) + "@shop.example";
+    const std::string id = testing::Numbered("m", i, "@shop.example");
     EXPECT_FALSE(ApplyEvent(p, s, Sent(t, id), t).suppress);
     EXPECT_EQ(s.incidents, i);
     if (i > 0) {
@@ -342,7 +342,8 @@ TEST(PolicyTest, AnUnknownDeliveryOrTooManyWaitingResetAtOnce) {
     ApplyEvent(p, s, FullLog(kT0, "m1@shop.example"), kT0);
     for (size_t i = 0; i < kMaxPendingDeliveries; ++i) {
       const int64_t t = kT0 + kDay + static_cast<int64_t>(i) * 60;
-      ApplyEvent(p, s, Sent(t, "n" + std::to_string(i) + "@shop.example"), t);
+      ApplyEvent(p, s, Sent(t, testing::Numbered("n", static_cast<int64_t>(i), "@shop.example")),
+                 t);
     }
     EXPECT_EQ(s.incidents, 1);
     EXPECT_EQ(PendingDeliveries(s.pending_delivery, s.pending_message_id, s.pending_earlier).size(),
@@ -502,7 +503,7 @@ TEST_F(StorePolicyTest, UnsuppressMatchingLiftsOnlyTheSelectionAndRemembersIt) {
   const int64_t outage = kT0 + 10 * kDay;
   std::vector<Event> events;
   for (int i = 0; i < 30; ++i) {
-    events.push_back(MakeEvent("u" + std::to_string(i) + "@broken.example",
+    events.push_back(MakeEvent(testing::Numbered("u", i, "@broken.example"),
                                Category::kDomainUnknown, "bounced", outage + i * 60));
   }
   // Same domain, another day; same day, another domain; same domain and day, another category.

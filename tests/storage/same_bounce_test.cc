@@ -94,7 +94,7 @@ TEST(SameBounceIndexTest, AFutureTimeDoesNotEmptyTheIndex) {
 TEST(SameBounceIndexTest, CapDropsTheOldestAndSaysMaybeForTheirTimes) {
   SameBounceIndex idx(kWindow, kDay, 3);
   for (int i = 0; i < 5; ++i) {
-    idx.Add("Q" + std::to_string(i), "a@example.com", kT0 + i * 60, kT0 + i * 60);
+    idx.Add(testing::Numbered("Q", i), "a@example.com", kT0 + i * 60, kT0 + i * 60);
   }
   EXPECT_EQ(idx.size(), 3u);
   EXPECT_EQ(idx.covered_from(), kT0 + 60 + 1);

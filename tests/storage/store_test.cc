@@ -369,8 +369,8 @@ TEST_F(StoreTest, EventRowKeepsEverythingTheClassifierReturned) {
 TEST_F(StoreTest, BatchCommitsEventsAndPositionTogether) {
   Batch b;
   for (int i = 0; i < 1000; ++i) {
-    b.events.push_back(
-        MakeEvent("r" + std::to_string(i) + "@example.com", Category::kDelivered, "sent", kT0 + i));
+    b.events.push_back(MakeEvent(testing::Numbered("r", i, "@example.com"), Category::kDelivered,
+                                 "sent", kT0 + i));
   }
   b.position = InputPosition{"log:/var/log/mail.log", 77, 123456, ""};
   ASSERT_TRUE(store_->Write(std::move(b)).ok());
@@ -394,8 +394,8 @@ TEST_F(StoreTest, ManyConcurrentSubmittersGroupCommitAndLoseNothing) {
       for (int b = 0; b < kBatches; ++b) {
         Batch batch;
         for (int i = 0; i < kPerBatch; ++i) {
-          batch.events.push_back(MakeEvent("t" + std::to_string(t) + "b" + std::to_string(b) + "i" +
-                                               std::to_string(i) + "@example.com",
+          batch.events.push_back(MakeEvent(testing::Numbered("t", t) + testing::Numbered("b", b) +
+                                               testing::Numbered("i", i, "@example.com"),
                                            Category::kRateLimited, "deferred", kT0));
         }
         batch.position = InputPosition{"input" + std::to_string(t), 1,
@@ -870,7 +870,7 @@ TEST_F(StoreTest, AllowlistChangedInTheSameGroupStillWins) {
   std::thread allow([&] { EXPECT_TRUE(store_->Allow("example.net", {0, "ours"}).ok()); });
   std::vector<std::future<Status>> futures;
   for (int i = 0; i < 50; ++i) {
-    futures.push_back(store_->Submit(Batch{{MakeEvent("u" + std::to_string(i) + "@example.net",
+    futures.push_back(store_->Submit(Batch{{MakeEvent(testing::Numbered("u", i, "@example.net"),
                                                       Category::kUserUnknown, "bounced", kT0)},
                                            std::nullopt}));
   }
@@ -1146,7 +1146,7 @@ TEST_F(StoreTest, StatsPerSenderDomain) {
 TEST_F(StoreTest, ListFiltersAndPages) {
   std::vector<Event> evs;
   for (int i = 0; i < 25; ++i) {
-    evs.push_back(MakeEvent("u" + std::to_string(100 + i) + "@a.example", Category::kUserUnknown,
+    evs.push_back(MakeEvent(testing::Numbered("u", 100 + i, "@a.example"), Category::kUserUnknown,
                             "bounced", kT0 + i));
   }
   evs.push_back(MakeEvent("c@b.example", Category::kComplaint, "complaint", kT0 + 5 * kDay));
@@ -1201,7 +1201,7 @@ TEST_F(StoreTest, ViewIsInStepWithEveryCommit) {
     while (!stop) store_->view().Lookup("hot@example.com");
   });
   for (int i = 0; i < 50; ++i) {
-    std::string a = "v" + std::to_string(i) + "@example.com";
+    std::string a = testing::Numbered("v", i, "@example.com");
     ASSERT_TRUE(
         store_->Write(Batch{{MakeEvent(a, Category::kUserUnknown, "bounced", kT0)}, std::nullopt})
             .ok());

@@ -81,6 +81,12 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// prefix + n + suffix ("u" 7 "@example.com" -> "u7@example.com"), built by appending: the same
+// with `"u" + std::to_string(n) + ...` trips a GCC 12 -O3 -Wrestrict false positive.
+inline std::string Numbered(std::string_view prefix, int64_t n, std::string_view suffix = {}) {
+  return std::string(prefix).append(std::to_string(n)).append(suffix);
+}
+
 inline Event MakeEvent(const std::string& rcpt, Category c, const std::string& log_status,
                        int64_t t, EventSource source = EventSource::kLog) {
   Event e;
