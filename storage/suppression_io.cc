@@ -237,7 +237,9 @@ void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, c
       for (const std::string& name : rec.fields) {
         int col = ColumnOf(name);
         if (col == kUnknown && options.ignore_unknown_columns) {
-          r.ignored_columns.push_back(Printable(name));
+          if (r.ignored_columns.size() < kMaxImportErrors) {
+            r.ignored_columns.push_back(Printable(name));
+          }
           col = kIgnored;
         }
         if (col == kUnknown) {

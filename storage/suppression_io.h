@@ -33,7 +33,7 @@ std::string FormatExportLine(ExportFormat format, const Suppression& s);
 struct ParsedImport {
   std::vector<Suppression> entries;  // address = normalised key, display = as written
   std::vector<std::string> errors;
-  std::vector<std::string> ignored_columns;  // as the header wrote them
+  std::vector<std::string> ignored_columns;  // as the header wrote them (the first 100)
 };
 // `now` fills `created` when the line has none.
 ParsedImport ParseImport(ExportFormat format, std::string_view data, std::string_view delimiters,
