@@ -202,6 +202,18 @@ class ReadTxn {
   Status ok_;
 };
 
+// Runs `select` (one "?1" parameter, bound to `key`) and hands its first row, if any, to `read`.
+template <typename Read>
+Status ReadFirstRow(sql::Db& db, const std::string& select, std::string_view key, Read read) {
+  sql::Stmt st;
+  if (Status s = st.Prepare(db, select); !s) return s;
+  st.Bind(1, key);
+  auto r = st.Step();
+  if (!r) return r.status();
+  if (*r) read(st);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<std::vector<StoredEvent>> StoreImpl::EventsFor(std::string_view address,
@@ -364,17 +376,12 @@ Expected<AddressStatus> StoreImpl::GetStatus(std::string_view address, size_t ma
   if (!db) return db.status();
   ReadTxn txn(**db);
   if (!txn.status()) return txn.status();
-  {
-    sql::Stmt st;
-    if (Status s = st.Prepare(**db, "SELECT " + std::string(kSuppressionColumns) +
-                                        " FROM suppressions WHERE address = ?1");
-        !s) {
-      return s;
-    }
-    st.Bind(1, out.key);
-    auto r = st.Step();
-    if (!r) return r.status();
-    if (*r) out.suppression = ReadSuppression(st);
+  if (Status s = ReadFirstRow(
+          **db,
+          "SELECT " + std::string(kSuppressionColumns) + " FROM suppressions WHERE address = ?1",
+          out.key, [&](const sql::Stmt& st) { out.suppression = ReadSuppression(st); });
+      !s) {
+    return s;
   }
   {
     sql::Stmt st;
@@ -401,17 +408,11 @@ Expected<AddressStatus> StoreImpl::GetStatus(std::string_view address, size_t ma
       st.Reset();
     }
   }
-  {
-    sql::Stmt st;
-    if (Status s = st.Prepare(**db, "SELECT " + std::string(kStateColumns) +
-                                        " FROM recipient_state WHERE address = ?1");
-        !s) {
-      return s;
-    }
-    st.Bind(1, out.key);
-    auto r = st.Step();
-    if (!r) return r.status();
-    if (*r) out.state = ReadState(st);
+  if (Status s = ReadFirstRow(
+          **db, "SELECT " + std::string(kStateColumns) + " FROM recipient_state WHERE address = ?1",
+          out.key, [&](const sql::Stmt& st) { out.state = ReadState(st); });
+      !s) {
+    return s;
   }
   {
     sql::Stmt st;
