@@ -202,6 +202,19 @@ class ReadTxn {
   Status ok_;
 };
 
+// allowlist rows, as ReadAllowEntry reads them.
+constexpr std::string_view kAllowColumns = "entry, kind, reason, created, actor_uid";
+
+AllowEntry ReadAllowEntry(const sql::Stmt& st) {
+  AllowEntry a;
+  a.entry = st.Text(0);
+  a.domain = st.TextView(1) == "domain";
+  a.reason = st.Text(2);
+  a.created = st.Int(3);
+  a.actor_uid = st.Int(4);
+  return a;
+}
+
 // Runs `select` (one "?1" parameter, bound to `key`) and hands its first row, if any, to `read`.
 template <typename Read>
 Status ReadFirstRow(sql::Db& db, const std::string& select, std::string_view key, Read read) {
@@ -385,9 +398,8 @@ Expected<AddressStatus> StoreImpl::GetStatus(std::string_view address, size_t ma
   }
   {
     sql::Stmt st;
-    if (Status s = st.Prepare(**db,
-                              "SELECT entry, kind, reason, created, actor_uid "
-                              "FROM allowlist WHERE entry = ?1");
+    if (Status s = st.Prepare(
+            **db, "SELECT " + std::string(kAllowColumns) + " FROM allowlist WHERE entry = ?1");
         !s) {
       return s;
     }
@@ -396,13 +408,7 @@ Expected<AddressStatus> StoreImpl::GetStatus(std::string_view address, size_t ma
       auto r = st.Step();
       if (!r) return r.status();
       if (*r) {
-        AllowEntry a;
-        a.entry = st.Text(0);
-        a.domain = st.TextView(1) == "domain";
-        a.reason = st.Text(2);
-        a.created = st.Int(3);
-        a.actor_uid = st.Int(4);
-        out.allowed_by = a;
+        out.allowed_by = ReadAllowEntry(st);
         break;
       }
       st.Reset();
@@ -527,23 +533,13 @@ Expected<std::vector<AllowEntry>> StoreImpl::AllowList() {
   auto db = AcquireReader();
   if (!db) return db.status();
   sql::Stmt st;
-  if (Status s = st.Prepare(**db,
-                            "SELECT entry, kind, reason, created, actor_uid FROM allowlist "
-                            "ORDER BY kind, entry");
+  if (Status s = st.Prepare(
+          **db, "SELECT " + std::string(kAllowColumns) + " FROM allowlist ORDER BY kind, entry");
       !s) {
     return s;
   }
   std::vector<AllowEntry> out;
-  if (Status walked = st.ForEachRow([&] {
-        AllowEntry a;
-        a.entry = st.Text(0);
-        a.domain = st.TextView(1) == "domain";
-        a.reason = st.Text(2);
-        a.created = st.Int(3);
-        a.actor_uid = st.Int(4);
-        out.push_back(std::move(a));
-      });
-      !walked) {
+  if (Status walked = st.ForEachRow([&] { out.push_back(ReadAllowEntry(st)); }); !walked) {
     return walked;
   }
   return out;
