@@ -18,6 +18,7 @@ extern const std::string_view kSchemaV5Sql;  // storage/migrate_5.sql
 extern const std::string_view kSchemaV6Sql;  // storage/migrate_6.sql
 extern const std::string_view kSchemaV7Sql;  // storage/migrate_7.sql
 extern const std::string_view kSchemaV8Sql;  // storage/migrate_8.sql
+extern const std::string_view kSchemaV9Sql;  // storage/migrate_9.sql
 
 namespace store_detail {
 
@@ -28,7 +29,7 @@ constexpr int32_t kApplicationId = 0x626f756e;
 // Migration N turns schema N-1 into N. Index 0 is version 1 (the whole schema.sql).
 const std::string_view* const kMigrations[] = {&kSchemaV1Sql, &kSchemaV2Sql, &kSchemaV3Sql,
                                                &kSchemaV4Sql, &kSchemaV5Sql, &kSchemaV6Sql,
-                                               &kSchemaV7Sql, &kSchemaV8Sql};
+                                               &kSchemaV7Sql, &kSchemaV8Sql, &kSchemaV9Sql};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

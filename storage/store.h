@@ -7,8 +7,10 @@
 // views over narrower tables), storage/migrate_3.sql (version 3: a recipient's pending
 // delivery), storage/migrate_4.sql (version 4: the log inputs' queue facts),
 // storage/migrate_5.sql (version 5: several pending deliveries), storage/migrate_6.sql
-// (version 6: queue facts rows by increasing id) and storage/migrate_7.sql (version 7: events
-// found by their original recipient). Read-only SQL on them
+// (version 6: queue facts rows by increasing id), storage/migrate_7.sql (version 7: events
+// found by their original recipient), storage/migrate_8.sql (version 8: each change's note and
+// an address's history) and storage/migrate_9.sql (version 9: entries found by their expiry).
+// Read-only SQL on them
 // is fine, e.g. for reports: open the file with SQLITE_OPEN_READONLY, WAL lets readers run
 // beside the writer.
 //
@@ -59,7 +61,7 @@ namespace bounced {
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated at Open;
 // newer files are refused.
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 // ---------------------------------------------------------------------------------------------
 // Addresses

@@ -43,12 +43,16 @@ inline constexpr int64_t kSameBounceSlackSeconds = 86400;
 inline constexpr size_t kSameBounceIndexMaxEntries = size_t{1} << 20;
 
 // Expired suppressions no longer suppress (lookups check the time) but keep their rows until the
-// writer purges them: at the first commit after open, then at most once per interval, at most
-// kPurgeLimit rows per transaction (a bigger backlog continues in the next group at once).
+// writer purges them: at the first commit after open, then at the next entry's expiry (the
+// writer wakes for it without a batch) or after the interval, whichever comes first, at most
+// kPurgeLimit rows per transaction (a bigger backlog continues in the next group at once). A
+// purge that fails is tried again after kPurgeRetrySeconds.
 inline constexpr int64_t kPurgeIntervalSeconds = 3600;
+inline constexpr int64_t kPurgeRetrySeconds = 60;
 inline constexpr int64_t kPurgeLimit = 10000;
 
-// Retention (RetentionPolicy): at the first commit after open, then hourly, at most kPruneLimit
+// Retention (RetentionPolicy): at the first commit after open, then hourly (a writer that no batch
+// wakes wakes for it), at most kPruneLimit
 // event rows (or one day of daily counters) per step, each step in a transaction of its own
 // before the next group's: a batch waits for one step at most (~15-30 ms; bench/ingest_bench
 // --part retention). A backlog (retention just turned on, a day of a busy server) goes on
@@ -518,7 +522,9 @@ class StoreImpl final : public Store {
   size_t queued_events_ = 0;
   bool stopping_ = false;
   std::string last_write_error_;
-  int64_t next_purge_ = 0;  // writer thread only
+  // When the writer purges expired entries next: the earliest expiry it knows of, an hour away
+  // at most (writer thread only).
+  int64_t next_purge_ = 0;
   // Pruning (writer thread only, except prune_soon_): when next; whether a step left more (the
   // writer then runs another without waiting for a batch); the event id the next step's scan
   // starts at (0 after a finished pass or a rollback); what the running transaction pruned or

@@ -3,6 +3,9 @@
 // purged, old events pruned, the WAL checkpointed.
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <future>
+
 #include "storage/store_impl.h"
 
 namespace bounced::store_detail {
@@ -191,9 +194,12 @@ void StoreImpl::WriterLoop() {
     std::vector<std::unique_ptr<Job>> group;
     {
       std::unique_lock lock(queue_mu_);
-      // A pruning backlog goes on between batches, and without them.
-      queue_cv_.wait(lock,
-                     [&] { return stopping_ || !queue_.empty() || prune_more_ || prune_soon_; });
+      // A pruning backlog goes on between batches, and without them; so do the purge, at the
+      // next entry's expiry, and the hourly prune, on a writer that no batch wakes.
+      const auto due = std::chrono::system_clock::from_time_t(
+          static_cast<std::time_t>(std::min(next_purge_, next_prune_)));
+      queue_cv_.wait_until(
+          lock, due, [&] { return stopping_ || !queue_.empty() || prune_more_ || prune_soon_; });
       if (queue_.empty() && stopping_) return;  // everything queued is committed
       size_t events = 0;
       while (!queue_.empty() &&
@@ -203,11 +209,18 @@ void StoreImpl::WriterLoop() {
         queue_.pop_front();
       }
     }
+    if (group.empty() && !prune_more_ && !prune_soon_ && Now() < next_purge_ &&
+        Now() < next_prune_) {
+      continue;  // woken before anything was due
+    }
+    std::future<Status> purged;
     if (Now() >= next_purge_) {
       // First in the group, so the group's own new entries are never the ones it removes.
+      // PurgeExpiredW brings next_purge_ forward to the next entry's expiry.
       next_purge_ = Now() + kPurgeIntervalSeconds;
       auto purge = std::make_unique<Job>();
       purge->call = [](StoreImpl& self) { return self.PurgeExpiredW(); };
+      purged = purge->done.get_future();
       group.insert(group.begin(), std::move(purge));
     }
     if (prune_more_ || prune_soon_.exchange(false) || Now() >= next_prune_) {
@@ -221,6 +234,11 @@ void StoreImpl::WriterLoop() {
     }
     if (wal_frames_ >= ckpt_cap_frames_) WaitForCheckpointW();
     CommitGroup(group);
+    if (purged.valid() && !purged.get()) {
+      // Rolled back (a full disk): the next expiry it found is not known, and a purge that
+      // fails again is not retried in a loop.
+      next_purge_ = Now() + kPurgeRetrySeconds;
+    }
     size_t events = 0;
     {
       std::lock_guard lock(queue_mu_);
@@ -869,6 +887,8 @@ Status StoreImpl::PutSuppressionW(const Suppression& s, std::string_view log_act
       .Bind(13, txn_now_);
   if (Status st = w_.put_suppression.Run(); !st) return st;
   if (Status st = LogSuppressionW(s, log_action, who); !st) return st;
+  // Purged at its expiry (a rollback leaves a purge that finds nothing and looks again).
+  if (s.expires != 0 && s.expires < next_purge_) next_purge_ = s.expires;
   txn_suppressed_.insert(s.address);
   pending_->push_back(ViewChange{ViewChange::kPut, s.address, HitFor(s), log_action == "add",
                                  s.source, s.category});
@@ -929,7 +949,23 @@ Status StoreImpl::PurgeExpiredW() {
     pending_->push_back(ViewChange{ViewChange::kErase, s.address, {}});
     if (s.reason == kReasonRepeatedFailure) ForgetIncidentsW(s.address);
   }
-  if (gone.size() == static_cast<size_t>(kPurgeLimit)) next_purge_ = 0;  // more are waiting
+  if (gone.size() == static_cast<size_t>(kPurgeLimit)) {
+    next_purge_ = 0;  // more are waiting
+    return Status::Ok();
+  }
+  // The next entry to expire is purged at its expiry (its remove is in the change feed then),
+  // not at the next hourly sweep.
+  sql::Stmt next;
+  if (Status st = next.Prepare(wdb_,
+                               "SELECT min(expires) FROM suppressions WHERE expires <> 0 AND "
+                               "expires > ?1");
+      !st) {
+    return st;
+  }
+  next.Bind(1, txn_now_);
+  auto row = next.Step();
+  if (!row) return row.status();
+  if (*row && !next.IsNull(0)) next_purge_ = std::min(next_purge_, next.Int(0));
   return Status::Ok();
 }
 

@@ -282,8 +282,35 @@ TEST(StoreMigrationTest, NewerVersionIsStillRefusedAfterTheMigrationExists) {
 // its index by address (storage/migrate_8.sql).
 void DowngradeToVersionSeven(const std::string& path) {
   ExecSql(path,
-          "DROP INDEX suppression_log_by_address; ALTER TABLE suppression_log DROP COLUMN note; "
-          "PRAGMA user_version = 7;");
+          "DROP INDEX suppressions_by_expiry; DROP INDEX suppression_log_by_address; "
+          "ALTER TABLE suppression_log DROP COLUMN note; PRAGMA user_version = 7;");
+}
+
+// Version 8 had no index by expiry: the purge, and the question of when the next entry
+// expires, read the whole list (storage/migrate_9.sql).
+TEST(StoreMigrationTest, VersionEightGetsTheIndexByExpiryThePurgeUses) {
+  TempDir dir;
+  const std::string path = dir.File("v8.db");
+  {
+    auto s = OpenStore(path);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->Suppress({"later@example.com", "", 4102444800}, {0, "until 2100"}).ok());
+  }
+  ExecSql(path, "DROP INDEX suppressions_by_expiry; PRAGMA user_version = 8;");
+  auto s = OpenStore(path);
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->Flush().ok());
+  EXPECT_EQ(Scalar(path, "PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(Scalar(path,
+                   "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                   "name = 'suppressions_by_expiry'"),
+            1);
+  // Only entries with an expiry are in it.
+  EXPECT_EQ(Scalar(path,
+                   "SELECT count(*) FROM suppressions INDEXED BY suppressions_by_expiry "
+                   "WHERE expires <> 0"),
+            1);
+  EXPECT_TRUE(s->view().Lookup("later@example.com").has_value());
 }
 
 void DowngradeToVersionSix(const std::string& path) {
