@@ -227,9 +227,32 @@ size_t ExportedCount(ExportFormat format, size_t lines) {
   return format == ExportFormat::kCsv && lines > 0 ? lines - 1 : lines;
 }
 
-ImportOptions ImportOptionsFrom(const json& req) {
+// The category of an ESP's reply (an import's reason, status and code), classified as a bounce's
+// would be by the rules in force: "" when they cannot tell, or it is no failure.
+std::string ClassifyImported(const RuleSet& rules, const ImportedReply& reply) {
+  ReplyInput in;
+  in.diagnostic = reply.text;
+  in.status = reply.status;
+  in.reply_code = reply.code;
+  in.recipient = reply.address;
+  in.dsn_action = "failed";
+  const Category c = rules.Classify(in).category;
+  if (c == Category::kUndetermined || c == Category::kDelivered || c == Category::kAutoReply) {
+    return {};
+  }
+  return std::string(ToString(c));
+}
+
+ImportOptions ImportOptionsFrom(Services& services, const json& req) {
   ImportOptions o;
   o.ignore_unknown_columns = BoolField(req, "ignore_unknown_columns");
+  o.category = StringField(req, "category", false);
+  if (!o.category.empty() && !CategoryFromName(o.category)) {
+    throw RequestError{"unknown category '" + Printable(o.category) + "'"};
+  }
+  if (std::shared_ptr<const RuleSet> rules = services.rules()) {
+    o.classify = [rules](const ImportedReply& reply) { return ClassifyImported(*rules, reply); };
+  }
   return o;
 }
 
@@ -536,7 +559,7 @@ json CommitImport(Store& store, ExportFormat format, std::string_view data, cons
     }
     spdlog::info("query: uid {} imported {} new and {} updated suppressions", uid, r.added,
                  r.updated);
-    json result{{"added", r.added}, {"updated", r.updated}};
+    json result{{"added", r.added}, {"updated", r.updated}, {"categorized", r.categorized}};
     if (!r.ignored_columns.empty()) result["ignored_columns"] = std::move(r.ignored_columns);
     return Ok(result);
   } catch (const std::exception& e) {
@@ -553,7 +576,7 @@ json CmdImport(Services& services, const PeerCred& peer, const json& req, json* 
   std::string data = StringField(req, "data", true);
   std::string reason = StringField(req, "reason", false);
   json reply = CommitImport(*RequireStore(services), format, data, ImportActor(peer, reason),
-                            peer.uid, ImportOptionsFrom(req));
+                            peer.uid, ImportOptionsFrom(services, req));
   if (reply.value("ok", false)) return reply["result"];
   if (reply.contains("errors")) *error_details = std::move(reply["errors"]);
   throw RequestError{reply.value("error", std::string("import failed"))};
@@ -933,7 +956,7 @@ class QuerySession : public Session {
       import_.reset();  // a new import replaces one left unfinished on this connection
       PendingImport p;
       p.format = FormatFrom(req);
-      p.options = ImportOptionsFrom(req);
+      p.options = ImportOptionsFrom(services_, req);
       p.reason = StringField(req, "reason", false);
       import_ = std::move(p);
     } else if (!import_ || part != import_->next_part) {

@@ -387,10 +387,23 @@ const char* ExportFormatName(ExportFormat format);  // "csv", "jsonl", "text"
 // storage/suppression_io.h), so an ESP's or another MTA's list imports as it was exported.
 
 // How an import reads its input.
+// An ESP's failure for one imported entry, as its export gives it (any part may be ""): what
+// ImportOptions::classify reads.
+struct ImportedReply {
+  std::string_view text;     // the reason column: a reply ("550 5.1.1 ... does not exist")
+  std::string_view status;   // an enhanced status column ("5.1.1", SendGrid's status)
+  std::string_view code;     // a reply code column ("550", Mailgun's code)
+  std::string_view address;  // the entry's address (for the provider)
+};
 struct ImportOptions {
   // A CSV column the header names but import does not know is skipped (and named in the
   // result) instead of refusing the file: for an ESP's export with columns of its own.
   bool ignore_unknown_columns = false;
+  // The category of an entry whose file has no category column: complaint when its reason (or
+  // an ESP's own source column) says so (SpamComplaint, COMPLAINT, spam report, abuse), else
+  // what `classify` makes of its reply (a category name; "" for none), else `category`.
+  std::function<std::string(const ImportedReply&)> classify = {};
+  std::string category = {};  // a category name, or ""
 };
 // What Store::UnsuppressMatching lifted (or, in a dry run, would lift).
 struct BulkUnsuppressResult {
@@ -404,6 +417,7 @@ struct ImportResult {
   size_t updated = 0;
   std::vector<std::string> errors;  // "line 12: invalid address 'foo'"; non-empty = nothing done
   std::vector<std::string> ignored_columns;  // ImportOptions::ignore_unknown_columns skipped these
+  size_t categorized = 0;  // entries given a category from their reason (ImportOptions)
 };
 
 // What an input stored about one Postfix queue id (Store::QueueEvents).

@@ -209,14 +209,25 @@ Expected<ImportResult> StoreImpl::Import(ExportFormat format, std::string_view d
   // Two passes over the text instead of a parsed copy of it: the first checks every line (all
   // or nothing: any error and nothing is written), the second parses again inside the writer's
   // transaction and writes each entry as it is read. A million-line import so holds the text
-  // and one entry at a time, not a million parsed entries (~1 GB).
+  // and one entry at a time, not a million parsed entries (~1 GB). The first pass keeps each
+  // entry's category (a byte), so that the second, on the writer, does not classify again.
   const std::string delimiters = Delimiters();
   const int64_t now = Now();
   size_t entries = 0;
+  std::vector<uint8_t> categories;
+  constexpr uint8_t kNoCategory = 0xff;
+  static_assert(kCategoryCount < kNoCategory);
   ParsedImport checked = ParseImportEach(
-      format, data, delimiters, now, [&entries](Suppression&&) { ++entries; }, options);
+      format, data, delimiters, now,
+      [&](Suppression&& s) {
+        ++entries;
+        auto c = CategoryFromName(s.category);
+        categories.push_back(c ? static_cast<uint8_t>(*c) : kNoCategory);
+      },
+      options);
   ImportResult result;
   result.ignored_columns = std::move(checked.ignored_columns);
+  result.categorized = checked.categorized;
   if (!checked.errors.empty()) {
     result.errors = std::move(checked.errors);
     return result;
@@ -224,10 +235,16 @@ Expected<ImportResult> StoreImpl::Import(ExportFormat format, std::string_view d
   Status st = RunOnWriter([&](StoreImpl& self) -> Status {
     result.added = result.updated = 0;  // a rerun starts over
     Status failed = Status::Ok();
+    size_t n = 0;
+    ImportOptions unclassified = options;
+    unclassified.classify = nullptr;
     ParsedImport again = ParseImportEach(
         format, data, delimiters, now,
         [&](Suppression&& s) {
           if (!failed) return;
+          const uint8_t c = n < categories.size() ? categories[n] : kNoCategory;
+          ++n;
+          s.category = c == kNoCategory ? "" : std::string(ToString(static_cast<Category>(c)));
           auto existing = self.GetSuppressionW(s.address);
           if (!existing) {
             failed = existing.status();
@@ -241,7 +258,7 @@ Expected<ImportResult> StoreImpl::Import(ExportFormat format, std::string_view d
           }
           failed = self.PutSuppressionW(s, update ? "update" : "add", who);
         },
-        options);
+        unclassified);
     if (!failed) return failed;
     if (!again.errors.empty()) return Status::Error("import: " + again.errors.front());
     return self.AuditW(

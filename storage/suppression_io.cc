@@ -6,16 +6,34 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "classifier/mail_date.h"
 #include "storage/store_json.h"
 #include "storage/timefmt.h"
 
 namespace bounced {
 namespace {
 
-enum Column { kAddress, kReason, kCategory, kSource, kFirst, kLast, kCreated, kExpires, kDetail };
-constexpr std::array<std::string_view, 9> kColumns = {"address", "reason",      "category",
-                                                      "source",  "first_event", "last_event",
-                                                      "created", "expires",     "detail"};
+// Export's columns, then two that only an ESP's export has (an enhanced status and a reply code
+// beside its reason), read to classify the reason.
+enum Column {
+  kAddress,
+  kReason,
+  kCategory,
+  kSource,
+  kFirst,
+  kLast,
+  kCreated,
+  kExpires,
+  kDetail,
+  kStatus,
+  kCode,
+  kColumnCount
+};
+constexpr std::array<std::string_view, kColumnCount> kColumns = {
+    "address", "reason",  "category", "source", "first_event", "last_event",
+    "created", "expires", "detail",   "status", "code"};
+// One entry's fields as text (missing = nullopt).
+using Fields = std::array<std::optional<std::string>, kColumnCount>;
 // 10000-01-01T00:00:00Z: the first time RFC 3339's four-digit year cannot write.
 constexpr int64_t kYear10000 = 253402300800;
 // A UTF-8 byte order mark, which spreadsheets and some exporters write first.
@@ -53,6 +71,9 @@ constexpr ColumnName kColumnNames[] = {
     {"lastupdatetime", kCreated},
     {"date", kCreated},
     {"expiresat", kExpires},
+    {"description", kReason},
+    {"status", kStatus},
+    {"code", kCode},
 };
 
 // A column name as import compares it: ASCII lower case, without spaces, '_' and '-'
@@ -112,25 +133,78 @@ std::string DisplayForm(std::string_view written) {
   return Printable(written.substr(first, written.find_last_not_of(" \t") + 1 - first));
 }
 
-// Validates one entry's fields (given as text; missing = nullopt) into `out`.
-// Returns "" or the error text (without the line prefix).
-std::string BuildEntry(const std::array<std::optional<std::string>, 9>& f,
-                       std::string_view delimiters, int64_t now, Suppression& out) {
+// Whether an ESP's reason or source word says the recipient complained (Postmark's
+// SpamComplaint, Amazon SES's COMPLAINT, SendGrid's spam reports, SparkPost's Spam Complaint,
+// Mailchimp's abuse): compared in lower case, letters and digits only.
+bool IsComplaintWord(std::string_view word) {
+  std::string key;
+  for (char c : word.substr(0, 40)) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) key.push_back(c);
+  }
+  static constexpr std::string_view kWords[] = {
+      "complaint",      "complaints",  "spamcomplaint", "spamcomplaints",
+      "spamreport",     "spamreports", "abuse",         "abusereport",
+      "abusecomplaint", "fbl",         "feedbackloop",  "markedasspam"};
+  return std::find(std::begin(kWords), std::end(kWords), key) != std::end(kWords);
+}
+
+// An ESP's status or code column as a reply reads it: "5.1.1" (or "4.7.0"), "550"; anything
+// else is no status or code (and not an error: the column is the ESP's, not bounced's).
+std::string_view EnhancedStatus(const std::optional<std::string>& v) {
+  if (!v) return {};
+  std::string_view s = *v;
+  const size_t a = s.find('.'), b = s.rfind('.');
+  const bool ok = s.size() >= 5 && s.size() <= 9 && (s[0] == '2' || s[0] == '4' || s[0] == '5') &&
+                  a == 1 && b > a + 1 && b < s.size() - 1 &&
+                  s.find_first_not_of("0123456789.") == std::string_view::npos;
+  return ok ? s : std::string_view();
+}
+std::string_view ReplyCode(const std::optional<std::string>& v) {
+  if (!v) return {};
+  std::string_view s = *v;
+  const bool ok = s.size() == 3 && s[0] >= '2' && s[0] <= '5' &&
+                  s.find_first_not_of("0123456789") == std::string_view::npos;
+  return ok ? s : std::string_view();
+}
+
+// Validates one entry's fields into `out`. Returns "" or the error text (without the line
+// prefix). `*categorized`: the category came from the reason (ImportOptions).
+std::string BuildEntry(const Fields& f, std::string_view delimiters, int64_t now,
+                       const ImportOptions& options, Suppression& out, bool* categorized) {
   if (!f[kAddress] || f[kAddress]->empty()) return "missing address";
   out.address = NormalizeAddress(*f[kAddress], delimiters);
   if (out.address.empty()) return "invalid address " + Quoted(*f[kAddress]);
   out.display = DisplayForm(*f[kAddress]);
-  out.reason = f[kReason] && !f[kReason]->empty() ? Printable(*f[kReason]) : "import";
-  if (f[kCategory] && !f[kCategory]->empty()) {
-    if (!CategoryFromName(*f[kCategory])) return "unknown category " + Quoted(*f[kCategory]);
-    out.category = *f[kCategory];
-  }
+  // A source that is not one of bounced's own is an ESP's (SparkPost's "Hard Bounce", "Spam
+  // Complaint"): it says why, as a reason does.
+  std::string esp_source;
   if (f[kSource] && !f[kSource]->empty()) {
     const std::string& s = *f[kSource];
     if (s != "bounce" && s != "complaint" && s != "manual" && s != "import") {
-      return "unknown source " + Quoted(s) + " (bounce, complaint, manual, import)";
+      esp_source = Printable(s);
     }
   }
+  const bool has_reason = f[kReason] && !f[kReason]->empty();
+  out.reason = has_reason ? Printable(*f[kReason]) : !esp_source.empty() ? esp_source : "import";
+  const std::string_view status = EnhancedStatus(f[kStatus]);
+  const std::string_view code = ReplyCode(f[kCode]);
+  if (f[kCategory]) {
+    // bounced's own export, or a file that says: "" is no category.
+    if (!f[kCategory]->empty() && !CategoryFromName(*f[kCategory])) {
+      return "unknown category " + Quoted(*f[kCategory]);
+    }
+    out.category = *f[kCategory];
+  } else if ((has_reason && IsComplaintWord(*f[kReason])) || IsComplaintWord(esp_source)) {
+    out.category = "complaint";
+    *categorized = true;
+  } else if (options.classify && (has_reason || !status.empty() || !code.empty())) {
+    out.category = options.classify(
+        ImportedReply{has_reason ? std::string_view(*f[kReason]) : std::string_view(), status, code,
+                      *f[kAddress]});
+    *categorized = !out.category.empty();
+  }
+  if (out.category.empty() && !f[kCategory]) out.category = options.category;
   out.source = "import";
   struct TimeField {
     Column col;
@@ -139,10 +213,12 @@ std::string BuildEntry(const std::array<std::optional<std::string>, 9>& f,
   for (TimeField tf : {TimeField{kFirst, &out.first_event}, TimeField{kLast, &out.last_event},
                        TimeField{kCreated, &out.created}, TimeField{kExpires, &out.expires}}) {
     if (!f[tf.col] || f[tf.col]->empty()) continue;
+    // An ESP may write a mail date (Mailgun's "Fri, 21 Oct 2026 11:02:55 GMT").
     auto t = ParseTime(*f[tf.col]);
+    if (!t) t = ParseMailDate(*f[tf.col]);
     if (!t) {
       return "bad time " + Quoted(*f[tf.col]) + " in " + std::string(kColumns[tf.col]) +
-             " (RFC 3339 or Unix seconds)";
+             " (RFC 3339, an RFC 5322 date or Unix seconds)";
     }
     // Export writes these back as RFC 3339 with a four-digit year: a time it could not write
     // (before 1970, after 9999) is refused here rather than exported unreadable later.
@@ -154,6 +230,11 @@ std::string BuildEntry(const std::array<std::optional<std::string>, 9>& f,
   }
   if (out.created == 0) out.created = now;
   out.detail = f[kDetail] ? Printable(*f[kDetail]) : "";
+  if (out.detail.empty() && !(code.empty() && status.empty())) {
+    // The ESP's reply code and status, which the reason may not repeat.
+    out.detail =
+        std::string(code) + (code.empty() || status.empty() ? "" : " ") + std::string(status);
+  }
   return {};
 }
 
@@ -233,7 +314,7 @@ void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, c
     if (rec.fields.size() == 1 && rec.fields[0].empty()) continue;  // blank line
     if (!have_header) {
       have_header = true;
-      std::array<std::string, 9> named;  // the header's name for each column it has
+      std::array<std::string, kColumnCount> named;  // the header's name for each column it has
       for (const std::string& name : rec.fields) {
         int col = ColumnOf(name);
         if (col == kUnknown && options.ignore_unknown_columns) {
@@ -273,15 +354,17 @@ void ParseCsv(std::string_view data, std::string_view delimiters, int64_t now, c
                    std::to_string(rec.fields.size()));
       continue;
     }
-    std::array<std::optional<std::string>, 9> f;
+    Fields f;
     for (size_t i = 0; i < map.size(); ++i) {
       if (map[i] >= 0) f[map[i]] = std::move(rec.fields[i]);
     }
     Suppression s;
-    std::string e = BuildEntry(f, delimiters, now, s);
+    bool categorized = false;
+    std::string e = BuildEntry(f, delimiters, now, options, s, &categorized);
     if (!e.empty()) {
       AddError(r, rec.line, e);
     } else {
+      r.categorized += categorized;
       keep(std::move(s));
     }
   }
@@ -313,7 +396,7 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
       AddError(r, line, "not a JSON object");
       return;
     }
-    std::array<std::optional<std::string>, 9> f;
+    Fields f;
     std::string err;
     std::string display;  // export's "display": the address as first seen (case kept)
     for (auto& [key, value] : j.items()) {
@@ -338,7 +421,8 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
       }
       if (value.is_string()) {
         f[col] = value.get<std::string>();
-      } else if (value.is_number_integer() && col >= kFirst && col <= kExpires) {
+      } else if (value.is_number_integer() &&
+                 ((col >= kFirst && col <= kExpires) || col == kCode)) {
         f[col] = std::to_string(value.get<int64_t>());
       } else {
         err = "field " + Quoted(key) + " must be a string";
@@ -347,7 +431,9 @@ void ParseJsonl(std::string_view data, std::string_view delimiters, int64_t now,
     }
     if (err.empty()) {
       Suppression s;
-      err = BuildEntry(f, delimiters, now, s);
+      bool categorized = false;
+      err = BuildEntry(f, delimiters, now, options, s, &categorized);
+      if (err.empty()) r.categorized += categorized;
       // "address" is the normalised key in an export; its display form comes back with it, so
       // an export imported again keeps the case it was first seen in.
       if (err.empty() && !display.empty() && NormalizeAddress(display, delimiters) == s.address) {
@@ -370,16 +456,17 @@ bool IsCommentLine(std::string_view text) {
 
 // One address per line; leading and trailing blanks, blank lines and comment lines skipped.
 void ParseText(std::string_view data, std::string_view delimiters, int64_t now, const Sink& keep,
-               ParsedImport& r) {
+               const ImportOptions& options, ParsedImport& r) {
   ForEachLine(data, [&](size_t line, std::string_view text) {
     const size_t first = text.find_first_not_of(" \t\r");
     if (first == std::string_view::npos) return;
     text = text.substr(first, text.find_last_not_of(" \t\r") + 1 - first);
     if (IsCommentLine(text)) return;
-    std::array<std::optional<std::string>, 9> f;
+    Fields f;
     f[kAddress] = std::string(text);
     Suppression s;
-    if (std::string err = BuildEntry(f, delimiters, now, s); !err.empty()) {
+    bool categorized = false;
+    if (std::string err = BuildEntry(f, delimiters, now, options, s, &categorized); !err.empty()) {
       AddError(r, line, err);
     } else {
       keep(std::move(s));
@@ -446,7 +533,7 @@ ParsedImport ParseImportEach(ExportFormat format, std::string_view data,
       ParseJsonl(data, delimiters, now, sink, options, r);
       break;
     case ExportFormat::kText:
-      ParseText(data, delimiters, now, sink, r);
+      ParseText(data, delimiters, now, sink, options, r);
       break;
   }
   return r;

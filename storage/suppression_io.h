@@ -10,6 +10,12 @@
 // suppressionreason or error; created from createdat, suppressedat, lastupdatetime or date;
 // expires from expiresat. A UTF-8 byte order mark (a spreadsheet's) before the header is
 // skipped. A text import is one address per line (blank lines and '#' comments skipped).
+//
+// An ESP's export says why in its own words: a reason column (a reply, or a word such as
+// SpamComplaint), a source other than bounced's four (SparkPost's "Spam Complaint"), an
+// enhanced status ("status": SendGrid) and a reply code ("code": Mailgun), and its reason may
+// be called description. An entry of a file without a category column gets its category from
+// these as ImportOptions says; status and code are kept in `detail` when the file has none.
 #pragma once
 
 #include <functional>
@@ -34,6 +40,7 @@ struct ParsedImport {
   std::vector<Suppression> entries;  // address = normalised key, display = as written
   std::vector<std::string> errors;
   std::vector<std::string> ignored_columns;  // as the header wrote them (the first 100)
+  size_t categorized = 0;  // accepted entries given a category from their reason (ImportOptions)
 };
 // `now` fills `created` when the line has none.
 ParsedImport ParseImport(ExportFormat format, std::string_view data, std::string_view delimiters,

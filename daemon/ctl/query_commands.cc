@@ -897,7 +897,8 @@ size_t FirstInvalidUtf8(std::string_view text) {
 // that is not UTF-8 ends the import before its part is sent (bounced drops the parts it has:
 // nothing is imported), naming its line.
 void StreamImport(Context& ctx, const std::string& file, const std::string& format,
-                  const std::string& reason, bool ignore_unknown_columns) {
+                  const std::string& reason, const std::string& category,
+                  bool ignore_unknown_columns) {
   std::FILE* in = file == "-" ? stdin : std::fopen(file.c_str(), "rb");
   if (in == nullptr) return PrintFailure(ctx, "import", file + ": " + std::strerror(errno));
   struct Closer {
@@ -915,6 +916,7 @@ void StreamImport(Context& ctx, const std::string& file, const std::string& form
   json req{{"cmd", "import"}, {"format", format}, {"part", 0}, {"more", true}, {"data", ""}};
   if (!reason.empty()) req["reason"] = reason;
   if (ignore_unknown_columns) req["ignore_unknown_columns"] = true;
+  if (!category.empty()) req["category"] = category;
   struct stat st {};
   if (::fstat(::fileno(in), &st) == 0 && S_ISREG(st.st_mode)) {
     // What is left to read: bounced refuses too large at once, and makes room for it once.
@@ -999,6 +1001,10 @@ void StreamImport(Context& ctx, const std::string& file, const std::string& form
   } else {
     std::cout << "imported: " << r.value("added", 0) << " added, " << r.value("updated", 0)
               << " updated\n";
+    if (const int64_t n = r.value("categorized", int64_t{0}); n > 0) {
+      std::cout << "categorized: " << n << " from their reason (bouncectl list --source import "
+                << "--category C shows them)\n";
+    }
     if (const json& ignored = At(r, "ignored_columns"); ignored.is_array() && !ignored.empty()) {
       std::string names;
       for (const json& n : ignored) {
@@ -1303,6 +1309,7 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     auto format = std::make_shared<std::string>();
     auto reason = std::make_shared<std::string>();
     auto ignore_unknown = std::make_shared<bool>(false);
+    auto category = std::make_shared<std::string>();
     cmd->add_option("file", *file, "file to read (- = stdin)")->required();
     cmd->add_option("--format", *format,
                     "csv, jsonl or text (one address per line; default: from the file name, "
@@ -1312,14 +1319,17 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
     cmd->add_flag("--ignore-unknown-columns", *ignore_unknown,
                   "skip columns (or JSONL fields) import does not know, as an ESP's export has, "
                   "instead of refusing the file");
-    cmd->callback([&ctx, file, format, reason, ignore_unknown] {
+    cmd->add_option("--category", *category,
+                    "category of the entries whose file gives none and whose reason tells none "
+                    "(e.g. complaint for a list of spam reports)");
+    cmd->callback([&ctx, file, format, reason, category, ignore_unknown] {
       std::string fmt = *format;
       if (fmt.empty()) {
         fmt = "csv";
         if (file->ends_with(".jsonl") || file->ends_with(".json")) fmt = "jsonl";
         if (file->ends_with(".txt")) fmt = "text";
       }
-      StreamImport(ctx, *file, fmt, *reason, *ignore_unknown);
+      StreamImport(ctx, *file, fmt, *reason, *category, *ignore_unknown);
     });
   }
   // stats

@@ -264,10 +264,46 @@ TEST(CtlQuery, ImportsAnEspExportAndAPlainList) {
   EXPECT_NE(out.find("unknown column 'Origin'"), std::string::npos) << out;
   out = d.Ctl("import --ignore-unknown-columns --reason 'from our ESP' " + Quote(csv), &rc);
   ASSERT_EQ(rc, 0) << out;
-  EXPECT_EQ(out, "imported: 2 added, 0 updated\nignored columns: Origin\n");
+  EXPECT_EQ(out,
+            "imported: 2 added, 0 updated\n"
+            "categorized: 1 from their reason (bouncectl list --source import --category C shows "
+            "them)\n"
+            "ignored columns: Origin\n");
   json ann = json::parse(d.Ctl("--json status ann@example.com", &rc));
   EXPECT_TRUE(ann.value("suppressed", false)) << ann;
   EXPECT_EQ(ann.value("reason", ""), "HardBounce") << ann;
+  EXPECT_EQ(ann.value("category", "?"), "") << ann;  // a hard bounce, but of what kind?
+  json ben = json::parse(d.Ctl("--json status ben@example.org", &rc));
+  EXPECT_EQ(ben.value("category", ""), "complaint") << ben;
+
+  // SendGrid's bounces and blocks: the replies are classified by bounced's own rules, so a
+  // block (about the sender, not the address) can be told apart and lifted.
+  const std::string sendgrid = dir / "sendgrid-bounces.csv";
+  AppendFile(sendgrid,
+             "created,email,reason,status\n"
+             "1793491200,gone@gmail.com,\"550 5.1.1 The email account that you tried to reach "
+             "does not exist.\",5.1.1\n"
+             "1793491200,someone@icloud.com,\"554 5.7.1 [CS01] Message rejected due to local "
+             "policy\",5.7.1\n");
+  out = d.Ctl("--json import " + Quote(sendgrid), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(json::parse(out).value("categorized", 0), 2) << out;
+  json gone = json::parse(d.Ctl("--json status gone@gmail.com", &rc));
+  EXPECT_EQ(gone.value("category", ""), "user_unknown") << gone;
+  EXPECT_EQ(gone["suppression"].value("detail", ""), "5.1.1") << gone;
+  out = d.Ctl("list --source import --category policy_rejection", &rc);
+  EXPECT_NE(out.find("someone@icloud.com"), std::string::npos) << out;
+  EXPECT_EQ(out.find("gone@gmail.com"), std::string::npos) << out;
+  // A list of spam reports has no reason to read: the import says which category it is.
+  const std::string reports = dir / "spam-reports.txt";
+  AppendFile(reports, "complainer@example.com\n");
+  out = d.Ctl("import --category complaint " + Quote(reports), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  json complainer = json::parse(d.Ctl("--json status complainer@example.com", &rc));
+  EXPECT_EQ(complainer.value("category", ""), "complaint") << complainer;
+  out = d.Ctl("import --category no_such " + Quote(reports), &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("unknown category 'no_such'"), std::string::npos) << out;
 
   const std::string txt = dir / "unsubscribed.txt";
   AppendFile(txt, "# old list\ncid@example.net\n\n  Dee+x@Example.net\n");

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <limits>
+#include <map>
 
 #include "storage/timefmt.h"
 #include "tests/storage/test_util.h"
@@ -150,6 +152,40 @@ TEST(ImportTest, AllOrNothingThroughTheStore) {
   EXPECT_TRUE(store->view().Lookup("other@example.com")->manual);
 }
 
+// Through the store, each reply is classified once (the pass that checks the file), and the
+// entries keep the categories it gave.
+TEST(ImportTest, TheStoreClassifiesEachReplyOnce) {
+  testing::TempDir dir;
+  auto store = testing::OpenStore(dir.File("c.db"));
+  std::atomic<int> calls{0};
+  ImportOptions o;
+  o.classify = [&calls](const ImportedReply& r) -> std::string {
+    ++calls;
+    return r.status == "5.1.1" ? "user_unknown" : "";
+  };
+  o.category = "mailbox_disabled";
+  auto r = store->Import(ExportFormat::kCsv,
+                         "email,reason,status\na@example.com,gone,5.1.1\nb@example.com,x,4.0.0\n"
+                         "c@example.com,abuse,\n",
+                         {0, "from the ESP"}, o);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_TRUE(r->errors.empty()) << r->errors[0];
+  EXPECT_EQ(r->added, 3u);
+  EXPECT_EQ(r->categorized, 2u);
+  EXPECT_EQ(calls.load(), 2);
+  std::map<std::string, std::string> categories;
+  ASSERT_TRUE(store
+                  ->List(ListFilter{},
+                         [&](const Suppression& s) {
+                           categories[s.address] = s.category;
+                           return true;
+                         })
+                  .ok());
+  EXPECT_EQ(categories, (std::map<std::string, std::string>{{"a@example.com", "user_unknown"},
+                                                            {"b@example.com", "mailbox_disabled"},
+                                                            {"c@example.com", "complaint"}}));
+}
+
 TEST(ImportTest, ExportImportRoundTripBothFormats) {
   testing::TempDir dir;
   auto a = testing::OpenStore(dir.File("a.db"));
@@ -197,19 +233,19 @@ TEST(ImportTest, ExportImportRoundTripBothFormats) {
 // them, and then the result names them.
 TEST(ImportTest, CsvTakesOtherExportsColumnNames) {
   const std::string csv =
-      "\xEF\xBB\xBF\"Email Address\",Status,\"Created At\",SuppressionReason\n"
-      "Alice@Example.com,bounced,2026-11-01T00:00:00.250Z,HardBounce\n"
-      "bob+news@example.org,complained,1793491200,SpamComplaint\n";
+      "\xEF\xBB\xBF\"Email Address\",Origin,\"Created At\",SuppressionReason\n"
+      "Alice@Example.com,Recipient,2026-11-01T00:00:00.250Z,HardBounce\n"
+      "bob+news@example.org,Customer,1793491200,SpamComplaint\n";
   ParsedImport refused = ParseImport(ExportFormat::kCsv, csv, "+", kT0 + 5);
   ASSERT_EQ(refused.errors.size(), 1u);
-  EXPECT_EQ(refused.errors[0].rfind("line 1: unknown column 'Status'", 0), 0u) << refused.errors[0];
+  EXPECT_EQ(refused.errors[0].rfind("line 1: unknown column 'Origin'", 0), 0u) << refused.errors[0];
   EXPECT_NE(refused.errors[0].find("--ignore-unknown-columns"), std::string::npos);
 
   ImportOptions skip;
   skip.ignore_unknown_columns = true;
   ParsedImport r = ParseImport(ExportFormat::kCsv, csv, "+", kT0 + 5, skip);
   ASSERT_TRUE(r.errors.empty()) << r.errors[0];
-  EXPECT_EQ(r.ignored_columns, std::vector<std::string>{"Status"});
+  EXPECT_EQ(r.ignored_columns, std::vector<std::string>{"Origin"});
   ASSERT_EQ(r.entries.size(), 2u);
   EXPECT_EQ(r.entries[0].address, "alice@example.com");
   EXPECT_EQ(r.entries[0].display, "Alice@Example.com");
@@ -247,6 +283,87 @@ TEST(ImportTest, JsonlTakesOtherExportsFieldNames) {
   EXPECT_EQ(r.entries[0].address, "carol@example.net");
   EXPECT_EQ(r.entries[0].reason, "BOUNCE");
   EXPECT_EQ(r.entries[0].created, kT0);
+}
+
+// An ESP's export says why in its own words, and an entry of a file without a category column
+// gets its category from them: complaint words at once; a reply (with the ESP's status and code)
+// as `classify` reads it; else the import's default. A file's own category column wins.
+TEST(ImportTest, AnEspsReasonGivesTheCategory) {
+  std::vector<std::string> asked;
+  ImportOptions o;
+  o.classify = [&asked](const ImportedReply& r) -> std::string {
+    asked.push_back(std::string(r.text) + "|" + std::string(r.status) + "|" + std::string(r.code) +
+                    "|" + std::string(r.address));
+    if (r.status == "5.1.1" || r.text.find("does not exist") != std::string_view::npos) {
+      return "user_unknown";
+    }
+    return r.code == "552" ? "mailbox_full" : "";
+  };
+  // SendGrid's bounces: created, email, reason, status.
+  const std::string sendgrid =
+      "created,email,reason,status\n"
+      "1793491200,a@example.com,\"550 5.1.1 The email account does not exist.\",5.1.1\n"
+      "1793491200,b@example.com,Mailbox unavailable,5.1.1\n"
+      "1793491200,c@example.com,Spam Report,\n"
+      "1793491200,d@example.com,customer asked,\n"
+      "1793491200,e@example.com,,bounced\n";
+  ParsedImport r = ParseImport(ExportFormat::kCsv, sendgrid, "+", kT0, o);
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0];
+  ASSERT_EQ(r.entries.size(), 5u);
+  EXPECT_EQ(r.entries[0].category, "user_unknown");
+  EXPECT_EQ(r.entries[0].detail, "5.1.1");
+  EXPECT_EQ(r.entries[0].reason, "550 5.1.1 The email account does not exist.");
+  EXPECT_EQ(r.entries[1].category, "user_unknown");
+  EXPECT_EQ(r.entries[2].category, "complaint");  // a word: not asked
+  EXPECT_EQ(r.entries[3].category, "");
+  // No reason, and a status that is none ("bounced"): nothing to ask, no detail.
+  EXPECT_EQ(r.entries[4].category, "");
+  EXPECT_EQ(r.entries[4].detail, "");
+  EXPECT_EQ(r.entries[4].reason, "import");
+  EXPECT_EQ(r.categorized, 3u);
+  EXPECT_EQ(asked,
+            (std::vector<std::string>{
+                "550 5.1.1 The email account does not exist.|5.1.1||a@example.com",
+                "Mailbox unavailable|5.1.1||b@example.com", "customer asked|||d@example.com"}));
+
+  // Mailgun's (JSON: a numeric code, a mail date); SparkPost's source words and description.
+  const std::string jsonl =
+      "{\"address\":\"f@example.org\",\"code\":552,\"error\":\"Quota exceeded\","
+      "\"created_at\":\"Fri, 30 Oct 2026 11:02:55 UTC\"}\n"
+      "{\"recipient\":\"g@example.org\",\"source\":\"Spam Complaint\",\"description\":\"\"}\n"
+      "{\"recipient\":\"h@example.org\",\"source\":\"Manually Added\"}\n";
+  asked.clear();
+  ParsedImport j = ParseImport(ExportFormat::kJsonl, jsonl, "+", kT0, o);
+  ASSERT_TRUE(j.errors.empty()) << j.errors[0];
+  ASSERT_EQ(j.entries.size(), 3u);
+  EXPECT_EQ(j.entries[0].category, "mailbox_full");
+  EXPECT_EQ(j.entries[0].detail, "552");
+  EXPECT_EQ(j.entries[0].created, 1793358175);
+  EXPECT_EQ(j.entries[1].category, "complaint");
+  EXPECT_EQ(j.entries[1].reason, "Spam Complaint");
+  EXPECT_EQ(j.entries[1].source, "import");
+  EXPECT_EQ(j.entries[2].category, "");
+  EXPECT_EQ(j.entries[2].reason, "Manually Added");
+  EXPECT_EQ(asked, std::vector<std::string>{"Quota exceeded||552|f@example.org"});
+
+  // The import's default category; a category column (even empty) is never second-guessed.
+  o.category = "complaint";
+  ParsedImport text = ParseImport(ExportFormat::kText, "i@example.net\n", "+", kT0, o);
+  ASSERT_EQ(text.entries.size(), 1u);
+  EXPECT_EQ(text.entries[0].category, "complaint");
+  EXPECT_EQ(text.categorized, 0u);
+  asked.clear();
+  ParsedImport own = ParseImport(
+      ExportFormat::kCsv, "address,reason,category\nj@example.net,does not exist,\n", "+", kT0, o);
+  ASSERT_EQ(own.entries.size(), 1u);
+  EXPECT_EQ(own.entries[0].category, "");
+  EXPECT_TRUE(asked.empty());
+  ParsedImport bad =
+      ParseImport(ExportFormat::kCsv, "address,created\nk@example.net,\"Fri, 30 Oct\"\n", "+", kT0);
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_EQ(bad.errors[0],
+            "line 2: bad time 'Fri, 30 Oct' in created (RFC 3339, an RFC 5322 date or Unix "
+            "seconds)");
 }
 
 // The display form is the address as written without the blanks around it (found by
