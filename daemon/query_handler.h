@@ -47,8 +47,11 @@
 //   disallow    entry reason                               write
 //   import      data [format=csv|jsonl|text] [reason]      write  (all or nothing; errors list
 //               [part] [more] [ignore_unknown_columns]             "line N: why"; in parts:
-//                                                                  see below) -> {"added",
-//                                                                  "updated", ["ignored_columns"]}
+//               [category]                                         see below; category: of the
+//                                                                  entries the file's reasons
+//                                                                  give none) -> {"added",
+//                                                                  "updated", "categorized",
+//                                                                  ["ignored_columns"]}
 //   ingest-dsn  message | message_base64                   write  (parsed like `bouncectl
 //               [envelope_recipient]                               parse`, recorded once per
 //                                                                  Message-ID + recipient; with

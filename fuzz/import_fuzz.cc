@@ -2,9 +2,11 @@
 // what `bouncectl import` sends and the daemon validates before anything is written).
 //
 // Reads: arbitrary bytes as an import file. The first byte picks CSV, JSONL or text, the address
-// extension delimiters and whether unknown columns are skipped. Checks: no crash, no sanitizer
-// report; all-or-nothing (errors and entries never both), at most kMaxImportErrors errors, each
-// naming its line; every accepted entry has a key and, written back out with the export
+// extension delimiters, whether unknown columns are skipped, and whether an entry without a
+// category column gets one (a stand-in for the rules, and a default). Checks: no crash, no
+// sanitizer report; all-or-nothing (errors and entries never both), at most kMaxImportErrors
+// errors, each naming its line; no more entries categorized than accepted, each category a
+// known name or ""; every accepted entry has a key and, written back out with the export
 // formatter and parsed again, gives the same entry (export and import agree; text keeps only
 // the key).
 #include <cstddef>
@@ -40,6 +42,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                               : bounced::ExportFormat::kJsonl;
   bounced::ImportOptions options;
   options.ignore_unknown_columns = (data[0] & 16) != 0;
+  if ((data[0] & 32) != 0) {
+    // What the status, code and text decide stands in for the rules: any of the three, or none.
+    options.classify = [](const bounced::ImportedReply& r) -> std::string {
+      if (!r.status.empty()) return "user_unknown";
+      if (!r.code.empty()) return "mailbox_full";
+      return r.text.size() % 2 == 0 ? "policy_rejection" : "";
+    };
+  }
+  if ((data[0] & 64) != 0) options.category = "complaint";
   std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
   constexpr int64_t kNow = 1793491200;
 
@@ -49,6 +60,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const std::string& e : parsed.errors) Check(e.rfind("line ", 0) == 0);
   Check(options.ignore_unknown_columns || parsed.ignored_columns.empty());
   if (parsed.entries.empty()) return 0;
+  Check(parsed.categorized <= parsed.entries.size());
+  for (const bounced::Suppression& s : parsed.entries) {
+    Check(s.category.empty() || bounced::CategoryFromName(s.category).has_value());
+  }
 
   std::string again = csv ? std::string(bounced::kCsvHeader) + "\n" : std::string();
   for (const bounced::Suppression& s : parsed.entries) {
