@@ -138,6 +138,19 @@ inline Status PrepareList(sql::Db& db, const ListFilter& f, int64_t now, sql::St
   return Status::Ok();
 }
 
+// Runs `select` (one "?1" parameter, bound to `key`: text or an integer) and hands its first
+// row, if any, to `read`.
+template <typename Key, typename Read>
+Status ReadFirstRow(sql::Db& db, std::string_view select, const Key& key, Read read) {
+  sql::Stmt st;
+  if (Status s = st.Prepare(db, select); !s) return s;
+  st.Bind(1, key);
+  auto r = st.Step();
+  if (!r) return r.status();
+  if (*r) read(st);
+  return Status::Ok();
+}
+
 // The first event id of the day of `since` and the days after it (event_days), or -1 when they
 // have no events: the rows from `since` on are then a range of ids, read without an index on
 // time (a few rows of that day before `since` are the caller's to skip).

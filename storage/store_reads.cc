@@ -215,18 +215,6 @@ AllowEntry ReadAllowEntry(const sql::Stmt& st) {
   return a;
 }
 
-// Runs `select` (one "?1" parameter, bound to `key`) and hands its first row, if any, to `read`.
-template <typename Read>
-Status ReadFirstRow(sql::Db& db, const std::string& select, std::string_view key, Read read) {
-  sql::Stmt st;
-  if (Status s = st.Prepare(db, select); !s) return s;
-  st.Bind(1, key);
-  auto r = st.Step();
-  if (!r) return r.status();
-  if (*r) read(st);
-  return Status::Ok();
-}
-
 }  // namespace
 
 Expected<std::vector<StoredEvent>> StoreImpl::EventsFor(std::string_view address,

@@ -955,18 +955,11 @@ Status StoreImpl::PurgeExpiredW() {
   }
   // The next entry to expire is purged at its expiry (its remove is in the change feed then),
   // not at the next hourly sweep.
-  sql::Stmt next;
-  if (Status st = next.Prepare(wdb_,
-                               "SELECT min(expires) FROM suppressions WHERE expires <> 0 AND "
-                               "expires > ?1");
-      !st) {
-    return st;
-  }
-  next.Bind(1, txn_now_);
-  auto row = next.Step();
-  if (!row) return row.status();
-  if (*row && !next.IsNull(0)) next_purge_ = std::min(next_purge_, next.Int(0));
-  return Status::Ok();
+  return ReadFirstRow(wdb_,
+                      "SELECT min(expires) FROM suppressions WHERE expires <> 0 AND expires > ?1",
+                      txn_now_, [this](const sql::Stmt& next) {
+                        if (!next.IsNull(0)) next_purge_ = std::min(next_purge_, next.Int(0));
+                      });
 }
 
 Status StoreImpl::PruneW() {
