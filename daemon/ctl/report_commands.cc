@@ -639,6 +639,36 @@ void CheckDatabaseSize(Doctor& d, const Config& cfg, const std::string& path,
   }
 }
 
+// Imported entries whose category is about the sender or a passing fault (an ESP kept an
+// address on its list for a policy block such as iCloud's CS01, or a timeout): they say nothing
+// about the address, and bounced itself would not have suppressed it. A warning, since keeping
+// them may be meant.
+template <typename One>
+void CheckImportedCategories(Doctor& d, One& one) {
+  std::string names;
+  for (int i = 0; i < kCategoryCount; ++i) {
+    const CategoryInfo& c = Describe(static_cast<Category>(i));
+    if (c.fault != Fault::kSender && c.fault != Fault::kTransient) continue;
+    names += std::string(names.empty() ? "" : ", ") + "'" + std::string(c.name) + "'";
+  }
+  const std::string from =
+      " FROM suppressions WHERE source = 'import' AND category IN (" + names + ")";
+  auto counts = one(("SELECT coalesce(group_concat(category || ' ' || n, ', '), '') FROM "
+                     "(SELECT category, count(*) AS n" +
+                     from + " GROUP BY category ORDER BY n DESC, category)")
+                        .c_str());
+  if (!counts || counts->empty()) return;
+  auto total = one(("SELECT count(*)" + from).c_str());
+  const std::string first = counts->substr(0, counts->find(' '));
+  d.Warn(total.value_or("some") +
+             " imported suppressions are about the sending, not the address (" + *counts +
+             "): bounced would not have suppressed them",
+         "review them (bouncectl list --source import --category " + first +
+             "); lift what should be mailed again (bouncectl unsuppress --source import "
+             "--category " +
+             first + " --dry-run, then with --reason)");
+}
+
 void CheckDatabase(Doctor& d, const Config& cfg, const std::string& db_path) {
   const std::string& path = db_path.empty() ? cfg.storage.path : db_path;
   if (access(path.c_str(), R_OK) != 0) {
@@ -683,6 +713,7 @@ void CheckDatabase(Doctor& d, const Config& cfg, const std::string& db_path) {
          journal.value_or("?") + ")");
   }
   CheckDatabaseSize(d, cfg, path, one("SELECT coalesce(min(day), '') FROM event_days"));
+  CheckImportedCategories(d, one);
   sqlite3_close_v2(db);
 }
 

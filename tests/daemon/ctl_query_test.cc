@@ -294,6 +294,16 @@ TEST(CtlQuery, ImportsAnEspExportAndAPlainList) {
   out = d.Ctl("list --source import --category policy_rejection", &rc);
   EXPECT_NE(out.find("someone@icloud.com"), std::string::npos) << out;
   EXPECT_EQ(out.find("gone@gmail.com"), std::string::npos) << out;
+  // doctor points at them (a warning: keeping them may be meant).
+  out =
+      Shell(kBouncectl + " --config " + Quote(d.config_path()) + " doctor --no-postfix 2>&1", &rc);
+  EXPECT_NE(out.find("warn  1 imported suppressions are about the sending, not the address "
+                     "(policy_rejection 1)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("bouncectl unsuppress --source import --category policy_rejection --dry-run"),
+            std::string::npos)
+      << out;
   // A list of spam reports has no reason to read: the import says which category it is.
   const std::string reports = dir / "spam-reports.txt";
   AppendFile(reports, "complainer@example.com\n");
