@@ -246,6 +246,7 @@ std::string ClassifyImported(const RuleSet& rules, const ImportedReply& reply) {
 ImportOptions ImportOptionsFrom(Services& services, const json& req) {
   ImportOptions o;
   o.ignore_unknown_columns = BoolField(req, "ignore_unknown_columns");
+  o.dry_run = BoolField(req, "dry_run");
   o.category = StringField(req, "category", false);
   if (!o.category.empty() && !CategoryFromName(o.category)) {
     throw RequestError{"unknown category '" + Printable(o.category) + "'"};
@@ -557,9 +558,15 @@ json CommitImport(Store& store, ExportFormat format, std::string_view data, cons
       reply["errors"] = std::move(r.errors);
       return reply;
     }
-    spdlog::info("query: uid {} imported {} new and {} updated suppressions", uid, r.added,
-                 r.updated);
-    json result{{"added", r.added}, {"updated", r.updated}, {"categorized", r.categorized}};
+    if (!options.dry_run) {
+      spdlog::info("query: uid {} imported {} new and {} updated suppressions", uid, r.added,
+                   r.updated);
+    }
+    json result{{"added", r.added},
+                {"updated", r.updated},
+                {"categorized", r.categorized},
+                {"categories", r.categories},
+                {"dry_run", options.dry_run}};
     if (!r.ignored_columns.empty()) result["ignored_columns"] = std::move(r.ignored_columns);
     return Ok(result);
   } catch (const std::exception& e) {

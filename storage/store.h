@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -404,6 +405,8 @@ struct ImportOptions {
   // what `classify` makes of its reply (a category name; "" for none), else `category`.
   std::function<std::string(const ImportedReply&)> classify = {};
   std::string category = {};  // a category name, or ""
+  // Check and count, write nothing: ImportResult says what the import would add and update.
+  bool dry_run = false;
 };
 // What Store::UnsuppressMatching lifted (or, in a dry run, would lift).
 struct BulkUnsuppressResult {
@@ -418,6 +421,8 @@ struct ImportResult {
   std::vector<std::string> errors;  // "line 12: invalid address 'foo'"; non-empty = nothing done
   std::vector<std::string> ignored_columns;  // ImportOptions::ignore_unknown_columns skipped these
   size_t categorized = 0;  // entries given a category from their reason (ImportOptions)
+  // The accepted entries per category ("" = none), also when the file has errors.
+  std::map<std::string, size_t> categories;
 };
 
 // What an input stored about one Postfix queue id (Store::QueueEvents).

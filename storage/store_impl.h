@@ -138,6 +138,22 @@ inline Status PrepareList(sql::Db& db, const ListFilter& f, int64_t now, sql::St
   return Status::Ok();
 }
 
+// Runs a read transaction so several SELECTs see one snapshot.
+class ReadTxn {
+ public:
+  explicit ReadTxn(sql::Db& db) : db_(db) { ok_ = db_.Exec("BEGIN"); }
+  ~ReadTxn() {
+    if (ok_) db_.Exec("COMMIT");
+  }
+  ReadTxn(const ReadTxn&) = delete;
+  ReadTxn& operator=(const ReadTxn&) = delete;
+  Status status() const { return ok_; }
+
+ private:
+  sql::Db& db_;
+  Status ok_;
+};
+
 // Runs `select` (one "?1" parameter, bound to `key`: text or an integer) and hands its first
 // row, if any, to `read`.
 template <typename Key, typename Read>

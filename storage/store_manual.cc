@@ -215,21 +215,63 @@ Expected<ImportResult> StoreImpl::Import(ExportFormat format, std::string_view d
   const int64_t now = Now();
   size_t entries = 0;
   std::vector<uint8_t> categories;
-  constexpr uint8_t kNoCategory = 0xff;
-  static_assert(kCategoryCount < kNoCategory);
+  constexpr uint8_t kNoCategory = kCategoryCount;
+  std::array<size_t, kCategoryCount + 1> per_category{};
+  ImportResult result;
+  // A dry run counts what would be added and updated as the writer would (an address twice in
+  // the file is updated the second time), in one snapshot of the list.
+  Reader reader(nullptr, ReaderDeleter{this});
+  std::optional<ReadTxn> snapshot;
+  sql::Stmt exists;
+  std::unordered_set<std::string> seen;
+  Status looked_up = Status::Ok();
+  if (options.dry_run) {
+    auto db = AcquireReader();
+    if (!db) return db.status();
+    reader = std::move(*db);
+    snapshot.emplace(*reader);
+    if (!snapshot->status()) return snapshot->status();
+    if (Status s = exists.Prepare(*reader, "SELECT 1 FROM suppressions WHERE address = ?1"); !s) {
+      return s;
+    }
+  }
   ParsedImport checked = ParseImportEach(
       format, data, delimiters, now,
       [&](Suppression&& s) {
         ++entries;
         auto c = CategoryFromName(s.category);
-        categories.push_back(c ? static_cast<uint8_t>(*c) : kNoCategory);
+        const uint8_t index = c ? static_cast<uint8_t>(*c) : kNoCategory;
+        ++per_category[index];
+        if (!options.dry_run) {
+          categories.push_back(index);
+          return;
+        }
+        if (!looked_up) return;
+        bool existed = !seen.insert(s.address).second;
+        if (!existed) {
+          exists.Bind(1, s.address);
+          auto row = exists.Step();
+          exists.Reset();
+          if (!row) looked_up = row.status();
+          existed = row && *row;
+        }
+        ++(existed ? result.updated : result.added);
       },
       options);
-  ImportResult result;
+  for (size_t i = 0; i < per_category.size(); ++i) {
+    if (per_category[i] == 0) continue;
+    result.categories[i == kNoCategory ? std::string()
+                                       : std::string(ToString(static_cast<Category>(i)))] =
+        per_category[i];
+  }
   result.ignored_columns = std::move(checked.ignored_columns);
   result.categorized = checked.categorized;
   if (!checked.errors.empty()) {
     result.errors = std::move(checked.errors);
+    return result;
+  }
+  if (options.dry_run) {
+    if (!looked_up) return looked_up;
     return result;
   }
   Status st = RunOnWriter([&](StoreImpl& self) -> Status {

@@ -188,20 +188,6 @@ Expected<std::vector<StoredEvent>> ReadEvents(sql::Db& db, std::string_view key,
   return out;
 }
 
-// Runs a read transaction so several SELECTs see one snapshot.
-class ReadTxn {
- public:
-  explicit ReadTxn(sql::Db& db) : db_(db) { ok_ = db_.Exec("BEGIN"); }
-  ~ReadTxn() {
-    if (ok_) db_.Exec("COMMIT");
-  }
-  Status status() const { return ok_; }
-
- private:
-  sql::Db& db_;
-  Status ok_;
-};
-
 // allowlist rows, as ReadAllowEntry reads them.
 constexpr std::string_view kAllowColumns = "entry, kind, reason, created, actor_uid";
 

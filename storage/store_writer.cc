@@ -193,6 +193,9 @@ void StoreImpl::WriterLoop() {
   for (;;) {
     std::vector<std::unique_ptr<Job>> group;
     {
+      // A clock set back does not put the next purge or prune further off than their interval.
+      next_purge_ = std::min(next_purge_, Now() + kPurgeIntervalSeconds);
+      next_prune_ = std::min(next_prune_, Now() + kPruneIntervalSeconds);
       std::unique_lock lock(queue_mu_);
       // A pruning backlog goes on between batches, and without them; so do the purge, at the
       // next entry's expiry, and the hourly prune, on a writer that no batch wakes.

@@ -896,9 +896,32 @@ size_t FirstInvalidUtf8(std::string_view text) {
 // "m\xfcller@example.de" stored as "m\uFFFDller@example.de" is another address. So a byte
 // that is not UTF-8 ends the import before its part is sent (bounced drops the parts it has:
 // nothing is imported), naming its line.
+// What `bouncectl import` asks besides the file.
+struct ImportFlags {
+  std::string reason;
+  std::string category;
+  bool ignore_unknown_columns = false;
+  bool dry_run = false;
+};
+
+// "user_unknown 3, complaint 1, (none) 2": a result's categories, the most first.
+std::string CategoryCounts(const json& categories) {
+  std::vector<std::pair<int64_t, std::string>> counts;
+  for (const auto& [name, n] : categories.items()) {
+    counts.emplace_back(n.is_number_integer() ? n.get<int64_t>() : 0,
+                        name.empty() ? "(none)" : Sanitize(name, 40));
+  }
+  std::stable_sort(counts.begin(), counts.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [n, name] : counts) {
+    out += (out.empty() ? "" : ", ") + name + " " + std::to_string(n);
+  }
+  return out;
+}
+
 void StreamImport(Context& ctx, const std::string& file, const std::string& format,
-                  const std::string& reason, const std::string& category,
-                  bool ignore_unknown_columns) {
+                  const ImportFlags& flags) {
   std::FILE* in = file == "-" ? stdin : std::fopen(file.c_str(), "rb");
   if (in == nullptr) return PrintFailure(ctx, "import", file + ": " + std::strerror(errno));
   struct Closer {
@@ -914,9 +937,10 @@ void StreamImport(Context& ctx, const std::string& file, const std::string& form
     return PrintFailure(ctx, "import", error);
   // Part 0 carries no data: its reply says the limits (and refusals come before any reading).
   json req{{"cmd", "import"}, {"format", format}, {"part", 0}, {"more", true}, {"data", ""}};
-  if (!reason.empty()) req["reason"] = reason;
-  if (ignore_unknown_columns) req["ignore_unknown_columns"] = true;
-  if (!category.empty()) req["category"] = category;
+  if (!flags.reason.empty()) req["reason"] = flags.reason;
+  if (flags.ignore_unknown_columns) req["ignore_unknown_columns"] = true;
+  if (!flags.category.empty()) req["category"] = flags.category;
+  if (flags.dry_run) req["dry_run"] = true;
   struct stat st {};
   if (::fstat(::fileno(in), &st) == 0 && S_ISREG(st.st_mode)) {
     // What is left to read: bounced refuses too large at once, and makes room for it once.
@@ -999,11 +1023,15 @@ void StreamImport(Context& ctx, const std::string& file, const std::string& form
   if (ctx.json) {
     std::cout << r.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
-    std::cout << "imported: " << r.value("added", 0) << " added, " << r.value("updated", 0)
-              << " updated\n";
+    const bool dry_run = r.value("dry_run", false);
+    std::cout << (dry_run ? "would import: " : "imported: ") << r.value("added", 0) << " added, "
+              << r.value("updated", 0) << " updated\n";
     if (const int64_t n = r.value("categorized", int64_t{0}); n > 0) {
       std::cout << "categorized: " << n << " from their reason (bouncectl list --source import "
                 << "--category C shows them)\n";
+    }
+    if (const json& c = At(r, "categories"); dry_run && c.is_object() && !c.empty()) {
+      std::cout << "categories: " << CategoryCounts(c) << "\n";
     }
     if (const json& ignored = At(r, "ignored_columns"); ignored.is_array() && !ignored.empty()) {
       std::string names;
@@ -1307,29 +1335,30 @@ void RegisterQueryCommands(CLI::App& app, Context& ctx) {
         "add suppressions from a CSV, JSONL or plain text file; all or nothing (audited)");
     auto file = std::make_shared<std::string>();
     auto format = std::make_shared<std::string>();
-    auto reason = std::make_shared<std::string>();
-    auto ignore_unknown = std::make_shared<bool>(false);
-    auto category = std::make_shared<std::string>();
+    auto flags = std::make_shared<ImportFlags>();
     cmd->add_option("file", *file, "file to read (- = stdin)")->required();
     cmd->add_option("--format", *format,
                     "csv, jsonl or text (one address per line; default: from the file name, "
                     "else csv)")
         ->check(CLI::IsMember({"csv", "jsonl", "text"}));
-    cmd->add_option("--reason", *reason, "why (recorded in the audit log)");
-    cmd->add_flag("--ignore-unknown-columns", *ignore_unknown,
+    cmd->add_option("--reason", flags->reason, "why (recorded in the audit log)");
+    cmd->add_flag("--ignore-unknown-columns", flags->ignore_unknown_columns,
                   "skip columns (or JSONL fields) import does not know, as an ESP's export has, "
                   "instead of refusing the file");
-    cmd->add_option("--category", *category,
+    cmd->add_option("--category", flags->category,
                     "category of the entries whose file gives none and whose reason tells none "
                     "(e.g. complaint for a list of spam reports)");
-    cmd->callback([&ctx, file, format, reason, category, ignore_unknown] {
+    cmd->add_flag("--dry-run", flags->dry_run,
+                  "check the file and say what the import would add and update, and the "
+                  "entries' categories; change nothing");
+    cmd->callback([&ctx, file, format, flags] {
       std::string fmt = *format;
       if (fmt.empty()) {
         fmt = "csv";
         if (file->ends_with(".jsonl") || file->ends_with(".json")) fmt = "jsonl";
         if (file->ends_with(".txt")) fmt = "text";
       }
-      StreamImport(ctx, *file, fmt, *reason, *category, *ignore_unknown);
+      StreamImport(ctx, *file, fmt, *flags);
     });
   }
   // stats

@@ -285,6 +285,15 @@ TEST(CtlQuery, ImportsAnEspExportAndAPlainList) {
              "does not exist.\",5.1.1\n"
              "1793491200,someone@icloud.com,\"554 5.7.1 [CS01] Message rejected due to local "
              "policy\",5.7.1\n");
+  out = d.Ctl("import --dry-run " + Quote(sendgrid), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out,
+            "would import: 2 added, 0 updated\n"
+            "categorized: 2 from their reason (bouncectl list --source import --category C shows "
+            "them)\n"
+            "categories: policy_rejection 1, user_unknown 1\n");
+  out = d.Ctl("--json status gone@gmail.com", &rc);
+  EXPECT_FALSE(json::parse(out).value("suppressed", true)) << out;  // a dry run wrote nothing
   out = d.Ctl("--json import " + Quote(sendgrid), &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(json::parse(out).value("categorized", 0), 2) << out;

@@ -186,6 +186,42 @@ TEST(ImportTest, TheStoreClassifiesEachReplyOnce) {
                                                             {"c@example.com", "complaint"}}));
 }
 
+// A dry run checks the file and counts what the import would add and update (an address twice
+// in the file is an update the second time), per category, and writes nothing.
+TEST(ImportTest, ADryRunCountsAndWritesNothing) {
+  testing::TempDir dir;
+  const std::string path = dir.File("d.db");
+  auto store = testing::OpenStore(path);
+  ASSERT_TRUE(store->Suppress({"old@example.com", "", 0}, {0, "ticket 1"}).ok());
+  ImportOptions o;
+  o.dry_run = true;
+  const std::string csv =
+      "address,category\nold@example.com,user_unknown\nnew@example.com,\n"
+      "New+x@example.com,user_unknown\nthird@example.com,complaint\n";
+  auto r = store->Import(ExportFormat::kCsv, csv, {0, "test"}, o);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_TRUE(r->errors.empty()) << r->errors[0];
+  EXPECT_EQ(r->added, 2u);
+  EXPECT_EQ(r->updated, 2u);
+  EXPECT_EQ(r->categories,
+            (std::map<std::string, size_t>{{"", 1}, {"user_unknown", 2}, {"complaint", 1}}));
+  EXPECT_EQ(testing::Scalar(path, "SELECT count(*) FROM suppressions"), 1);
+  EXPECT_EQ(testing::Scalar(path, "SELECT count(*) FROM audit WHERE action = 'import'"), 0);
+  EXPECT_FALSE(store->view().Lookup("new@example.com").has_value());
+  // Errors are found as by the import itself.
+  auto bad = store->Import(ExportFormat::kCsv, "address\nnot an address\n", {0, "test"}, o);
+  ASSERT_TRUE(bad.ok());
+  ASSERT_EQ(bad->errors.size(), 1u);
+  // The import itself counts the same, and says the categories too.
+  o.dry_run = false;
+  r = store->Import(ExportFormat::kCsv, csv, {0, "test"}, o);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->added, 2u);
+  EXPECT_EQ(r->updated, 2u);
+  EXPECT_EQ(r->categories.at("user_unknown"), 2u);
+  EXPECT_EQ(testing::Scalar(path, "SELECT count(*) FROM suppressions"), 3);
+}
+
 TEST(ImportTest, ExportImportRoundTripBothFormats) {
   testing::TempDir dir;
   auto a = testing::OpenStore(dir.File("a.db"));
