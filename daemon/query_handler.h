@@ -47,10 +47,14 @@
 //   disallow    entry reason                               write
 //   import      data [format=csv|jsonl|text] [reason]      write  (all or nothing; errors list
 //               [part] [more] [ignore_unknown_columns]             "line N: why"; in parts:
-//               [category]                                         see below; category: of the
+//               [category] [dry_run]                               see below; category: of the
 //                                                                  entries the file's reasons
-//                                                                  give none) -> {"added",
-//                                                                  "updated", "categorized",
+//                                                                  give none; dry_run: check
+//                                                                  and count, write nothing)
+//                                                                  -> {"added", "updated",
+//                                                                  "categorized", "categories"
+//                                                                  {name: count, "": none},
+//                                                                  "dry_run",
 //                                                                  ["ignored_columns"]}
 //   ingest-dsn  message | message_base64                   write  (parsed like `bouncectl
 //               [envelope_recipient]                               parse`, recorded once per
