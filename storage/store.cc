@@ -545,10 +545,13 @@ Status StoreImpl::LoadView() {
       !s) {
     return s;
   }
+  // The writer purges at the first entry's expiry (at once for one expired already).
+  next_purge_ = Now() + kPurgeIntervalSeconds;
   if (Status walked = st.ForEachRow([&] {
         SuppressionHit h;
         h.since = st.Int(1);
         h.expires = st.Int(2);
+        if (h.expires != 0) next_purge_ = std::min(next_purge_, h.expires);
         h.category = CategoryFromName(st.TextView(3)).value_or(Category::kUndetermined);
         std::string_view src = st.TextView(4);
         h.manual = src == "manual" || src == "import";

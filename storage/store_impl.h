@@ -43,20 +43,19 @@ inline constexpr int64_t kSameBounceSlackSeconds = 86400;
 inline constexpr size_t kSameBounceIndexMaxEntries = size_t{1} << 20;
 
 // Expired suppressions no longer suppress (lookups check the time) but keep their rows until the
-// writer purges them: at the first commit after open, then at the next entry's expiry (the
-// writer wakes for it without a batch) or after the interval, whichever comes first, at most
+// writer purges them: at the first entry's expiry (at once after open for one expired before;
+// the writer wakes for it without a batch) or after the interval, whichever comes first, at most
 // kPurgeLimit rows per transaction (a bigger backlog continues in the next group at once). A
 // purge that fails is tried again after kPurgeRetrySeconds.
 inline constexpr int64_t kPurgeIntervalSeconds = 3600;
 inline constexpr int64_t kPurgeRetrySeconds = 60;
 inline constexpr int64_t kPurgeLimit = 10000;
 
-// Retention (RetentionPolicy): at the first commit after open, then hourly (a writer that no batch
-// wakes wakes for it), at most kPruneLimit
-// event rows (or one day of daily counters) per step, each step in a transaction of its own
-// before the next group's: a batch waits for one step at most (~15-30 ms; bench/ingest_bench
-// --part retention). A backlog (retention just turned on, a day of a busy server) goes on
-// step by step between the groups, also when no batch comes.
+// Retention (RetentionPolicy): at once after open, then hourly (a writer that no batch wakes
+// wakes for it), at most kPruneLimit event rows (or one day of daily counters) per step, each
+// step in a transaction of its own before the next group's: a batch waits for one step at most
+// (~15-30 ms; bench/ingest_bench --part retention). A backlog (retention just turned on, a day
+// of a busy server) goes on step by step between the groups, also when no batch comes.
 inline constexpr int64_t kPruneIntervalSeconds = 3600;
 inline constexpr int64_t kPruneLimit = 500;
 

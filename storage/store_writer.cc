@@ -192,15 +192,21 @@ Status StoreImpl::RunOnWriter(std::function<Status(StoreImpl&)> fn) {
 void StoreImpl::WriterLoop() {
   for (;;) {
     std::vector<std::unique_ptr<Job>> group;
+    // A clock set back does not put the next purge or prune further off than their interval.
+    next_purge_ = std::min(next_purge_, Now() + kPurgeIntervalSeconds);
+    next_prune_ = std::min(next_prune_, Now() + kPruneIntervalSeconds);
+    bool retention_on;
     {
-      // A clock set back does not put the next purge or prune further off than their interval.
-      next_purge_ = std::min(next_purge_, Now() + kPurgeIntervalSeconds);
-      next_prune_ = std::min(next_prune_, Now() + kPruneIntervalSeconds);
+      std::lock_guard lock(policy_mu_);
+      retention_on = retention_.event_days > 0 || retention_.counter_days > 0;
+    }
+    {
       std::unique_lock lock(queue_mu_);
       // A pruning backlog goes on between batches, and without them; so do the purge, at the
-      // next entry's expiry, and the hourly prune, on a writer that no batch wakes.
-      const auto due = std::chrono::system_clock::from_time_t(
-          static_cast<std::time_t>(std::min(next_purge_, next_prune_)));
+      // next entry's expiry, and with a retention the hourly prune, on a writer that no batch
+      // wakes. Without either due the writer sleeps until a batch comes.
+      const auto due = std::chrono::system_clock::from_time_t(static_cast<std::time_t>(
+          retention_on ? std::min(next_purge_, next_prune_) : next_purge_));
       queue_cv_.wait_until(
           lock, due, [&] { return stopping_ || !queue_.empty() || prune_more_ || prune_soon_; });
       if (queue_.empty() && stopping_) return;  // everything queued is committed
@@ -213,7 +219,7 @@ void StoreImpl::WriterLoop() {
       }
     }
     if (group.empty() && !prune_more_ && !prune_soon_ && Now() < next_purge_ &&
-        Now() < next_prune_) {
+        (!retention_on || Now() < next_prune_)) {
       continue;  // woken before anything was due
     }
     std::future<Status> purged;
