@@ -149,6 +149,18 @@ bool IsComplaintWord(std::string_view word) {
   return std::find(std::begin(kWords), std::end(kWords), key) != std::end(kWords);
 }
 
+// Whether an ESP's reason labels the address a spam trap ("Spam Trap", "spamtrap", "pristine
+// trap"): an address never to mail again, but read as a reply it would look like a complaint
+// about content (spam_content), which says the opposite. It gets no category from its reason.
+bool IsSpamTrapLabel(std::string_view reason) {
+  std::string key;
+  for (char c : reason.substr(0, 60)) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c >= 'a' && c <= 'z') key.push_back(c);
+  }
+  return key.find("trap") != std::string::npos && reason.size() <= 60;
+}
+
 // An ESP's status or code column as a reply reads it: "5.1.1" (or "4.7.0"), "550"; anything
 // else is no status or code (and not an error: the column is the ESP's, not bounced's).
 std::string_view EnhancedStatus(const std::optional<std::string>& v) {
@@ -198,7 +210,8 @@ std::string BuildEntry(const Fields& f, std::string_view delimiters, int64_t now
   } else if ((has_reason && IsComplaintWord(*f[kReason])) || IsComplaintWord(esp_source)) {
     out.category = "complaint";
     *categorized = true;
-  } else if (options.classify && (has_reason || !status.empty() || !code.empty())) {
+  } else if (options.classify && (has_reason || !status.empty() || !code.empty()) &&
+             !(has_reason && IsSpamTrapLabel(*f[kReason]))) {
     out.category = options.classify(
         ImportedReply{has_reason ? std::string_view(*f[kReason]) : std::string_view(), status, code,
                       *f[kAddress]});

@@ -342,10 +342,11 @@ TEST(ImportTest, AnEspsReasonGivesTheCategory) {
       "1793491200,b@example.com,Mailbox unavailable,5.1.1\n"
       "1793491200,c@example.com,Spam Report,\n"
       "1793491200,d@example.com,customer asked,\n"
-      "1793491200,e@example.com,,bounced\n";
+      "1793491200,e@example.com,,bounced\n"
+      "1793491200,trap@example.com,Spam Trap,\n";
   ParsedImport r = ParseImport(ExportFormat::kCsv, sendgrid, "+", kT0, o);
   ASSERT_TRUE(r.errors.empty()) << r.errors[0];
-  ASSERT_EQ(r.entries.size(), 5u);
+  ASSERT_EQ(r.entries.size(), 6u);
   EXPECT_EQ(r.entries[0].category, "user_unknown");
   EXPECT_EQ(r.entries[0].detail, "5.1.1");
   EXPECT_EQ(r.entries[0].reason, "550 5.1.1 The email account does not exist.");
@@ -356,6 +357,9 @@ TEST(ImportTest, AnEspsReasonGivesTheCategory) {
   EXPECT_EQ(r.entries[4].category, "");
   EXPECT_EQ(r.entries[4].detail, "");
   EXPECT_EQ(r.entries[4].reason, "import");
+  // A spam trap is no reply to read (rules would call it spam content): not asked either.
+  EXPECT_EQ(r.entries[5].category, "");
+  EXPECT_EQ(r.entries[5].reason, "Spam Trap");
   EXPECT_EQ(r.categorized, 3u);
   EXPECT_EQ(asked,
             (std::vector<std::string>{
