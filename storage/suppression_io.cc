@@ -133,32 +133,35 @@ std::string DisplayForm(std::string_view written) {
   return Printable(written.substr(first, written.find_last_not_of(" \t") + 1 - first));
 }
 
-// Whether an ESP's reason or source word says the recipient complained (Postmark's
-// SpamComplaint, Amazon SES's COMPLAINT, SendGrid's spam reports, SparkPost's Spam Complaint,
-// Mailchimp's abuse): compared in lower case, letters and digits only.
-bool IsComplaintWord(std::string_view word) {
+// An ESP's short label (a reason or source word, not a reply: at most 60 bytes) as its words
+// compare: lower case, letters and digits only ("Spam Complaint" = "spamcomplaint"); "" for
+// longer text.
+std::string FoldedLabel(std::string_view text) {
   std::string key;
-  for (char c : word.substr(0, 40)) {
+  if (text.size() > 60) return key;
+  for (char c : text) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) key.push_back(c);
   }
+  return key;
+}
+
+// Whether an ESP's reason or source word says the recipient complained (Postmark's
+// SpamComplaint, Amazon SES's COMPLAINT, SendGrid's spam reports, SparkPost's Spam Complaint,
+// Mailchimp's abuse).
+bool IsComplaintWord(std::string_view word) {
   static constexpr std::string_view kWords[] = {
       "complaint",      "complaints",  "spamcomplaint", "spamcomplaints",
       "spamreport",     "spamreports", "abuse",         "abusereport",
       "abusecomplaint", "fbl",         "feedbackloop",  "markedasspam"};
-  return std::find(std::begin(kWords), std::end(kWords), key) != std::end(kWords);
+  return std::find(std::begin(kWords), std::end(kWords), FoldedLabel(word)) != std::end(kWords);
 }
 
 // Whether an ESP's reason labels the address a spam trap ("Spam Trap", "spamtrap", "pristine
 // trap"): an address never to mail again, but read as a reply it would look like a complaint
 // about content (spam_content), which says the opposite. It gets no category from its reason.
 bool IsSpamTrapLabel(std::string_view reason) {
-  std::string key;
-  for (char c : reason.substr(0, 60)) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c >= 'a' && c <= 'z') key.push_back(c);
-  }
-  return key.find("trap") != std::string::npos && reason.size() <= 60;
+  return FoldedLabel(reason).find("trap") != std::string::npos;
 }
 
 // An ESP's status or code column as a reply reads it: "5.1.1" (or "4.7.0"), "550"; anything
