@@ -595,7 +595,7 @@ struct Walker {
   bool nested_ok = true;
   bool have_original = false;
 
-  void AddLeaf(std::string type, std::string text, bool attached) {
+  void AddLeaf(std::string type, const std::string& text, bool attached) {
     if (view->PartsFull()) return;
     view->parts.emplace_back(std::move(type), NormalizeLineEnds(text), attached);
   }
@@ -666,7 +666,7 @@ struct Walker {
       have_original = true;
       view->original_headers = ParseHeaders(text, true, &view->storage);
     }
-    AddLeaf(std::move(type), std::move(text), attached);
+    AddLeaf(std::move(type), text, attached);
   }
 };
 

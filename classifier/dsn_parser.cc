@@ -23,7 +23,6 @@ namespace bounced {
 namespace {
 
 using dsn::Finding;
-using dsn::Header;
 using dsn::MimeLeaf;
 using dsn::MimeView;
 // Part types are std::strings: compared with views, their sizes decide most comparisons without

@@ -48,25 +48,33 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   spdlog::flush_on(spdlog::level::info);
 
-  auto config = bounced::LoadConfig(config_path);
-  if (!config) {
-    spdlog::critical("configuration refused: {}", config.error());
+  // An exception that reaches here (memory exhausted, a thread that cannot be started) ends
+  // bounced with its reason in the log and exit status 1, not an abort and a core dump. What was
+  // committed is on disk; systemd starts it again.
+  try {
+    auto config = bounced::LoadConfig(config_path);
+    if (!config) {
+      spdlog::critical("configuration refused: {}", config.error());
+      return 1;
+    }
+    bounced::ApplyLogLevel(config->log.level);
+    auto rules = bounced::LoadRules(config->rules.files);
+    if (!rules) {
+      spdlog::critical("rules refused: {}", rules.error());
+      return 1;
+    }
+    if (check) {
+      std::printf("%s: ok (%zu rules from %zu file(s))\n", config->source.c_str(),
+                  rules->rules->rule_count(), rules->sources.size());
+      return 0;
+    }
+    bounced::DaemonOptions options;
+    options.config_path = config_path;
+    options.once = once;
+    bounced::Daemon daemon(std::move(*config), std::move(*rules), options);
+    return daemon.Run();
+  } catch (const std::exception& e) {
+    spdlog::critical("stopped by an unexpected error: {}", e.what());
     return 1;
   }
-  bounced::ApplyLogLevel(config->log.level);
-  auto rules = bounced::LoadRules(config->rules.files);
-  if (!rules) {
-    spdlog::critical("rules refused: {}", rules.error());
-    return 1;
-  }
-  if (check) {
-    std::printf("%s: ok (%zu rules from %zu file(s))\n", config->source.c_str(),
-                rules->rules->rule_count(), rules->sources.size());
-    return 0;
-  }
-  bounced::DaemonOptions options;
-  options.config_path = config_path;
-  options.once = once;
-  bounced::Daemon daemon(std::move(*config), std::move(*rules), options);
-  return daemon.Run();
 }

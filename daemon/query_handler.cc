@@ -17,6 +17,7 @@
 #include "classifier/result_json.h"
 #include "classifier/text.h"
 #include "classifier/verp.h"
+#include "common/user_db.h"
 #include "daemon/base64.h"
 #include "daemon/metrics.h"
 #include "storage/store_json.h"
@@ -1039,20 +1040,19 @@ std::string ReplyLine(const json& reply) {
 bool PeerMayWrite(const PeerCred& peer, const std::string& group) {
   if (peer.uid == 0 || peer.uid == ::geteuid()) return true;
   if (group.empty()) return false;
-  struct group* g = ::getgrnam(group.c_str());
-  if (g == nullptr) return false;
-  gid_t gid = g->gr_gid;
-  if (peer.gid == gid) return true;
-  struct passwd* pw = ::getpwuid(peer.uid);
-  if (pw == nullptr) return false;
+  std::optional<gid_t> gid = GroupId(group);
+  if (!gid) return false;
+  if (peer.gid == *gid) return true;
+  std::optional<UserEntry> user = UserById(peer.uid);
+  if (!user) return false;
   int n = 64;
   std::vector<gid_t> groups(static_cast<size_t>(n));
-  if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) {
+  if (::getgrouplist(user->name.c_str(), user->gid, groups.data(), &n) < 0) {
     groups.resize(static_cast<size_t>(n));
-    if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) return false;
+    if (::getgrouplist(user->name.c_str(), user->gid, groups.data(), &n) < 0) return false;
   }
   for (int i = 0; i < n; ++i) {
-    if (groups[static_cast<size_t>(i)] == gid) return true;
+    if (groups[static_cast<size_t>(i)] == *gid) return true;
   }
   return false;
 }

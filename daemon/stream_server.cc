@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/user_db.h"
+
 namespace bounced {
 namespace {
 
@@ -283,11 +285,11 @@ Expected<std::unique_ptr<StreamServer>> StreamServer::Listen(boost::asio::io_con
     return Status::Error(options.name + " socket " + path + ": chmod: " + std::strerror(errno));
   }
   if (!options.group.empty()) {
-    struct group* g = ::getgrnam(options.group.c_str());
-    if (g == nullptr) {
+    std::optional<gid_t> gid = GroupId(options.group);
+    if (!gid) {
       spdlog::warn("{} socket {}: group '{}' does not exist; only root may write", options.name,
                    path, options.group);
-    } else if (::chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
+    } else if (::chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0) {
       spdlog::warn("{} socket {}: chown to group '{}': {}", options.name, path, options.group,
                    std::strerror(errno));
     }
@@ -302,12 +304,12 @@ Status StreamServer::SetModeAndGroup(uint32_t mode, const std::string& group) {
     return Status::Error(options_.name + " socket " + path + ": chmod: " + std::strerror(errno));
   }
   if (group.empty()) return Status::Ok();
-  struct group* g = ::getgrnam(group.c_str());
-  if (g == nullptr) {
+  std::optional<gid_t> gid = GroupId(group);
+  if (!gid) {
     return Status::Error(options_.name + " socket " + path + ": group '" + group +
                          "' does not exist; only root may write");
   }
-  if (::chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
+  if (::chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0) {
     return Status::Error(options_.name + " socket " + path + ": chown to group '" + group +
                          "': " + std::strerror(errno));
   }

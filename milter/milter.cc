@@ -29,6 +29,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "common/user_db.h"
 #include "milter/session.h"
 
 extern "C" int mi_listener(char* conn, int dbg, smfiDesc_ptr smfi, time_t timeout, int backlog);
@@ -564,7 +565,7 @@ void PokeListener(const std::string& spec, const std::string& unix_path) {
     sockaddr_un sa{};
     sa.sun_family = AF_UNIX;
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", unix_path.c_str());
-    if (fd >= 0) connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    if (fd >= 0) (void)connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   } else if (spec.starts_with("inet:")) {
     std::string rest = spec.substr(5);
     auto at = rest.find('@');
@@ -577,7 +578,7 @@ void PokeListener(const std::string& spec, const std::string& unix_path) {
       inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
     }
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0) connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    if (fd >= 0) (void)connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   }
   if (fd >= 0) close(fd);
 }
@@ -593,9 +594,9 @@ Expected<gid_t> CheckOnThisMachine(const MilterConfig& config) {
                          " is not a writable directory: " + strerror(errno));
   }
   if (config.socket_group.empty()) return static_cast<gid_t>(-1);
-  struct group* gr = getgrnam(config.socket_group.c_str());
-  if (gr == nullptr) return Status::Error("milter.socket_group: no group " + config.socket_group);
-  return gr->gr_gid;
+  std::optional<gid_t> gid = GroupId(config.socket_group);
+  if (!gid) return Status::Error("milter.socket_group: no group " + config.socket_group);
+  return *gid;
 }
 
 // Gives a unix socket's file its mode and group (libmilter creates it with the process umask;

@@ -538,7 +538,7 @@ ParsedImport ParseImport(ExportFormat format, std::string_view data, std::string
 
 ParsedImport ParseImportEach(ExportFormat format, std::string_view data,
                              std::string_view delimiters, int64_t now,
-                             std::function<void(Suppression&&)> sink,
+                             const std::function<void(Suppression&&)>& sink,
                              const ImportOptions& options) {
   ParsedImport r;
   switch (format) {

@@ -50,7 +50,7 @@ ParsedImport ParseImport(ExportFormat format, std::string_view data, std::string
 // import is not held parsed in memory. Returns the errors; its `entries` stay empty.
 ParsedImport ParseImportEach(ExportFormat format, std::string_view data,
                              std::string_view delimiters, int64_t now,
-                             std::function<void(Suppression&&)> sink,
+                             const std::function<void(Suppression&&)>& sink,
                              const ImportOptions& options = {});
 
 }  // namespace bounced
