@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <unordered_map>
 
 #include "classifier/byte_scan.h"
@@ -286,6 +287,25 @@ iconv_t IconvFor(const char* from) {
   iconv_t cd = iconv_open("UTF-8", from);
   cache.map.emplace(from, cd);
   return cd;
+}
+
+// The iconv name GMime gives a charset label ("" when it gives none), kept per thread. GMime's
+// table of names is behind a GLib mutex, whose futex locking ThreadSanitizer cannot see: copied
+// under a mutex of ours, the name another thread's lookup made is read with a visible
+// happens-before (tests/TSAN.md), and each thread asks GMime once per label.
+std::string IconvName(std::string_view charset) {
+  thread_local std::unordered_map<std::string, std::string> names;
+  auto it = names.find(std::string(charset));
+  if (it != names.end()) return it->second;
+  if (names.size() >= kMaxCachedCharsets) names.erase(names.begin());
+  std::string label(charset);
+  std::string name;
+  {
+    static std::mutex mu;
+    std::lock_guard lock(mu);
+    if (const char* n = Gm().g_mime_charset_iconv_name(label.c_str())) name = n;
+  }
+  return names.emplace(std::move(label), std::move(name)).first->second;
 }
 
 bool IsAscii(std::string_view s);
@@ -777,8 +797,8 @@ std::string ToUtf8(std::string_view bytes, std::string_view charset) {
                        EqualsNoCase(charset, "utf-8") || EqualsNoCase(charset, "utf8") ||
                        EqualsNoCase(charset, "ascii") || (ascii && !SevenBitIsNotAscii(charset));
   if (!ascii_or_utf8) {
-    std::string name(charset);
-    const char* iconv_name = Gm().g_mime_charset_iconv_name(name.c_str());
+    const std::string name = IconvName(charset);
+    const char* iconv_name = name.empty() ? nullptr : name.c_str();
     // ISO-2022-JP starts in ASCII and stays there without an escape: 7-bit text so labelled
     // (common from Japanese carriers) converts to itself; iconv's stateful converter is slow.
     if (iconv_name != nullptr && EqualsNoCase(iconv_name, "ISO-2022-JP") && ascii &&
@@ -1036,8 +1056,8 @@ void KeepCharsetsLoaded(std::string_view v) {
     if (name.empty() || name.size() > 40 || EqualsNoCase(name, "utf-8") ||
         EqualsNoCase(name, "us-ascii"))
       continue;
-    const char* iconv_name = Gm().g_mime_charset_iconv_name(std::string(name).c_str());
-    if (iconv_name != nullptr) IconvFor(iconv_name);
+    const std::string iconv_name = IconvName(name);
+    if (!iconv_name.empty()) IconvFor(iconv_name.c_str());
     at = end;
   }
 }

@@ -236,15 +236,22 @@ bool WorkerStream::Put(std::string piece, bool last) {
 }
 
 void StreamRegistry::Add(const std::shared_ptr<ReplyStream>& stream) {
-  std::lock_guard lock(mu_);
-  std::erase_if(streams_, [](const std::weak_ptr<ReplyStream>& w) { return w.expired(); });
-  streams_.push_back(stream);
+  {
+    std::lock_guard lock(mu_);
+    if (!closed_) {
+      std::erase_if(streams_, [](const std::weak_ptr<ReplyStream>& w) { return w.expired(); });
+      streams_.push_back(stream);
+      return;
+    }
+  }
+  stream->Cancel();
 }
 
 void StreamRegistry::CancelAll() {
   std::vector<std::shared_ptr<ReplyStream>> live;
   {
     std::lock_guard lock(mu_);
+    closed_ = true;
     for (auto& w : streams_) {
       if (auto s = w.lock()) live.push_back(std::move(s));
     }

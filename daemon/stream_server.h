@@ -133,12 +133,16 @@ struct StreamServerStats {
 // producer thread hands anything to the io_context any more (it may be destroyed next).
 class StreamRegistry {
  public:
+  // A stream added after CancelAll is cancelled at once: a connection on another io thread may
+  // take its stream while the server stops, and a producer left running would hand its next
+  // piece to an io_context that is being destroyed.
   void Add(const std::shared_ptr<ReplyStream>& stream);
   void CancelAll();
 
  private:
   std::mutex mu_;
   std::vector<std::weak_ptr<ReplyStream>> streams_;
+  bool closed_ = false;
 };
 
 class StreamServer {
