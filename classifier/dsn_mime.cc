@@ -295,10 +295,10 @@ iconv_t IconvFor(const char* from) {
 // happens-before (tests/TSAN.md), and each thread asks GMime once per label.
 std::string IconvName(std::string_view charset) {
   thread_local std::unordered_map<std::string, std::string> names;
-  auto it = names.find(std::string(charset));
+  std::string label(charset);
+  auto it = names.find(label);
   if (it != names.end()) return it->second;
   if (names.size() >= kMaxCachedCharsets) names.erase(names.begin());
-  std::string label(charset);
   std::string name;
   {
     static std::mutex mu;

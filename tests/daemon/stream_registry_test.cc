@@ -17,7 +17,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A producer that emits pieces until told to stop, counting what emit refused.
+// A producer that emits pieces until told to stop; *refused says emit refused a piece.
 std::shared_ptr<WorkerStream> EndlessStream(std::atomic<bool>* refused) {
   return std::make_shared<WorkerStream>([refused](const WorkerStream::Emit& emit) {
     for (int i = 0; i < 100000; ++i) {
