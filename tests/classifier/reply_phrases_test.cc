@@ -398,6 +398,11 @@ const Phrase kPhrases[] = {
     {C::kSpamContent,
      "550-5.7.1 Our system has detected that this message is likely unsolicited mail. - gsmtp",
      "u@gmail.com"},
+    // Gmail's content block ends "has been blocked": the content, not the IP, is at fault.
+    {C::kSpamContent,
+     "421-4.7.0 [192.0.2.1] Our system has detected that this message is suspicious due to the "
+     "nature of the content and/or the links within. To best protect our users from spam, the "
+     "message has been blocked."},
     {C::kSpamContent, "554 5.7.1 Probable spam"},
     {C::kSpamContent, "554 5.7.1 Reject bulk.advertising"},
     {C::kSpamContent, "550 5.7.1 Rejected: SpamAssassin score 12.3"},
@@ -467,6 +472,8 @@ const Phrase kPhrases[] = {
     {C::kFiltered, "550 5.7.1 u@example.org has restricted SMS e-mail", "u@txt.att.net"},
     {C::kFiltered, "550 5.7.1 Message rejected due to user rules"},
     {C::kFiltered, "550 Recipient ID refuse to receive mail"},
+    // NetEase (163.com) when the recipient has refused the sender.
+    {C::kFiltered, "550 Mail is rejected by recipients", "u@163.com"},
     {C::kFiltered,
      "554 5.7.1 Your mail could not be delivered because the recipient is only accepting mail "
      "from specific email addresses"},
