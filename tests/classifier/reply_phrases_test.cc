@@ -1300,6 +1300,9 @@ const Phrase kPhrases[] = {
     // ---- system_error -------------------------------------------------------------------------
     // Sisimai's Reason::SystemError, SystemFull and MailerError lists; Gmail's temporary system
     // problems; Exchange (4.3.1, 4.3.2, 5.3.5 ...); Cox; Mimecast.
+    // Exchange Online's store, for the moment unable to take the message.
+    {C::kSystemError, "554 5.2.0 STOREDRV.Deliver.Exception:StoreDriverRetireException",
+     "u@hotmail.com"},
     {C::kSystemError, "554 5.0.0 aliasing/forwarding loop broken (11 aliases deep; 10 max)"},
     {C::kSystemError, "Can't create user output file"},
     {C::kSystemError, "451 4.3.0 Could not load DRD for domain example.org"},
