@@ -176,10 +176,13 @@ struct ProviderDef {
 // m..n times), run by a backtracking search that visits each (instruction, position) once.
 // It is used only on text that is all ASCII without a newline, where RE2's meaning of every
 // construct accepted here is exactly such a byte set ('.' and negated classes are one code
-// point, \d \s \w \b are ASCII, ^ and $ are the ends of the text). Anything else (\x, \p,
-// flags, non-ASCII, unbounded repeats of a group, repeats inside repeats ...) is not simple and
-// is left to RE2. The parser accepts only syntax that RE2 accepts with the same meaning, so a
-// simple pattern needs no RE2 check when it is loaded.
+// point, \d \s \w \b are ASCII, ^ and $ are the ends of the text). A character outside ASCII
+// (a whole UTF-8 sequence) can never match such text: as an atom it is the empty byte set, and
+// as a class member it adds nothing; so a rule in another language ("buz[oó]n lleno") stays
+// simple. Anything else (\x, \p, flags, ranges with a non-ASCII end, unbounded repeats of a
+// group, repeats inside repeats ...) is not simple and is left to RE2. The parser accepts only
+// syntax that RE2 accepts with the same meaning, so a simple pattern needs no RE2 check when it
+// is loaded (a non-ASCII character must be well-formed UTF-8; RE2 refuses anything else).
 
 using ByteSet = std::array<uint64_t, 2>;  // ASCII bytes
 
@@ -638,15 +641,24 @@ class SimplePattern {
         } else if (!PerlClass(x, &e.set) && !EscapedSelf(x, &e.set)) {
           return false;
         }
-      } else if (c >= 0x80 || c == '*' || c == '+' || c == '?' || c == '{' || c == '}' ||
-                 c == ']') {
-        return false;  // non-ASCII, a repeat without an argument, braces and brackets alone
+      } else if (c >= 0x80) {
+        // One character outside ASCII: the empty set, as no byte of ASCII text is it.
+        const size_t len = NonAsciiCharLength();
+        if (len == 0) return false;
+        i += len;
+      } else if (c == '*' || c == '+' || c == '?' || c == '{' || c == '}' || c == ']') {
+        return false;  // a repeat without an argument, braces and brackets alone
       } else {
         ++i;
         AddByte(e.set, c);
       }
       if (atom != nullptr) atom->push_back(e);
       return true;
+    }
+
+    // The length of the well-formed UTF-8 character at p[i] (a non-ASCII byte), or 0.
+    size_t NonAsciiCharLength() const {
+      return Utf8SequenceLength(reinterpret_cast<const unsigned char*>(p.data()) + i, p.size() - i);
     }
 
     // \d \D \s \S \w \W, as RE2 defines them (ASCII only).
@@ -703,7 +715,14 @@ class SimplePattern {
           break;
         }
         first = false;
-        if (c >= 0x80 || c == '[') return false;
+        if (c == '[') return false;
+        if (c >= 0x80) {  // a member outside ASCII adds no byte; not as a range's end
+          const size_t len = NonAsciiCharLength();
+          if (len == 0) return false;
+          i += len;
+          if (i < p.size() && p[i] == '-' && i + 1 < p.size() && p[i + 1] != ']') return false;
+          continue;
+        }
         if (c == '\\') {
           if (i + 1 >= p.size()) return false;
           auto x = static_cast<unsigned char>(p[i + 1]);
@@ -1378,11 +1397,14 @@ Category Rfc3463Category(std::string_view status, std::string_view stage) {
 // The Set matches case-sensitively against a lower-cased copy of the reply: that is about
 // twice as fast as a case-insensitive Set (half the byte classes, smaller DFA states). So its
 // patterns are lower-cased too, except escapes, whose letters carry meaning (\S, \d, \x4F,
-// \p{Lu}). Only ASCII is folded, on both sides.
+// \p{Lu}). ASCII is folded, and on both sides the capitals of Latin-1, Latin Extended-A, Greek
+// and Cyrillic (LowerNonAsciiLetters); a letter written as an escape (\x{410}) is not.
 std::string LowerPattern(std::string_view p) {
   std::string out(p);  // lowered in place: escapes stay as they are
+  bool ascii = true;
   for (size_t i = 0; i < out.size(); ++i) {
     char c = out[i];
+    if (static_cast<unsigned char>(c) >= 0x80) ascii = false;
     if (c != '\\' || i + 1 >= out.size()) {
       out[i] = AsciiLower(c);
       continue;
@@ -1396,6 +1418,7 @@ std::string LowerPattern(std::string_view p) {
       ++i;  // one-letter class name: \pN, \PL
     }
   }
+  if (!ascii) LowerNonAsciiLetters(out);
   return out;
 }
 
@@ -2123,6 +2146,7 @@ Result RuleSet::ClassifyUncached(const ReplyInput& in, std::string recipient,
     if (c == '\n') simple_text = false;
   }
   simple_text = simple_text && ascii;
+  if (!ascii) LowerNonAsciiLetters(lower);  // as the patterns were (LowerPattern)
   if (seen_at.size() < im.patterns.size()) {
     seen_at.resize(im.patterns.size(), 0);
     hit_at.resize(im.patterns.size(), 0);

@@ -380,6 +380,51 @@ void LowerInPlace(char* p, size_t n) {
 
 }  // namespace
 
+namespace {
+
+// The small letter of a two-byte code point (U+0080-U+07FF), or the code point itself.
+uint32_t LowerTwoByteLetter(uint32_t c) {
+  if (c >= 0xC0 && c <= 0xDE) return c == 0xD7 ? c : c + 0x20;  // Latin-1, not ×
+  if (c >= 0x100 && c <= 0x17F) {                               // Latin Extended-A
+    if (c == 0x130 || c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17F) return c;
+    if (c == 0x178) return 0xFF;  // Ÿ
+    const bool odd_capitals = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+    return (c % 2 == 1) == odd_capitals ? c + 1 : c;
+  }
+  if (c >= 0x391 && c <= 0x3AB) return c == 0x3A2 ? c : c + 0x20;  // Greek
+  if (c == 0x386) return 0x3AC;
+  if (c >= 0x388 && c <= 0x38A) return c + 0x25;
+  if (c == 0x38C) return 0x3CC;
+  if (c == 0x38E || c == 0x38F) return c + 0x3F;
+  if (c >= 0x400 && c <= 0x40F) return c + 0x50;  // Cyrillic: Ѐ-Џ
+  if (c >= 0x410 && c <= 0x42F) return c + 0x20;  // А-Я
+  if ((c >= 0x460 && c <= 0x481) || (c >= 0x48A && c <= 0x4BF) || (c >= 0x4D0 && c <= 0x4FF)) {
+    return c % 2 == 0 ? c + 1 : c;
+  }
+  if (c == 0x4C0) return 0x4CF;
+  if (c >= 0x4C1 && c <= 0x4CE) return c % 2 == 1 ? c + 1 : c;
+  return c;
+}
+
+}  // namespace
+
+void LowerNonAsciiLetters(std::string& s) {
+  auto* p = reinterpret_cast<unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i + 1 < n; ++i) {
+    const unsigned char lead = p[i];
+    // Only lead bytes C3-C5 (U+00C0-U+017F), CE-CF (Greek) and D0-D3 (Cyrillic) hold capitals.
+    if (lead < 0xC3 || lead > 0xD3 || (p[i + 1] & 0xC0) != 0x80) continue;
+    const uint32_t c = (uint32_t{lead & 0x1Fu} << 6) | (p[i + 1] & 0x3Fu);
+    const uint32_t lower = LowerTwoByteLetter(c);
+    if (lower != c) {
+      p[i] = static_cast<unsigned char>(0xC0 | (lower >> 6));
+      p[i + 1] = static_cast<unsigned char>(0x80 | (lower & 0x3F));
+    }
+    ++i;
+  }
+}
+
 std::string AsciiLowerCopy(std::string_view s) {
   std::string out(s);
   LowerInPlace(out.data(), out.size());

@@ -41,9 +41,16 @@ inline size_t Utf8SequenceLength(const unsigned char* p, size_t avail) {
   return len;
 }
 
-// ASCII-only helpers (SMTP keywords and codes are ASCII; we never case-fold other scripts).
+// ASCII-only helpers (SMTP keywords and codes are ASCII).
 inline char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 std::string AsciiLowerCopy(std::string_view s);
+// Lower-cases, in place, the capital letters outside ASCII that a reply in a European language
+// holds: Latin-1 (À-Þ), Latin Extended-A (Ā-ž), Greek and Cyrillic (Ѐ-Я, Ѡ-ӿ). Each is two
+// bytes of UTF-8 and so is its small letter, so the text keeps its length and every offset. Not
+// folded: ASCII (AsciiLower's), capitals whose small letter is ASCII or differs in length (İ, ſ,
+// the Kelvin sign), other scripts, and ill-formed bytes. The rules engine folds replies and
+// patterns with it, so a rule's "пользователь" matches "Пользователь".
+void LowerNonAsciiLetters(std::string& s);
 bool EqualsNoCaseSameSize(std::string_view a, std::string_view b);
 // Inline so that the common case, different lengths, costs no call.
 inline bool EqualsNoCase(std::string_view a, std::string_view b) {

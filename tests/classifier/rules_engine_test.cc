@@ -214,6 +214,17 @@ TEST(RulesSimplePatterns, MatchWhereRe2Matches) {
       "caf\\x{E9} closed",
       "\\pL+ over quota",
       "(mail)(?:box)?\\s+full",
+      // Characters outside ASCII: simple on ASCII text (where they match nothing), folded on
+      // other text as RE2 folds them.
+      "buz[o\xc3\xb3]n lleno",
+      "\xd0\xbf\xd0\xbe\xd0\xbb\xd1\x8c\xd0\xb7\xd0\xbe\xd0\xb2\xd0\xb0\xd1\x82\xd0\xb5"
+      "\xd0\xbb\xd1\x8c \xd0\xbd\xd0\xb5",
+      "bo[i\xc3\xae]te (?:aux lettres )?pleine",
+      "\xc3\xb3+k",
+      "(?:\xc3\xa9)?tat",
+      "[^\xc3\xa9]x\\b",
+      "[\xc3\xa9\xc3\xa8]t\\b",
+      "\xce\xb4\xce\xb5\xce\xbd \\w+",
   };
   std::vector<std::string> texts = {
       "550 user doesn't exist",
@@ -252,6 +263,19 @@ TEST(RulesSimplePatterns, MatchWhereRe2Matches) {
       "mailbox   full",
       "MAILBOX FULL \xe2\x86\x92 try later",
       "550 user unknown \xe6\x97\xa5\xe6\x9c\xac",
+      "552 Buzon lleno",
+      "552 BUZ\xc3\x93N LLENO",
+      "552 buz\xc3\xb3n lleno",
+      "550 \xd0\x9f\xd0\xbe\xd0\xbb\xd1\x8c\xd0\xb7\xd0\xbe\xd0\xb2\xd0\xb0\xd1\x82\xd0\xb5\xd0\xbb"
+      "\xd1\x8c \xd0\x9d\xd0\x95 \xd0\xbd\xd0\xb0\xd0\xb9\xd0\xb4\xd0\xb5\xd0\xbd",
+      "552 BO\xc3\x8eTE AUX LETTRES PLEINE",
+      "552 boite pleine",
+      "ok \xc3\xb3\xc3\xb3k \xc3\x93K",
+      "tat \xc3\x89TAT",
+      "ax \xc3\xa9x",
+      "\xc3\xa9x",
+      "\xc3\x89T et",
+      "\xce\x94\xce\x95\xce\x9d ok",
   };
   // A long reply is left to RE2 (the search without it grows with the length).
   texts.push_back(std::string(1100, 'z') +

@@ -20,6 +20,30 @@ TEST(FoldWhitespace, CollapsesRunsAndTrims) {
   EXPECT_EQ(FoldWhitespace("a"), "a");
 }
 
+TEST(LowerNonAsciiLetters, LowersEuropeanCapitalsInPlace) {
+  auto lower = [](std::string s) {
+    const size_t size = s.size();
+    LowerNonAsciiLetters(s);
+    EXPECT_EQ(s.size(), size);
+    return s;
+  };
+  // Latin-1: À É Ö Ø Þ fold, × and ß stay; ASCII is left to AsciiLower.
+  EXPECT_EQ(lower("\u00C0\u00C9\u00D6\u00D8\u00DE \u00D7\u00DF ABC"),
+            "\u00E0\u00E9\u00F6\u00F8\u00FE \u00D7\u00DF ABC");
+  // Latin Extended-A, both parities: Ą Ł Ś Ž Ÿ; İ, ı and ſ (whose pairs are ASCII) stay.
+  EXPECT_EQ(lower("\u0104\u0141\u015A\u017D\u0178 \u0130\u0131\u017F \u0105\u0142"),
+            "\u0105\u0142\u015B\u017E\u00FF \u0130\u0131\u017F \u0105\u0142");
+  // Greek, with accents: Ω Σ Ά Έ Ό Ώ.
+  EXPECT_EQ(lower("\u03A9\u03A3\u0386\u0388\u038C\u038F"), "\u03C9\u03C3\u03AC\u03AD\u03CC\u03CE");
+  // Cyrillic: Я Ё Є Ґ Ӂ Ӑ Ӏ.
+  EXPECT_EQ(lower("\u042F\u0401\u0404\u0490\u04C1\u04D0\u04C0"),
+            "\u044F\u0451\u0454\u0491\u04C2\u04D1\u04CF");
+  // Other scripts, three-byte letters and ill-formed bytes are left alone.
+  EXPECT_EQ(lower("\u7528\u6237 \u212A \u1E9E"), "\u7528\u6237 \u212A \u1E9E");
+  EXPECT_EQ(lower(std::string("x\xC3") + "A" + "\xD0"), std::string("x\xC3") + "A" + "\xD0");
+  EXPECT_EQ(lower(""), "");
+}
+
 TEST(Sanitize, DropsControlsAndFixesUtf8) {
   EXPECT_EQ(Sanitize("a\x01"
                      "b\x7f"
