@@ -820,6 +820,15 @@ bool PatternMatches(Pattern& p, std::string_view lower, bool simple_text) {
 
 constexpr size_t kMinLiteral = 3;
 
+// The bytes of the character at p[i]: a whole UTF-8 sequence, to which a quantifier after it
+// applies as a whole ("ー?" makes all three bytes optional), or else one byte.
+size_t CharBytes(std::string_view p, size_t i) {
+  if (static_cast<unsigned char>(p[i]) < 0x80) return 1;
+  size_t len =
+      Utf8SequenceLength(reinterpret_cast<const unsigned char*>(p.data()) + i, p.size() - i);
+  return len == 0 ? 1 : len;
+}
+
 // Skips a group or class starting at p[i]; returns the index just past it.
 size_t SkipGroup(std::string_view p, size_t i) {
   int depth = 0;
@@ -881,7 +890,7 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
   while (i < p.size()) {
     char c = p[i];
     bool literal = false;
-    char ch = 0;
+    std::string_view lit;  // the literal's bytes
     size_t next = i + 1;
     if (c == '|') {
       if (!end_branch()) return {};
@@ -906,7 +915,7 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
         }
       } else {
         literal = true;  // an escaped punctuation character stands for itself
-        ch = e;
+        lit = p.substr(i + 1, 1);
       }
     } else if (c == '(' || c == '[') {
       next = SkipGroup(p, i);
@@ -916,7 +925,8 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
       // refuses, which the loader reports)
     } else {
       literal = true;
-      ch = c;
+      next = i + CharBytes(p, i);
+      lit = p.substr(i, next - i);
     }
     // A quantifier after the atom: optional ones drop it, repeated ones end the run after it.
     bool optional = false, repeated = false;
@@ -942,7 +952,7 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
     if (!literal || optional) {
       cut();
     } else {
-      run[run_size++] = ch;
+      for (char b : lit) run[run_size++] = b;
       if (repeated) cut();
     }
     i = next;
@@ -1004,6 +1014,7 @@ bool NeedsNonAscii(std::string_view p) {
       next = SkipGroup(p, i);
     } else if (static_cast<unsigned char>(c) >= 0x80) {
       non_ascii = true;
+      next = i + CharBytes(p, i);
     }
     bool optional = false;
     if (next < p.size()) {
@@ -1080,7 +1091,7 @@ class LiteralSetFinder {
     while (i_ < p_.size() && p_[i_] != '|' && p_[i_] != ')') {
       char c = p_[i_];
       bool literal = false, group = false;
-      char ch = 0;
+      std::string_view lit;  // the literal's bytes
       Set sub;
       if (c == '(') {
         ++i_;
@@ -1125,7 +1136,7 @@ class LiteralSetFinder {
           }
         } else if (static_cast<unsigned char>(e) < 0x80) {
           literal = true;
-          ch = e;
+          lit = p_.substr(i_ - 1, 1);
         }
       } else if (c == '*' || c == '+' || c == '?' || c == '{' || c == ']') {
         bad_ = true;  // a pattern RE2 refuses or reads oddly: leave it alone
@@ -1133,9 +1144,10 @@ class LiteralSetFinder {
       } else if (c == '.' || c == '^' || c == '$') {
         ++i_;
       } else {
-        ++i_;
+        const size_t bytes = CharBytes(p_, i_);
+        lit = p_.substr(i_, bytes);
+        i_ += bytes;
         literal = true;
-        ch = c;
       }
       // A quantifier: optional atoms drop out, repeated ones end the run after them.
       bool optional = false, repeated = false;
@@ -1161,7 +1173,7 @@ class LiteralSetFinder {
         if ((optional || repeated) && i_ < p_.size() && p_[i_] == '?') ++i_;
       }
       if (literal && !optional) {
-        run.push_back(ch);
+        run.append(lit);
         if (repeated) cut();
         continue;
       }

@@ -1431,6 +1431,8 @@ const Phrase kPhrases[] = {
     {C::kUserUnknown, "550 用户不存在", "u@163.com"},
     {C::kUserUnknown, "550 收件人不存在"},
     {C::kUserUnknown, "550 宛先のメールアドレスは存在しません"},
+    // "ユーザー?" in the rule: the long-vowel mark is one optional character of three bytes.
+    {C::kUserUnknown, "550 そのようなユーザはいません"},
     {C::kUserUnknown, "550 사용자가 존재하지 않습니다"},
     {C::kDomainUnknown, "550 El dominio no existe"},
     {C::kDomainUnknown, "550 Le domaine example.org n'existe pas"},

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -287,6 +288,43 @@ TEST(RulesSimplePatterns, MatchWhereRe2Matches) {
     for (const std::string& text : texts) {
       EXPECT_EQ(Of(*rules, text) == Category::kSpamContent, Re2Matches(pattern, text))
           << "pattern " << pattern << " on " << text;
+    }
+  }
+}
+
+// Random patterns and texts mixing ASCII with letters outside it, in both cases: the engine
+// (simple programs on ASCII text, RE2 on lower-cased other text) answers as RE2 does on the
+// text as it is, case-insensitively.
+TEST(RulesSimplePatterns, NonAsciiLettersMatchWhereRe2Matches) {
+  // Written as UTF-8: ó é ж and their capitals Ó É Ж.
+  const std::vector<std::string> atoms = {"a",        "b",   " ",    "ó",     "é",
+                                          "ж",        ".",   "[aó]", "[^é ]", "(?:a|ó)",
+                                          "(?:жb|x)", "\\b", "\\w",  "\\S"};
+  const std::vector<std::string> quantifiers = {"", "", "", "?", "+", "*", "{1,2}"};
+  const std::vector<std::string> letters = {"a", "A", "b", "x", "-", "ó", "Ó", "é", "É", "ж", "Ж"};
+  std::mt19937 rng(20261202);
+  auto pick = [&](const std::vector<std::string>& from) { return from[rng() % from.size()]; };
+  std::vector<std::string> texts;
+  for (int t = 0; t < 40; ++t) {
+    std::string text;
+    for (int n = 1 + static_cast<int>(rng() % 8); n > 0; --n) text += pick(letters);
+    texts.push_back(text);
+  }
+  for (int round = 0; round < 150; ++round) {
+    std::string pattern;
+    for (int n = 1 + static_cast<int>(rng() % 4); n > 0; --n) {
+      std::string atom = pick(atoms);
+      pattern += atom;
+      if (atom != "\\b") pattern += pick(quantifiers);
+    }
+    auto rules =
+        Compile("[[rule]]\nid = \"t\"\ncategory = \"spam_content\"\npattern = '" + pattern + "'\n");
+    ASSERT_TRUE(rules) << pattern;
+    for (const std::string& text : texts) {
+      // Behind a code, as replies come (no space in the text: the engine folds runs of them).
+      const std::string reply = "550 " + text;
+      EXPECT_EQ(Of(*rules, reply) == Category::kSpamContent, Re2Matches(pattern, reply))
+          << "pattern " << pattern << " on " << reply;
     }
   }
 }
