@@ -14,7 +14,7 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 cmake --build "$BUILD" -j2 --target "${targets[@]}"
 mkdir -p fuzz/artifacts
-declare -A maxlen=([dsn_fuzz]=262144 [log_fuzz]=131072 [rules_fuzz]=16384 [socketmap_fuzz]=16384 [config_fuzz]=16384 [import_fuzz]=65536 [query_fuzz]=65536 [mbox_fuzz]=262144 [advice_fuzz]=65536)
+declare -A maxlen=([pattern_fuzz]=512 [dsn_fuzz]=262144 [log_fuzz]=131072 [rules_fuzz]=16384 [socketmap_fuzz]=16384 [config_fuzz]=16384 [import_fuzz]=65536 [query_fuzz]=65536 [mbox_fuzz]=262144 [advice_fuzz]=65536)
 pids=()
 for t in "${targets[@]}"; do
   work=$(mktemp -d "/tmp/$t.XXXXXX")
