@@ -1654,7 +1654,9 @@ class Loader {
     bool literal_only = exact && !literals.empty();
     if (literals.empty()) literals = LiteralSetFinder::Find(lowered);
     if (literals.empty()) {
-      if (p->simple_syntax) {
+      // A simple pattern that needs a character outside ASCII is left to the Set, which ASCII
+      // replies skip when all its patterns do, instead of running on every reply.
+      if (p->simple_syntax && !NeedsNonAscii(lowered)) {
         p->always = true;
         impl_.always_patterns.push_back(id);
       } else {

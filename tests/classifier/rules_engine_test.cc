@@ -92,6 +92,22 @@ pattern = '(?i)\x{212A}#'
   EXPECT_EQ(Of(*mixed, "550 d1 x"), Category::kUndetermined);
 }
 
+// A character outside ASCII written as it is (two bytes: too short to be found as a literal)
+// keeps the pattern on the Set, which ASCII replies skip; it still matches both cases.
+TEST(RulesLiterals, ShortNonAsciiPatternMatchesBothCasesAndNoAscii) {
+  auto rules = Compile(R"(
+[[rule]]
+id = "cyrillic"
+category = "user_unknown"
+pattern = 'ж\d'
+)");
+  ASSERT_TRUE(rules);
+  EXPECT_EQ(Of(*rules, "550 ж1"), Category::kUserUnknown);
+  EXPECT_EQ(Of(*rules, "550 Ж2"), Category::kUserUnknown);
+  EXPECT_EQ(Of(*rules, "550 d1"), Category::kUndetermined);
+  EXPECT_EQ(Of(*rules, "550 ж x"), Category::kUndetermined);
+}
+
 TEST(RulesWindow, WindowsInGroupsAndAlternations) {
   auto rules = Compile(R"(
 [[rule]]
