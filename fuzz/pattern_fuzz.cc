@@ -34,8 +34,10 @@ constexpr std::string_view kAtoms[] = {
     "|", "\\b", "\\B",  "\\w",   "\\W",   "\\s",         "\\S",     "\\d",      "^",   "$",
     "(", "5",   "0",    "\\.",   "a{2}",  "(?:ab){1,3}", "ó{0,2}",  "\\x{e9}"};
 constexpr std::string_view kQuantifiers[] = {"", "", "", "", "?", "+", "*", "{1,2}", "??", "*?"};
-// Letters of the reply: no space or control (the engine folds whitespace runs in a reply).
-constexpr std::string_view kLetters[] = {"a", "A", "b", "B", "x", "-", ".", "5",
+// Letters of the reply: no space or control (the engine folds whitespace runs in a reply) and
+// no 5, so that the text never holds the reply code again ("550-...": the engine reads a code
+// repeated behind the first as a continuation line's, and leaves it out).
+constexpr std::string_view kLetters[] = {"a", "A", "b", "B", "x", "-", ".", "1",
                                          "0", "_", "ó", "Ó", "é", "É", "ж", "Ж"};
 constexpr size_t kMaxAtoms = 24;
 constexpr size_t kMaxLetters = 120;
