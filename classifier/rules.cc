@@ -890,7 +890,7 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
   while (i < p.size()) {
     char c = p[i];
     bool literal = false;
-    std::string_view lit;  // the literal's bytes
+    size_t lit_at = i, lit_len = 1;  // the literal's bytes: p[lit_at, lit_at + lit_len)
     size_t next = i + 1;
     if (c == '|') {
       if (!end_branch()) return {};
@@ -915,7 +915,7 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
         }
       } else {
         literal = true;  // an escaped punctuation character stands for itself
-        lit = p.substr(i + 1, 1);
+        lit_at = i + 1;
       }
     } else if (c == '(' || c == '[') {
       next = SkipGroup(p, i);
@@ -925,8 +925,10 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
       // refuses, which the loader reports)
     } else {
       literal = true;
-      next = i + CharBytes(p, i);
-      lit = p.substr(i, next - i);
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        lit_len = CharBytes(p, i);
+        next = i + lit_len;
+      }
     }
     // A quantifier after the atom: optional ones drop it, repeated ones end the run after it.
     bool optional = false, repeated = false;
@@ -952,7 +954,7 @@ std::vector<std::string> RequiredLiterals(std::string_view p, bool* exact) {
     if (!literal || optional) {
       cut();
     } else {
-      for (char b : lit) run[run_size++] = b;
+      for (size_t k = 0; k < lit_len; ++k) run[run_size++] = p[lit_at + k];
       if (repeated) cut();
     }
     i = next;
@@ -1091,7 +1093,7 @@ class LiteralSetFinder {
     while (i_ < p_.size() && p_[i_] != '|' && p_[i_] != ')') {
       char c = p_[i_];
       bool literal = false, group = false;
-      std::string_view lit;  // the literal's bytes
+      size_t lit_at = i_, lit_len = 1;  // the literal's bytes: p_[lit_at, lit_at + lit_len)
       Set sub;
       if (c == '(') {
         ++i_;
@@ -1136,7 +1138,7 @@ class LiteralSetFinder {
           }
         } else if (static_cast<unsigned char>(e) < 0x80) {
           literal = true;
-          lit = p_.substr(i_ - 1, 1);
+          lit_at = i_ - 1;
         }
       } else if (c == '*' || c == '+' || c == '?' || c == '{' || c == ']') {
         bad_ = true;  // a pattern RE2 refuses or reads oddly: leave it alone
@@ -1144,9 +1146,8 @@ class LiteralSetFinder {
       } else if (c == '.' || c == '^' || c == '$') {
         ++i_;
       } else {
-        const size_t bytes = CharBytes(p_, i_);
-        lit = p_.substr(i_, bytes);
-        i_ += bytes;
+        lit_len = static_cast<unsigned char>(c) >= 0x80 ? CharBytes(p_, i_) : 1;
+        i_ += lit_len;
         literal = true;
       }
       // A quantifier: optional atoms drop out, repeated ones end the run after them.
@@ -1173,7 +1174,11 @@ class LiteralSetFinder {
         if ((optional || repeated) && i_ < p_.size() && p_[i_] == '?') ++i_;
       }
       if (literal && !optional) {
-        run.append(lit);
+        if (lit_len == 1) {
+          run.push_back(p_[lit_at]);
+        } else {
+          run.append(p_.data() + lit_at, lit_len);
+        }
         if (repeated) cut();
         continue;
       }
