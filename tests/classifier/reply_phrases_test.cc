@@ -1467,6 +1467,9 @@ const Phrase kPhrases[] = {
     {C::kRelayDenied, "554 Relais interdit"},
     {C::kRelayDenied, "554 不允许转发"},
     {C::kGreylisted, "451 Вы попали в серый список, повторите попытку позже"},
+    // After DATA the words are a filter's, unless an x.1.x status says otherwise.
+    {C::kUndetermined, "550 Usuario desconocido", "u@example.org", "eom"},
+    {C::kUserUnknown, "550 5.1.1 Usuario desconocido", "u@example.org", "eom"},
     // The sender's own account, not the recipient's: no rule of these takes it.
     {C::kUndetermined, "550 Ваш аккаунт заблокирован"},
     {C::kUndetermined, "550 Ihr Konto ist gesperrt"},
