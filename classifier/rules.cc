@@ -1661,7 +1661,8 @@ class Loader {
     if (literals.empty()) {
       // A simple pattern that needs a character outside ASCII is left to the Set, which ASCII
       // replies skip when all its patterns do, instead of running on every reply.
-      if (p->simple_syntax && !NeedsNonAscii(lowered)) {
+      const bool needs_non_ascii = NeedsNonAscii(lowered);
+      if (p->simple_syntax && !needs_non_ascii) {
         p->always = true;
         impl_.always_patterns.push_back(id);
       } else {
@@ -1670,7 +1671,7 @@ class Loader {
         }
         p->in_set = true;
         impl_.set_patterns.push_back(id);
-        if (!NeedsNonAscii(lowered)) impl_.set_needs_non_ascii = false;
+        if (!needs_non_ascii) impl_.set_needs_non_ascii = false;
       }
     }
     for (std::string& l : literals) impl_.literals.Add(std::move(l), id);

@@ -378,10 +378,6 @@ void LowerInPlace(char* p, size_t n) {
   if (i < n) lower_word(n - 8);
 }
 
-}  // namespace
-
-namespace {
-
 // The small letter of a two-byte code point (U+0080-U+07FF), or the code point itself.
 uint32_t LowerTwoByteLetter(uint32_t c) {
   if (c >= 0xC0 && c <= 0xDE) return c == 0xD7 ? c : c + 0x20;  // Latin-1, not ×
